@@ -1,0 +1,136 @@
+package config
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Keys the processing core reads. The live engine adds its own.
+const (
+	ApplicationID             = "application.id"
+	BootstrapServers          = "bootstrap.servers"
+	DefaultKeySerde           = "default.key.serde"
+	DefaultValueSerde         = "default.value.serde"
+	NumStreamThreads          = "num.stream.threads"
+	ProcessingGuarantee       = "processing.guarantee"
+	CommitIntervalMs          = "commit.interval.ms"
+	DeserializationHandler    = "default.deserialization.exception.handler"
+	ProcessingHandler         = "processing.exception.handler"
+	DeadLetterQueueTopic      = "errors.dead.letter.queue.topic.name"
+	DefaultTimestampExtractor = "default.timestamp.extractor"
+	StateDir                  = "state.dir"
+	TopologyOptimization      = "topology.optimization"
+	TestDriverCommitPerPipe   = "test.driver.commit-per-pipe"
+	StoatflowChangelogEnabled = "stoatflow.changelog.enabled"
+)
+
+// Handler verdicts for the exception handler keys.
+const (
+	HandlerFail     = "fail"
+	HandlerContinue = "continue"
+)
+
+// Defaults are the values used for keys a configuration does not set.
+var Defaults = map[string]string{
+	ProcessingGuarantee:       "exactly_once_v2",
+	CommitIntervalMs:          "100",
+	DeserializationHandler:    HandlerFail,
+	ProcessingHandler:         HandlerFail,
+	DefaultTimestampExtractor: "record",
+	StateDir:                  "/tmp/stoatflow",
+	TestDriverCommitPerPipe:   "true",
+	StoatflowChangelogEnabled: "true",
+}
+
+// Config is an application's merged configuration. The zero value is usable
+// and holds only the defaults.
+type Config struct {
+	values map[string]string
+}
+
+// New returns a configuration holding values over the defaults.
+func New(values map[string]string) Config {
+	return Config{values: maps.Clone(values)}
+}
+
+// Map returns the configured values (without defaults), a copy.
+func (c Config) Map() map[string]string {
+	out := maps.Clone(Defaults)
+	maps.Copy(out, c.values)
+	return out
+}
+
+// With returns a copy of c with key set to value.
+func (c Config) With(key, value string) Config {
+	v := maps.Clone(c.values)
+	if v == nil {
+		v = map[string]string{}
+	}
+	v[key] = value
+	return Config{values: v}
+}
+
+// Lookup returns the value for key, its default when unset, and whether
+// either exists.
+func (c Config) Lookup(key string) (string, bool) {
+	if v, ok := c.values[key]; ok {
+		return v, true
+	}
+	v, ok := Defaults[key]
+	return v, ok
+}
+
+// String returns the value for key or "".
+func (c Config) String(key string) string {
+	v, _ := c.Lookup(key)
+	return v
+}
+
+// IsSet reports whether key was set explicitly (not by a default).
+func (c Config) IsSet(key string) bool {
+	_, ok := c.values[key]
+	return ok
+}
+
+// Int parses key as an integer; def is returned when it is unset.
+func (c Config) Int(key string, def int64) (int64, error) {
+	v, ok := c.Lookup(key)
+	if !ok || strings.TrimSpace(v) == "" {
+		return def, nil
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("config %s: %q is not an integer", key, v)
+	}
+	return n, nil
+}
+
+// Bool parses key as a boolean; def is returned when it is unset.
+func (c Config) Bool(key string, def bool) (bool, error) {
+	v, ok := c.Lookup(key)
+	if !ok || strings.TrimSpace(v) == "" {
+		return def, nil
+	}
+	b, err := strconv.ParseBool(strings.TrimSpace(v))
+	if err != nil {
+		return false, fmt.Errorf("config %s: %q is not true or false", key, v)
+	}
+	return b, nil
+}
+
+// OneOf returns the value of key, checked against the allowed values.
+func (c Config) OneOf(key string, allowed ...string) (string, error) {
+	v := strings.TrimSpace(c.String(key))
+	if slices.Contains(allowed, v) {
+		return v, nil
+	}
+	return "", fmt.Errorf("config %s: %q is not one of %s", key, v, strings.Join(allowed, ", "))
+}
+
+// Keys returns the explicitly set keys, sorted.
+func (c Config) Keys() []string {
+	return slices.Sorted(maps.Keys(c.values))
+}

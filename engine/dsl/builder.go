@@ -1,0 +1,102 @@
+package dsl
+
+import (
+	"fmt"
+
+	"github.com/stoatflow/stoatctl/engine/processor"
+	"github.com/stoatflow/stoatctl/engine/serde"
+	"github.com/stoatflow/stoatctl/engine/topology"
+)
+
+// Builder builds a topology with the DSL.
+type Builder struct {
+	t *topology.Topology
+}
+
+// NewBuilder returns an empty builder.
+func NewBuilder() *Builder { return &Builder{t: topology.New()} }
+
+// Topology returns the topology built so far; errors recorded by the DSL
+// are reported by its Build.
+func (b *Builder) Topology() *topology.Topology { return b.t }
+
+// newName returns the user's name or a generated PREFIX-0000000007.
+func (b *Builder) newName(prefix string, opts []Named) string {
+	if n := named(opts); n != "" {
+		return n
+	}
+	return b.t.GeneratedName(prefix)
+}
+
+// newStoreName returns the user's store name or a generated
+// PREFIX-STATE-STORE-0000000007, Kafka Streams' scheme.
+func (b *Builder) newStoreName(prefix, given string) string {
+	if given != "" {
+		return given
+	}
+	return b.t.GeneratedName(prefix + "STATE-STORE-")
+}
+
+// Kafka Streams' prefixes for generated names.
+const (
+	sourcePrefix        = "KSTREAM-SOURCE-"
+	sinkPrefix          = "KSTREAM-SINK-"
+	filterPrefix        = "KSTREAM-FILTER-"
+	mapPrefix           = "KSTREAM-MAP-"
+	mapValuesPrefix     = "KSTREAM-MAPVALUES-"
+	flatMapPrefix       = "KSTREAM-FLATMAP-"
+	flatMapValuesPrefix = "KSTREAM-FLATMAPVALUES-"
+	keySelectPrefix     = "KSTREAM-KEY-SELECT-"
+	peekPrefix          = "KSTREAM-PEEK-"
+	foreachPrefix       = "KSTREAM-FOREACH-"
+	branchPrefix        = "KSTREAM-BRANCH-"
+	mergePrefix         = "KSTREAM-MERGE-"
+	processorPrefix     = "KSTREAM-PROCESSOR-"
+	processValuesPrefix = "KSTREAM-PROCESSVALUES-"
+	repartitionPrefix   = "KSTREAM-REPARTITION-"
+)
+
+// funcProc is the processor behind most DSL operations: a function of the
+// context and the record, with types erased. Operations narrow the types
+// inside the function, once per record.
+type funcProc struct {
+	ctx processor.Context[any, any]
+	fn  func(ctx processor.Context[any, any], rec processor.Erased) error
+}
+
+func (p *funcProc) Init(ctx processor.Context[any, any]) error { p.ctx = ctx; return nil }
+func (p *funcProc) Process(rec processor.Erased) error        { return p.fn(p.ctx, rec) }
+func (p *funcProc) Close() error                              { return nil }
+
+func stateless(fn func(ctx processor.Context[any, any], rec processor.Erased) error) processor.Supplier {
+	return func() processor.Untyped { return &funcProc{fn: fn} }
+}
+
+// narrow converts an erased record's key and value to K and V.
+func narrow[K, V any](rec processor.Erased) (K, V, error) {
+	k, err := processor.As[K](rec.Key)
+	if err != nil {
+		var v V
+		return k, v, fmt.Errorf("record key: %w", err)
+	}
+	v, err := processor.As[V](rec.Value)
+	if err != nil {
+		return k, v, fmt.Errorf("record value: %w", err)
+	}
+	return k, v, nil
+}
+
+func eraseSerde[T any](s serde.Serde[T]) serde.Any {
+	if s == nil {
+		return nil
+	}
+	return serde.Erase(s)
+}
+
+// orSerde returns a if set, else b.
+func orSerde[T any](a, b serde.Serde[T]) serde.Serde[T] {
+	if a != nil {
+		return a
+	}
+	return b
+}

@@ -1,0 +1,155 @@
+package dsl
+
+import (
+	"github.com/stoatflow/stoatctl/engine/metrics"
+	"github.com/stoatflow/stoatctl/engine/processor"
+	"github.com/stoatflow/stoatctl/engine/serde"
+	"github.com/stoatflow/stoatctl/engine/state"
+)
+
+// Kafka Streams' prefixes for table nodes.
+const (
+	tableSourcePrefix   = "KTABLE-SOURCE-"
+	toStreamPrefix      = "KTABLE-TOSTREAM-"
+	tableFilterPrefix   = "KTABLE-FILTER-"
+	tableMapValuesPrefx = "KTABLE-MAPVALUES-"
+)
+
+// change is the value table operations forward to each other: the key's
+// new value and the value it replaces (nil for none, or for a delete).
+type change struct {
+	New any
+	Old any
+}
+
+// KTable is a changelog stream read as a table: the latest value per key.
+// Table operations forward changes; ToStream turns them back into records.
+type KTable[K, V any] struct {
+	b          *Builder
+	node       string
+	keySerde   serde.Serde[K]
+	valueSerde serde.Serde[V]
+	// meta is shared with the processors of the node, which read it when
+	// they are instantiated, after the topology is complete; a join can so
+	// ask for a table to be materialized after the table was defined.
+	meta    *tableMeta
+	sources []string
+}
+
+// tableMeta says where a table's current values can be looked up.
+type tableMeta struct {
+	// store is the timestamped key-value store holding the table, or "".
+	store string
+}
+
+// Node is the name of the node whose output the table is.
+func (t KTable[K, V]) Node() string { return t.node }
+
+// StoreName is the name of the store materializing the table, or "".
+func (t KTable[K, V]) StoreName() string { return t.meta.store }
+
+// Table reads topic as a table. The table is materialized in a timestamped
+// key-value store, named by materialized or generated as
+// "<topic>-STATE-STORE-<n>".
+func Table[K, V any](b *Builder, topic string, consumed Consumed[K, V], materialized ...Materialized[K, V]) KTable[K, V] {
+	m, _ := firstMaterialized(materialized)
+	storeName := b.newStoreName(topic+"-", m.name)
+	source := consumed.Name()
+	if source == "" {
+		source = b.t.GeneratedName(sourcePrefix)
+	}
+	b.t.AddSource(source, consumed.Spec(topic))
+	name := b.t.GeneratedName(tableSourcePrefix)
+	ks, vs := orSerde(m.keySerde, consumed.KeySerde()), orSerde(m.valueSerde, consumed.ValueSerde())
+	meta := &tableMeta{store: storeName}
+	b.t.AddProcessor(name, func() processor.Untyped { return &tableSource[K, V]{meta: meta} }, source)
+	b.t.AddStateStore(timestampedStore(storeName, ks, vs, m), name)
+	return KTable[K, V]{b: b, node: name, keySerde: ks, valueSerde: vs, meta: meta, sources: []string{source}}
+}
+
+// timestampedStore builds the store a table or aggregation materializes
+// into, honouring Materialized's backend and logging settings.
+func timestampedStore[K, V any](name string, ks serde.Serde[K], vs serde.Serde[V], m Materialized[K, V]) state.StoreBuilder {
+	supplier := m.supplier
+	if supplier == nil {
+		supplier = state.InMemory()
+	}
+	sb := state.TimestampedKeyValueStoreBuilder(name, ks, vs, supplier)
+	if m.loggingSet {
+		if m.logging {
+			sb = sb.WithLoggingEnabled(m.logConfig)
+		} else {
+			sb = sb.WithLoggingDisabled()
+		}
+	}
+	return sb
+}
+
+// tableSource keeps the latest value per key and forwards each update as a
+// change from the previous value.
+type tableSource[K, V any] struct {
+	meta  *tableMeta
+	ctx   processor.Context[any, any]
+	store state.TimestampedKeyValueStore[K, V]
+}
+
+func (p *tableSource[K, V]) Init(ctx processor.Context[any, any]) error {
+	p.ctx = ctx
+	s, err := processor.TimestampedKeyValueStore[K, V](ctx, p.meta.store)
+	p.store = s
+	return err
+}
+
+func (p *tableSource[K, V]) Process(rec processor.Erased) error {
+	if rec.Key == nil {
+		// A table update without a key cannot be applied; Kafka Streams
+		// drops it and counts it the same way.
+		droppedNullKey(p.ctx)
+		return nil
+	}
+	k, v, err := narrow[K, V](rec)
+	if err != nil {
+		return err
+	}
+	old, found, err := p.store.Get(k)
+	if err != nil {
+		return err
+	}
+	var oldValue any
+	if found {
+		oldValue = old.Value
+	}
+	if rec.Value == nil {
+		if _, _, err := p.store.Delete(k); err != nil {
+			return err
+		}
+	} else if err := p.store.Put(k, state.ValueAndTimestamp[V]{Value: v, Timestamp: rec.Timestamp}); err != nil {
+		return err
+	}
+	p.ctx.Forward(processor.Erased{Key: rec.Key, Value: change{New: rec.Value, Old: oldValue}, Timestamp: rec.Timestamp, Headers: rec.Headers})
+	return nil
+}
+
+func (p *tableSource[K, V]) Close() error { return nil }
+
+// droppedNullKey counts a record dropped for having no key. The counter
+// lives in the registry the runtime exposes through the context when it
+// has one.
+func droppedNullKey(ctx processor.Context[any, any]) {
+	if m, ok := ctx.(interface{ Metrics() *metrics.Registry }); ok {
+		m.Metrics().Counter(metrics.DroppedRecords, "reason", metrics.ReasonNullKey).Add(1)
+	}
+}
+
+// ToStream turns the table's changes into a stream of its new values; a
+// delete becomes a record with a null value.
+func (t KTable[K, V]) ToStream(named ...Named) KStream[K, V] {
+	name := t.b.newName(toStreamPrefix, named)
+	t.b.t.AddProcessor(name, stateless(func(ctx processor.Context[any, any], rec processor.Erased) error {
+		c, _ := rec.Value.(change)
+		rec.Value = c.New
+		ctx.Forward(rec)
+		return nil
+	}), t.node)
+	return KStream[K, V]{b: t.b, node: name, keySerde: t.keySerde, valueSerde: t.valueSerde, sources: t.sources}
+}

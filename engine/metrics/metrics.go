@@ -1,0 +1,100 @@
+package metrics
+
+import (
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// Well-known counter names.
+const (
+	DroppedRecords = "dropped.records.total"
+)
+
+// Reasons for DroppedRecords.
+const (
+	ReasonDeserialization = "deserialization_error"
+	ReasonProcessing      = "processing_error"
+	ReasonInvalidTime     = "invalid_timestamp"
+	ReasonNullKey         = "null_key"
+)
+
+// Registry holds counters. It is safe for concurrent use.
+type Registry struct {
+	mu       sync.Mutex
+	counters map[string]*atomic.Int64
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry { return &Registry{counters: map[string]*atomic.Int64{}} }
+
+// Counter returns the counter for name and label pairs ("reason", "late"),
+// creating it at zero.
+func (r *Registry) Counter(name string, labels ...string) *atomic.Int64 {
+	id := ID(name, labels...)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, ok := r.counters[id]
+	if !ok {
+		c = new(atomic.Int64)
+		r.counters[id] = c
+	}
+	return c
+}
+
+// Value reads a counter without creating it.
+func (r *Registry) Value(name string, labels ...string) int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c, ok := r.counters[ID(name, labels...)]; ok {
+		return c.Load()
+	}
+	return 0
+}
+
+// Snapshot returns every counter by ID, sorted keys available via
+// slices.Sorted(maps.Keys(...)).
+func (r *Registry) Snapshot() map[string]int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[string]int64, len(r.counters))
+	for k, c := range r.counters {
+		out[k] = c.Load()
+	}
+	return out
+}
+
+// Names returns the counter IDs in sorted order.
+func (r *Registry) Names() []string {
+	return slices.Sorted(maps.Keys(r.Snapshot()))
+}
+
+// ID renders a counter's identity as name{k="v",...} with labels sorted by
+// key, the form Prometheus users read.
+func ID(name string, labels ...string) string {
+	if len(labels) < 2 {
+		return name
+	}
+	type kv struct{ k, v string }
+	var pairs []kv
+	for i := 0; i+1 < len(labels); i += 2 {
+		pairs = append(pairs, kv{labels[i], labels[i+1]})
+	}
+	slices.SortFunc(pairs, func(a, b kv) int { return strings.Compare(a.k, b.k) })
+	var b strings.Builder
+	b.WriteString(name)
+	b.WriteByte('{')
+	for i, p := range pairs {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(p.k)
+		b.WriteString(`="`)
+		b.WriteString(p.v)
+		b.WriteByte('"')
+	}
+	b.WriteByte('}')
+	return b.String()
+}

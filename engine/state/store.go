@@ -1,0 +1,136 @@
+package state
+
+import "errors"
+
+// Store is what every state store is, whatever its kind: a named thing the
+// runtime initialises for a task, flushes at commit and closes.
+type Store interface {
+	Name() string
+	// Init binds the store to the task (or lane) that owns it. A store that
+	// logs changes keeps ctx to reach the changelog and the current record.
+	Init(ctx Context) error
+	// Flush makes buffered writes visible to the changelog and the backing
+	// storage; the runtime calls it before every commit.
+	Flush() error
+	Close() error
+	Persistent() bool
+}
+
+// Context is what a store sees of the runtime that owns it.
+type Context interface {
+	ApplicationID() string
+	// ChangelogTopic is the topic this store's changes go to, or "" when
+	// logging is disabled for it.
+	ChangelogTopic(store string) string
+	// LogChange sends one change to the store's changelog. value nil is a
+	// delete (a tombstone). timestamp is the changelog record's timestamp.
+	LogChange(store string, key, value []byte, timestamp int64, headers []Header) error
+	// RecordTimestamp is the timestamp of the record being processed, the
+	// timestamp a plain key-value store's changelog records carry.
+	RecordTimestamp() int64
+}
+
+// Header is a changelog record header.
+type Header struct {
+	Key   string
+	Value []byte
+}
+
+// ErrClosed is returned by operations on a closed store or iterator.
+var ErrClosed = errors.New("store is closed")
+
+// ErrNotInitialized is returned when a store is used before Init.
+var ErrNotInitialized = errors.New("store is not initialized")
+
+// BytesIterator walks key-value pairs of raw bytes in key order (or reverse
+// key order for the reverse scans). Call Next before the first Key/Value.
+type BytesIterator interface {
+	Next() bool
+	Key() []byte
+	Value() []byte
+	Err() error
+	Close() error
+}
+
+// KeyValueBytesStore is the byte-level key-value store: the seam where the
+// in-memory store, the RocksDB backend and the engine's per-epoch
+// uncommitted write layers plug in. Keys order lexicographically as
+// unsigned bytes, as in RocksDB and Kafka Streams.
+//
+// Range bounds are inclusive on both ends; a nil bound is open; from after to
+// is an empty scan, not an error. Implementations must not retain the byte
+// slices passed in nor let callers mutate stored ones.
+//
+// A nil value is a null: Put and PutAll delete the key, as Kafka Streams'
+// put(key, null) does. A nil key is an error (ErrNilKey). Iterators must stay
+// usable while the caller writes to the store, since processors delete what
+// they scan. Errors name the store, so the typed stores pass them through.
+type KeyValueBytesStore interface {
+	Store
+	Get(key []byte) ([]byte, error)
+	Put(key, value []byte) error
+	// PutIfAbsent stores value only when key has no value and returns the
+	// value that was there (nil when it put).
+	PutIfAbsent(key, value []byte) ([]byte, error)
+	PutAll(entries []KeyValue[[]byte, []byte]) error
+	// Delete removes key and returns its previous value.
+	Delete(key []byte) ([]byte, error)
+	Range(from, to []byte) (BytesIterator, error)
+	ReverseRange(from, to []byte) (BytesIterator, error)
+	PrefixScan(prefix []byte) (BytesIterator, error)
+	All() (BytesIterator, error)
+	ReverseAll() (BytesIterator, error)
+	ApproximateNumEntries() (int64, error)
+}
+
+// KeyValue is one entry of a store or one record of a scan.
+type KeyValue[K, V any] struct {
+	Key   K
+	Value V
+}
+
+// ValueAndTimestamp is a value with the timestamp of the record that last
+// wrote it, as timestamped stores keep them.
+type ValueAndTimestamp[V any] struct {
+	Value     V
+	Timestamp int64
+}
+
+// KeyValueIterator is the typed form of BytesIterator.
+type KeyValueIterator[K, V any] interface {
+	Next() bool
+	Key() K
+	Value() V
+	Err() error
+	Close() error
+}
+
+// KeyValueStore is the typed key-value store processors use. A nil-able V
+// (a pointer, slice, map or interface) can hold a null; Get reports absence
+// through its second result so that non-nullable V work too.
+type KeyValueStore[K, V any] interface {
+	Store
+	Get(key K) (V, bool, error)
+	Put(key K, value V) error
+	PutIfAbsent(key K, value V) (V, bool, error)
+	PutAll(entries []KeyValue[K, V]) error
+	Delete(key K) (V, bool, error)
+	Range(from, to K) (KeyValueIterator[K, V], error)
+	ReverseRange(from, to K) (KeyValueIterator[K, V], error)
+	// PrefixScan scans the keys whose serialized form starts with prefix.
+	// The prefix is raw bytes because a partial key is laid out by whatever
+	// serializer the caller chooses (Kafka Streams takes a prefix serializer
+	// for the same reason).
+	PrefixScan(prefix []byte) (KeyValueIterator[K, V], error)
+	All() (KeyValueIterator[K, V], error)
+	ReverseAll() (KeyValueIterator[K, V], error)
+	ApproximateNumEntries() (int64, error)
+}
+
+// TimestampedKeyValueStore keeps each value with the timestamp of the record
+// that wrote it. On disk the value is the 8-byte big-endian timestamp
+// followed by the serialized value; in the changelog the value is the plain
+// serialized value and the timestamp travels as the record's timestamp.
+type TimestampedKeyValueStore[K, V any] interface {
+	KeyValueStore[K, ValueAndTimestamp[V]]
+}

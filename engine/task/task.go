@@ -1,0 +1,634 @@
+package task
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/stoatflow/stoatctl/engine/config"
+	"github.com/stoatflow/stoatctl/engine/metrics"
+	"github.com/stoatflow/stoatctl/engine/processor"
+	"github.com/stoatflow/stoatctl/engine/serde"
+	"github.com/stoatflow/stoatctl/engine/state"
+	"github.com/stoatflow/stoatctl/engine/topology"
+)
+
+// Input is a record as read from a topic (or a boundary): raw bytes and
+// where they came from.
+type Input struct {
+	Topic     string
+	Partition int32
+	Offset    int64
+	Key       []byte
+	Value     []byte
+	Timestamp int64
+	Headers   processor.Headers
+}
+
+// Output is a record a task writes.
+type Output struct {
+	Topic string
+	// Partition is the partition a custom partitioner chose, or -1 for the
+	// producer's default.
+	Partition int32
+	Key       []byte
+	Value     []byte
+	Timestamp int64
+	Headers   processor.Headers
+	// Boundary is set when the record crosses an in-memory boundary.
+	Boundary *topology.Boundary
+	// Store is set for a changelog record: the store that changed.
+	Store string
+}
+
+// Collector receives a task's writes.
+type Collector interface {
+	Send(o Output) error
+}
+
+// CollectorFunc adapts a function to Collector.
+type CollectorFunc func(Output) error
+
+func (f CollectorFunc) Send(o Output) error { return f(o) }
+
+// Options configure a task.
+type Options struct {
+	// ID names the task, "<sub-topology>_<partition>".
+	ID string
+	// Partition is the partition the task's changelog writes go to.
+	Partition int32
+	Collector Collector
+	Time      Time
+	Logger    *slog.Logger
+	Metrics   *metrics.Registry
+	// GlobalStores are the stores of the global sub-topology, readable by
+	// every processor.
+	GlobalStores map[string]state.Store
+	// PartitionCount reports a topic's partition count for custom
+	// partitioners; nil means 1.
+	PartitionCount func(topic string) int32
+}
+
+// Task runs one sub-topology.
+type Task struct {
+	id        string
+	partition int32
+	built     *topology.Built
+	sub       *topology.Subtopology
+	nodes     map[string]*node
+	sources   map[string]*node
+	stores    map[string]state.Store
+	global    map[string]state.Store
+	out       Collector
+	time      Time
+	log       *slog.Logger
+	metrics   *metrics.Registry
+	partCount func(string) int32
+
+	deserHandler string
+	dlqTopic     string
+	procHandler  string
+
+	partitionTime map[partitionKey]int64
+	rc            recordContext
+	current       *node
+	failed        error
+
+	streamPunct punctuationQueue
+	wallPunct   punctuationQueue
+	punctSeq    int
+
+	initialized bool
+	closed      bool
+}
+
+type partitionKey struct {
+	topic     string
+	partition int32
+}
+
+type recordContext struct {
+	meta      processor.RecordMetadata
+	hasMeta   bool
+	timestamp int64
+	headers   processor.Headers
+}
+
+type node struct {
+	name     string
+	spec     *topology.Node
+	proc     processor.Untyped
+	children []*node
+	byName   map[string]*node
+	ctx      *nodeContext
+}
+
+// New instantiates sub-topology st of b. Call Init before processing.
+func New(b *topology.Built, st *topology.Subtopology, opts Options) (*Task, error) {
+	t := &Task{
+		id:            opts.ID,
+		partition:     opts.Partition,
+		built:         b,
+		sub:           st,
+		nodes:         map[string]*node{},
+		sources:       map[string]*node{},
+		stores:        map[string]state.Store{},
+		global:        opts.GlobalStores,
+		out:           opts.Collector,
+		time:          opts.Time,
+		log:           opts.Logger,
+		metrics:       opts.Metrics,
+		partCount:     opts.PartitionCount,
+		partitionTime: map[partitionKey]int64{},
+	}
+	if t.id == "" {
+		t.id = fmt.Sprintf("%d_%d", st.ID, opts.Partition)
+	}
+	if t.out == nil {
+		return nil, errors.New("task: no collector")
+	}
+	if t.time == nil {
+		t.time = NewStreamClock(nil)
+	}
+	if t.log == nil {
+		t.log = slog.Default()
+	}
+	t.log = t.log.With("task", t.id)
+	if t.metrics == nil {
+		t.metrics = metrics.NewRegistry()
+	}
+	if t.partCount == nil {
+		t.partCount = func(string) int32 { return 1 }
+	}
+	var err error
+	if t.deserHandler, err = handlerVerdict(b.Config, config.DeserializationHandler, true); err != nil {
+		return nil, err
+	}
+	if t.procHandler, err = handlerVerdict(b.Config, config.ProcessingHandler, false); err != nil {
+		return nil, err
+	}
+	t.dlqTopic = b.Config.String(config.DeadLetterQueueTopic)
+	if t.deserHandler == handlerDeadLetter && t.dlqTopic == "" {
+		return nil, fmt.Errorf("task: config %s is dead-letter but %s is not set", config.DeserializationHandler, config.DeadLetterQueueTopic)
+	}
+
+	for _, n := range st.Nodes {
+		nd := &node{name: n.Name, spec: n, byName: map[string]*node{}}
+		nd.ctx = &nodeContext{t: t, node: nd}
+		t.nodes[n.Name] = nd
+		if n.Kind == topology.SourceNode {
+			for _, topic := range n.Source.Topics {
+				t.sources[topic] = nd
+			}
+		}
+	}
+	for _, nd := range t.nodes {
+		for _, c := range nd.spec.Children {
+			child, ok := t.nodes[c]
+			if !ok {
+				return nil, fmt.Errorf("task %s: node %s: child %s is not in sub-topology %d", t.id, nd.name, c, st.ID)
+			}
+			nd.children = append(nd.children, child)
+			nd.byName[c] = child
+		}
+	}
+	return t, nil
+}
+
+const handlerDeadLetter = "dead-letter"
+
+func handlerVerdict(cfg config.Config, key string, allowDLQ bool) (string, error) {
+	v := cfg.String(key)
+	switch v {
+	case "", config.HandlerFail, "log-and-fail", "org.apache.kafka.streams.errors.LogAndFailExceptionHandler",
+		"org.apache.kafka.streams.errors.LogAndFailProcessingExceptionHandler":
+		return config.HandlerFail, nil
+	case config.HandlerContinue, "log-and-continue", "org.apache.kafka.streams.errors.LogAndContinueExceptionHandler",
+		"org.apache.kafka.streams.errors.LogAndContinueProcessingExceptionHandler":
+		return config.HandlerContinue, nil
+	case handlerDeadLetter:
+		if allowDLQ {
+			return handlerDeadLetter, nil
+		}
+	}
+	allowed := "fail, continue"
+	if allowDLQ {
+		allowed += ", dead-letter"
+	}
+	return "", fmt.Errorf("task: config %s: %q is not one of %s", key, v, allowed)
+}
+
+// ID is the task's name.
+func (t *Task) ID() string { return t.id }
+
+// Subtopology is the sub-topology the task runs.
+func (t *Task) Subtopology() *topology.Subtopology { return t.sub }
+
+// Init builds and initialises the task's stores, then its processors in
+// topological order, so that a processor's Init can read its stores.
+func (t *Task) Init() error {
+	if t.initialized {
+		return nil
+	}
+	for _, name := range t.sub.Stores {
+		info := t.built.Stores[name]
+		s, err := info.Builder.Build()
+		if err != nil {
+			return fmt.Errorf("task %s: build state store %s: %w", t.id, name, err)
+		}
+		if err := s.Init(storeContext{t}); err != nil {
+			return fmt.Errorf("task %s: init state store %s: %w", t.id, name, err)
+		}
+		t.stores[name] = s
+	}
+	for _, n := range t.sub.Nodes {
+		nd := t.nodes[n.Name]
+		if n.Kind != topology.ProcessorNode {
+			continue
+		}
+		nd.proc = n.Supplier()
+		prev := t.current
+		t.current = nd
+		err := nd.proc.Init(nd.ctx)
+		t.current = prev
+		if err != nil {
+			return fmt.Errorf("task %s: init processor %s: %w", t.id, n.Name, err)
+		}
+	}
+	t.initialized = true
+	return nil
+}
+
+// Store returns one of the task's stores (global ones included).
+func (t *Task) Store(name string) (state.Store, bool) {
+	if s, ok := t.stores[name]; ok {
+		return s, true
+	}
+	s, ok := t.global[name]
+	return s, ok
+}
+
+// Stores returns the task's own stores by name.
+func (t *Task) Stores() map[string]state.Store { return t.stores }
+
+// Reads reports whether the task has a source for topic.
+func (t *Task) Reads(topic string) bool {
+	_, ok := t.sourceFor(topic)
+	return ok
+}
+
+func (t *Task) sourceFor(topic string) (*node, bool) {
+	if nd, ok := t.sources[topic]; ok {
+		return nd, true
+	}
+	for _, n := range t.sub.Sources {
+		if n.Source.Pattern != nil && n.Source.Pattern.MatchString(topic) {
+			return t.nodes[n.Name], true
+		}
+	}
+	return nil, false
+}
+
+// Process runs one record through the sub-topology. An error means the
+// record could not be processed under the configured handlers: the caller
+// must not commit past it.
+func (t *Task) Process(in Input) error {
+	if !t.initialized {
+		return fmt.Errorf("task %s: process before init", t.id)
+	}
+	src, ok := t.sourceFor(in.Topic)
+	if !ok {
+		return fmt.Errorf("task %s: no source reads topic %s", t.id, in.Topic)
+	}
+	spec := src.spec.Source
+	key, err := spec.KeySerde.DeserializeAny(in.Topic, in.Key)
+	if err == nil {
+		var value any
+		value, err = spec.ValueSerde.DeserializeAny(in.Topic, in.Value)
+		if err == nil {
+			return t.processDecoded(src, in, key, value)
+		}
+		err = positioned(err, spec.ValueSerde, "value", in)
+	} else {
+		err = positioned(err, spec.KeySerde, "key", in)
+	}
+	return t.handleDeserializationError(src, in, err)
+}
+
+func positioned(err error, s serde.Any, what string, in Input) error {
+	if de, ok := serde.AsDecodeError(err); ok {
+		return fmt.Errorf("record %s: %w", what, de.At(in.Topic, in.Partition, in.Offset))
+	}
+	return fmt.Errorf("deserialize record %s with serde %s: topic %s partition %d offset %d: %w", what, s.Name(), in.Topic, in.Partition, in.Offset, err)
+}
+
+func (t *Task) processDecoded(src *node, in Input, key, value any) error {
+	pk := partitionKey{in.Topic, in.Partition}
+	pt, seen := t.partitionTime[pk]
+	if !seen {
+		pt = Unknown
+	}
+	ts, err := src.spec.Source.Extractor.Extract(topology.ConsumedRecord{
+		Topic: in.Topic, Partition: in.Partition, Offset: in.Offset,
+		Key: key, Value: value, Timestamp: in.Timestamp, Headers: in.Headers,
+	}, pt)
+	if err != nil {
+		return fmt.Errorf("source %s: timestamp extractor %s: topic %s partition %d offset %d: %w",
+			src.name, src.spec.Source.Extractor.Name(), in.Topic, in.Partition, in.Offset, err)
+	}
+	if ts < 0 {
+		t.metrics.Counter(metrics.DroppedRecords, "reason", metrics.ReasonInvalidTime).Add(1)
+		t.log.Warn("skipping record with invalid timestamp", "source", src.name, "topic", in.Topic,
+			"partition", in.Partition, "offset", in.Offset, "timestamp", ts, "extractor", src.spec.Source.Extractor.Name())
+		return nil
+	}
+	if ts > pt {
+		t.partitionTime[pk] = ts
+	}
+	t.time.ObserveStreamTime(ts)
+
+	prev := t.rc
+	t.rc = recordContext{
+		meta:      processor.RecordMetadata{Topic: in.Topic, Partition: in.Partition, Offset: in.Offset},
+		hasMeta:   true,
+		timestamp: ts,
+		headers:   in.Headers,
+	}
+	defer func() { t.rc = prev }()
+	t.failed = nil
+	rec := processor.Erased{Key: key, Value: value, Timestamp: ts, Headers: in.Headers}
+	for _, c := range src.children {
+		t.run(c, rec)
+	}
+	return t.takeFailure()
+}
+
+// takeFailure returns and clears the failure of the current record.
+func (t *Task) takeFailure() error {
+	err := t.failed
+	t.failed = nil
+	return err
+}
+
+// run processes rec at nd. Failures are recorded on the task, not returned,
+// so that Forward needs no error result.
+func (t *Task) run(nd *node, rec processor.Erased) {
+	if t.failed != nil {
+		return
+	}
+	prevTS, prevHeaders := t.rc.timestamp, t.rc.headers
+	t.rc.timestamp, t.rc.headers = rec.Timestamp, rec.Headers
+	defer func() { t.rc.timestamp, t.rc.headers = prevTS, prevHeaders }()
+	var err error
+	switch nd.spec.Kind {
+	case topology.SinkNode:
+		err = t.sink(nd, rec)
+	case topology.ProcessorNode:
+		err = t.invoke(nd, func() error { return nd.proc.Process(rec) })
+	default:
+		err = fmt.Errorf("node %s: a source cannot be forwarded to", nd.name)
+	}
+	if err != nil {
+		t.handleProcessingError(nd, err)
+	}
+}
+
+// invoke runs fn as node nd: the node's context is current, so forwards
+// from fn go to nd's children.
+func (t *Task) invoke(nd *node, fn func() error) error {
+	prev := t.current
+	t.current = nd
+	defer func() { t.current = prev }()
+	return fn()
+}
+
+// Fatal marks an error that bypasses the processing exception handler: the
+// record's processing fails whatever the handler says.
+type Fatal interface {
+	error
+	Fatal() bool
+}
+
+// ProcessingError is a record (or punctuation) whose processing failed.
+type ProcessingError struct {
+	Task      string
+	Node      string
+	Position  processor.RecordMetadata
+	HasRecord bool
+	Err       error
+}
+
+func (e *ProcessingError) Error() string {
+	if e.HasRecord {
+		return fmt.Sprintf("task %s: processor %s: topic %s partition %d offset %d: %v",
+			e.Task, e.Node, e.Position.Topic, e.Position.Partition, e.Position.Offset, e.Err)
+	}
+	return fmt.Sprintf("task %s: processor %s: %v", e.Task, e.Node, e.Err)
+}
+
+func (e *ProcessingError) Unwrap() error { return e.Err }
+
+func (t *Task) handleProcessingError(nd *node, err error) {
+	if t.failed != nil {
+		// A descendant already failed the record; its error is the one
+		// that matters, and the ancestors' errors only repeat it.
+		return
+	}
+	var pe *ProcessingError
+	if errors.As(err, &pe) {
+		t.failed = err
+		return
+	}
+	perr := &ProcessingError{Task: t.id, Node: nd.name, Position: t.rc.meta, HasRecord: t.rc.hasMeta, Err: err}
+	var fatal Fatal
+	if t.procHandler == config.HandlerContinue && !(errors.As(err, &fatal) && fatal.Fatal()) {
+		t.metrics.Counter(metrics.DroppedRecords, "reason", metrics.ReasonProcessing).Add(1)
+		t.log.Warn("processing error, continuing", "error", perr.Error())
+		return
+	}
+	t.failed = perr
+}
+
+func (t *Task) handleDeserializationError(src *node, in Input, err error) error {
+	switch t.deserHandler {
+	case config.HandlerContinue:
+		t.metrics.Counter(metrics.DroppedRecords, "reason", metrics.ReasonDeserialization).Add(1)
+		t.log.Warn("skipping record that does not deserialize", "source", src.name, "error", err.Error())
+		return nil
+	case handlerDeadLetter:
+		headers := in.Headers.Clone().
+			Add("__streams.errors.exception", []byte("DeserializationError")).
+			Add("__streams.errors.message", []byte(err.Error())).
+			Add("__streams.errors.topic", []byte(in.Topic)).
+			Add("__streams.errors.partition", []byte(strconv.Itoa(int(in.Partition)))).
+			Add("__streams.errors.offset", []byte(strconv.FormatInt(in.Offset, 10)))
+		if serr := t.out.Send(Output{Topic: t.dlqTopic, Partition: -1, Key: in.Key, Value: in.Value, Timestamp: in.Timestamp, Headers: headers}); serr != nil {
+			return fmt.Errorf("source %s: send to dead-letter topic %s: %w (after: %w)", src.name, t.dlqTopic, serr, err)
+		}
+		t.metrics.Counter(metrics.DroppedRecords, "reason", metrics.ReasonDeserialization).Add(1)
+		t.log.Warn("record that does not deserialize sent to the dead-letter topic", "source", src.name, "topic", t.dlqTopic, "error", err.Error())
+		return nil
+	}
+	return fmt.Errorf("source %s: %w", src.name, err)
+}
+
+func (t *Task) sink(nd *node, rec processor.Erased) error {
+	spec := nd.spec.Sink
+	topic := spec.Topic
+	if spec.Chooser != nil {
+		topic = spec.Chooser(rec.Key, rec.Value, topology.RecordContext{
+			Topic: t.rc.meta.Topic, Partition: t.rc.meta.Partition, Offset: t.rc.meta.Offset,
+			Timestamp: rec.Timestamp, Headers: rec.Headers,
+		})
+		if topic == "" {
+			return fmt.Errorf("sink %s: topic chooser returned an empty topic", nd.name)
+		}
+	}
+	if rec.Timestamp < 0 {
+		return fmt.Errorf("sink %s: topic %s: record has negative timestamp %d", nd.name, topic, rec.Timestamp)
+	}
+	k, err := spec.KeySerde.SerializeAny(topic, rec.Key)
+	if err != nil {
+		return fmt.Errorf("sink %s: serialize key for topic %s with serde %s: %w", nd.name, topic, spec.KeySerde.Name(), err)
+	}
+	v, err := spec.ValueSerde.SerializeAny(topic, rec.Value)
+	if err != nil {
+		return fmt.Errorf("sink %s: serialize value for topic %s with serde %s: %w", nd.name, topic, spec.ValueSerde.Name(), err)
+	}
+	partition := int32(-1)
+	if spec.Partitioner != nil {
+		if p, ok := spec.Partitioner(topic, rec.Key, rec.Value, t.partCount(topic)); ok {
+			partition = p
+		}
+	}
+	o := Output{Topic: topic, Partition: partition, Key: k, Value: v, Timestamp: rec.Timestamp, Headers: rec.Headers, Boundary: nd.spec.Boundary}
+	if err := t.out.Send(o); err != nil {
+		return fmt.Errorf("sink %s: send to topic %s: %w", nd.name, topic, err)
+	}
+	return nil
+}
+
+// Commit flushes the task's stores, so their changelog records are out
+// before the caller commits offsets.
+func (t *Task) Commit() error {
+	for _, name := range t.sub.Stores {
+		if s, ok := t.stores[name]; ok {
+			if err := s.Flush(); err != nil {
+				return fmt.Errorf("task %s: flush state store %s: %w", t.id, name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// Close closes processors (in reverse order) and then stores.
+func (t *Task) Close() error {
+	if t.closed {
+		return nil
+	}
+	t.closed = true
+	var errs []error
+	nodes := slices.Clone(t.sub.Nodes)
+	slices.Reverse(nodes)
+	for _, n := range nodes {
+		if nd := t.nodes[n.Name]; nd.proc != nil {
+			if err := nd.proc.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("task %s: close processor %s: %w", t.id, n.Name, err))
+			}
+		}
+	}
+	for name, s := range t.stores {
+		if err := s.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("task %s: close state store %s: %w", t.id, name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// nodeContext is the processor.Context of one node.
+type nodeContext struct {
+	t    *Task
+	node *node
+}
+
+func (c *nodeContext) ApplicationID() string { return c.t.built.ApplicationID }
+func (c *nodeContext) TaskID() string        { return c.t.id }
+func (c *nodeContext) NodeName() string      { return c.node.name }
+func (c *nodeContext) RecordMetadata() (processor.RecordMetadata, bool) {
+	return c.t.rc.meta, c.t.rc.hasMeta
+}
+func (c *nodeContext) CurrentStreamTime() int64     { return c.t.time.StreamTime() }
+func (c *nodeContext) CurrentSystemTime() int64     { return c.t.time.WallClock() }
+func (c *nodeContext) Commit()                      {}
+func (c *nodeContext) AppConfig() map[string]string { return c.t.built.Config.Map() }
+
+func (c *nodeContext) Forward(rec processor.Record[any, any]) {
+	t := c.t
+	t.invoke(c.node, func() error {
+		for _, child := range c.node.children {
+			t.run(child, rec)
+		}
+		return nil
+	})
+}
+
+func (c *nodeContext) ForwardTo(rec processor.Record[any, any], child string) {
+	nd, ok := c.node.byName[child]
+	if !ok {
+		c.t.handleProcessingError(c.node, fmt.Errorf("forward to %s: %w (children: %v)", child, processor.ErrUnknownChild, c.node.spec.Children))
+		return
+	}
+	c.t.invoke(c.node, func() error {
+		c.t.run(nd, rec)
+		return nil
+	})
+}
+
+func (c *nodeContext) StateStore(name string) (any, error) {
+	if slices.Contains(c.node.spec.Stores, name) {
+		if s, ok := c.t.stores[name]; ok {
+			return s, nil
+		}
+	}
+	if s, ok := c.t.global[name]; ok {
+		return s, nil
+	}
+	return nil, fmt.Errorf("processor %s: state store %s: %w", c.node.name, name, processor.ErrStoreNotConnected)
+}
+
+func (c *nodeContext) Schedule(interval time.Duration, typ processor.PunctuationType, p processor.Punctuator) (processor.Cancellable, error) {
+	return c.t.schedule(c.node, interval, typ, p)
+}
+
+// storeContext is what the task's stores see.
+type storeContext struct{ t *Task }
+
+func (s storeContext) ApplicationID() string { return s.t.built.ApplicationID }
+
+func (s storeContext) ChangelogTopic(store string) string {
+	if info, ok := s.t.built.Stores[store]; ok {
+		return info.ChangelogTopic
+	}
+	return ""
+}
+
+func (s storeContext) RecordTimestamp() int64 { return s.t.rc.timestamp }
+
+func (s storeContext) LogChange(store string, key, value []byte, timestamp int64, headers []state.Header) error {
+	topic := s.ChangelogTopic(store)
+	if topic == "" {
+		return nil
+	}
+	var h processor.Headers
+	for _, x := range headers {
+		h = append(h, processor.Header{Key: x.Key, Value: x.Value})
+	}
+	return s.t.out.Send(Output{Topic: topic, Partition: s.t.partition, Key: key, Value: value, Timestamp: timestamp, Headers: h, Store: store})
+}
+
+// Metrics is the registry the task counts into; DSL processors reach it
+// through their context to count drops.
+func (c *nodeContext) Metrics() *metrics.Registry { return c.t.metrics }

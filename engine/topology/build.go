@@ -1,0 +1,587 @@
+package topology
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/stoatflow/stoatctl/engine/config"
+	"github.com/stoatflow/stoatctl/engine/processor"
+	"github.com/stoatflow/stoatctl/engine/serde"
+	"github.com/stoatflow/stoatctl/engine/state"
+)
+
+// Built is a validated topology, split into sub-topologies, with defaults
+// applied: every source, sink and boundary has serdes and every source a
+// timestamp extractor. It is immutable; runtimes instantiate it.
+type Built struct {
+	ApplicationID string
+	Config        config.Config
+	Nodes         map[string]*Node
+	Subtopologies []*Subtopology
+	// Global is the sub-topology that maintains global stores, or nil.
+	Global *Subtopology
+	Stores map[string]*StoreInfo
+	// Boundaries by topic.
+	Boundaries map[string]*Boundary
+	// SourceTopics maps every source topic (boundary topics included) to
+	// its source node.
+	SourceTopics map[string]string
+}
+
+// Subtopology is one connected part of the topology.
+type Subtopology struct {
+	ID     int
+	Global bool
+	// Nodes in topological order: every node after its parents.
+	Nodes   []*Node
+	Sources []*Node
+	Stores  []string
+}
+
+// StoreInfo is a store's place in a built topology.
+type StoreInfo struct {
+	Builder     state.StoreBuilder
+	Processors  []string
+	Subtopology int
+	Global      bool
+	// ChangelogTopic is "<application.id>-<store>-changelog", or "" when
+	// logging is disabled.
+	ChangelogTopic string
+}
+
+// ChangelogTopic is the changelog topic name Kafka Streams uses.
+func ChangelogTopic(appID, store string) string {
+	return appID + "-" + store + "-changelog"
+}
+
+// SourceNodeFor returns the source node reading topic, matching patterns
+// when no source names the topic.
+func (b *Built) SourceNodeFor(topic string) (*Node, bool) {
+	if name, ok := b.SourceTopics[topic]; ok {
+		return b.Nodes[name], true
+	}
+	for _, st := range append(slices.Clone(b.Subtopologies), b.Global) {
+		if st == nil {
+			continue
+		}
+		for _, s := range st.Sources {
+			if s.Source.Pattern != nil && s.Source.Pattern.MatchString(topic) {
+				return s, true
+			}
+		}
+	}
+	return nil, false
+}
+
+// Build validates t against cfg and returns the runnable form. All problems
+// found are reported together, each naming its node.
+func (t *Topology) Build(cfg config.Config) (*Built, error) {
+	errs := slices.Clone(t.errs)
+	fail := func(node, format string, args ...any) {
+		errs = append(errs, &Error{Node: node, Reason: fmt.Sprintf(format, args...)})
+	}
+	appID := cfg.String(config.ApplicationID)
+	if appID == "" {
+		errs = append(errs, errors.New("topology: config application.id is not set"))
+	}
+
+	nodes, stores := t.shape(appID, fail)
+	if cyc := findCycle(t.order, nodes); cyc != nil {
+		fail(cyc[0], "topology has a cycle: %s", strings.Join(cyc, " -> "))
+	}
+
+	// Defaults for serdes and extractors.
+	defKey, defValue := defaultSerde(cfg, config.DefaultKeySerde, &errs), defaultSerde(cfg, config.DefaultValueSerde, &errs)
+	defExtractor, err := ExtractorByName(cfg.String(config.DefaultTimestampExtractor))
+	if err != nil {
+		errs = append(errs, fmt.Errorf("topology: config %s: %w", config.DefaultTimestampExtractor, err))
+		defExtractor = RecordTimestamp
+	}
+	for _, name := range t.order {
+		n := nodes[name]
+		switch n.Kind {
+		case SourceNode:
+			if n.Source.KeySerde == nil {
+				if n.Source.KeySerde = defKey; defKey == nil {
+					fail(name, "source has no key serde and config %s is not set", config.DefaultKeySerde)
+				}
+			}
+			if n.Source.ValueSerde == nil {
+				if n.Source.ValueSerde = defValue; defValue == nil {
+					fail(name, "source has no value serde and config %s is not set", config.DefaultValueSerde)
+				}
+			}
+			if n.Source.Extractor == nil {
+				n.Source.Extractor = defExtractor
+			}
+			if len(n.Children) == 0 {
+				fail(name, "source has no children")
+			}
+		case SinkNode:
+			if n.Sink.KeySerde == nil {
+				if n.Sink.KeySerde = defKey; defKey == nil {
+					fail(name, "sink has no key serde and config %s is not set", config.DefaultKeySerde)
+				}
+			}
+			if n.Sink.ValueSerde == nil {
+				if n.Sink.ValueSerde = defValue; defValue == nil {
+					fail(name, "sink has no value serde and config %s is not set", config.DefaultValueSerde)
+				}
+			}
+		}
+	}
+
+	// Boundaries: the source side takes the sink side's final serdes.
+	boundaries := map[string]*Boundary{}
+	for _, b := range t.boundaries {
+		sink, src := nodes[b.SinkNode], nodes[b.SourceNode]
+		if sink == nil || src == nil {
+			continue
+		}
+		nb := *b
+		nb.KeySerde, nb.ValueSerde = sink.Sink.KeySerde, sink.Sink.ValueSerde
+		src.Source.KeySerde, src.Source.ValueSerde = nb.KeySerde, nb.ValueSerde
+		sink.Boundary, src.Boundary = &nb, &nb
+		boundaries[b.Topic] = &nb
+	}
+
+	sourceTopics := map[string]string{}
+	for _, name := range t.order {
+		n := nodes[name]
+		if n.Kind != SourceNode {
+			continue
+		}
+		for _, topic := range n.Source.Topics {
+			if other, dup := sourceTopics[topic]; dup {
+				fail(name, "topic %s is already read by source %s", topic, other)
+				continue
+			}
+			sourceTopics[topic] = name
+		}
+	}
+
+	subs, global := group(t.order, nodes, stores)
+	for _, st := range append(slices.Clone(subs), global) {
+		if st == nil {
+			continue
+		}
+		for _, s := range st.Stores {
+			stores[s].Subtopology = st.ID
+		}
+	}
+	for _, c := range t.copartitions {
+		checkCopartition(c, nodes, fail)
+	}
+	if len(errs) == 0 {
+		for _, name := range t.order {
+			if n := nodes[name]; n.Kind == ProcessorNode {
+				probe(n, stores, appID, cfg, fail)
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return nil, joinErrors(errs)
+	}
+	return &Built{
+		ApplicationID: appID,
+		Config:        cfg,
+		Nodes:         nodes,
+		Subtopologies: subs,
+		Global:        global,
+		Stores:        stores,
+		Boundaries:    boundaries,
+		SourceTopics:  sourceTopics,
+	}, nil
+}
+
+// shape copies the nodes (so that Build never mutates t: a topology can be
+// built many times, the driver builds one per test), links children to
+// parents and stores to processors, reporting what does not resolve.
+func (t *Topology) shape(appID string, fail func(string, string, ...any)) (map[string]*Node, map[string]*StoreInfo) {
+	nodes := make(map[string]*Node, len(t.nodes))
+	for name, n := range t.nodes {
+		c := *n
+		c.Children = nil
+		c.Parents = slices.Clone(n.Parents)
+		c.Stores = nil
+		if n.Source != nil {
+			s := *n.Source
+			c.Source = &s
+		}
+		if n.Sink != nil {
+			s := *n.Sink
+			c.Sink = &s
+		}
+		nodes[name] = &c
+	}
+	for _, name := range t.order {
+		n := nodes[name]
+		for _, p := range n.Parents {
+			parent, ok := nodes[p]
+			switch {
+			case !ok:
+				fail(name, "parent %s does not exist", p)
+			case parent.Kind == SinkNode:
+				fail(name, "parent %s is a sink, which has no children", p)
+			default:
+				parent.Children = append(parent.Children, name)
+			}
+		}
+	}
+	stores := map[string]*StoreInfo{}
+	for _, s := range t.storeOrder {
+		e := t.stores[s]
+		if e.builder == nil {
+			for _, p := range e.processors {
+				fail(p, "connected to state store %s, which was never added", s)
+			}
+			continue
+		}
+		info := &StoreInfo{Builder: e.builder, Global: e.global, Processors: slices.Clone(e.processors)}
+		if e.builder.LoggingEnabled() && !e.global {
+			info.ChangelogTopic = ChangelogTopic(appID, s)
+		}
+		for _, p := range e.processors {
+			n, ok := nodes[p]
+			switch {
+			case !ok:
+				fail(s, "state store is connected to processor %s, which does not exist", p)
+			case n.Kind != ProcessorNode:
+				fail(s, "state store is connected to %s, which is a %s, not a processor", p, n.Kind)
+			default:
+				n.Stores = append(n.Stores, s)
+			}
+		}
+		stores[s] = info
+	}
+	return nodes, stores
+}
+
+func defaultSerde(cfg config.Config, key string, errs *[]error) serde.Any {
+	name := cfg.String(key)
+	if name == "" {
+		return nil
+	}
+	s, err := serde.ByName(name)
+	if err != nil {
+		*errs = append(*errs, fmt.Errorf("topology: config %s: %w", key, err))
+		return nil
+	}
+	return s
+}
+
+// findCycle returns a cycle as a node path (first node repeated at the
+// end), or nil. Boundary sinks lead to their boundary sources, because the
+// engine forwards across them in memory and a loop there never drains.
+func findCycle(order []string, nodes map[string]*Node) []string {
+	const (
+		unvisited = iota
+		onStack
+		done
+	)
+	mark := map[string]int{}
+	var stack []string
+	var cycle []string
+	var visit func(string) bool
+	next := func(n *Node) []string {
+		if n.Kind == SinkNode && n.Boundary != nil {
+			return []string{n.Boundary.SourceNode}
+		}
+		return n.Children
+	}
+	visit = func(name string) bool {
+		mark[name] = onStack
+		stack = append(stack, name)
+		for _, c := range next(nodes[name]) {
+			if _, ok := nodes[c]; !ok {
+				continue
+			}
+			switch mark[c] {
+			case onStack:
+				i := slices.Index(stack, c)
+				cycle = append(slices.Clone(stack[i:]), c)
+				return true
+			case unvisited:
+				if visit(c) {
+					return true
+				}
+			}
+		}
+		stack = stack[:len(stack)-1]
+		mark[name] = done
+		return false
+	}
+	for _, name := range order {
+		if mark[name] == unvisited && visit(name) {
+			return cycle
+		}
+	}
+	return nil
+}
+
+// group splits nodes into sub-topologies: connected components over parent
+// edges and shared stores, numbered in the order of their first source's
+// name, as Kafka Streams numbers them.
+func group(order []string, nodes map[string]*Node, stores map[string]*StoreInfo) ([]*Subtopology, *Subtopology) {
+	parent := map[string]string{}
+	var find func(string) string
+	find = func(x string) string {
+		p, ok := parent[x]
+		if !ok || p == x {
+			return x
+		}
+		r := find(p)
+		parent[x] = r
+		return r
+	}
+	union := func(a, b string) {
+		ra, rb := find(a), find(b)
+		if ra != rb {
+			parent[ra] = rb
+		}
+	}
+	for _, name := range order {
+		for _, p := range nodes[name].Parents {
+			if _, ok := nodes[p]; ok {
+				union(name, p)
+			}
+		}
+	}
+	for _, s := range stores {
+		if s.Global {
+			continue
+		}
+		for i := 1; i < len(s.Processors); i++ {
+			if _, ok := nodes[s.Processors[i]]; ok {
+				union(s.Processors[0], s.Processors[i])
+			}
+		}
+	}
+
+	var sources []string
+	for _, name := range order {
+		if nodes[name].Kind == SourceNode {
+			sources = append(sources, name)
+		}
+	}
+	slices.Sort(sources)
+	ids := map[string]int{}
+	var subs []*Subtopology
+	var global *Subtopology
+	for _, s := range sources {
+		root := find(s)
+		if _, seen := ids[root]; seen {
+			continue
+		}
+		if nodes[s].Global {
+			ids[root] = -1
+			continue
+		}
+		ids[root] = len(subs)
+		subs = append(subs, &Subtopology{ID: len(subs)})
+	}
+	for _, name := range topoOrder(order, nodes) {
+		n := nodes[name]
+		id, ok := ids[find(name)]
+		if !ok {
+			// A processor with no source upstream (its parents are missing,
+			// already reported); give it a sub-topology of its own.
+			id = len(subs)
+			ids[find(name)] = id
+			subs = append(subs, &Subtopology{ID: id})
+		}
+		var st *Subtopology
+		if id == -1 {
+			if global == nil {
+				global = &Subtopology{ID: -1, Global: true}
+			}
+			st = global
+		} else {
+			st = subs[id]
+		}
+		n.Subtopology = id
+		st.Nodes = append(st.Nodes, n)
+		if n.Kind == SourceNode {
+			st.Sources = append(st.Sources, n)
+		}
+		for _, s := range n.Stores {
+			if !slices.Contains(st.Stores, s) {
+				st.Stores = append(st.Stores, s)
+			}
+		}
+	}
+	for name, info := range stores {
+		if info.Global && global != nil && !slices.Contains(global.Stores, name) {
+			global.Stores = append(global.Stores, name)
+		}
+	}
+	if global != nil {
+		slices.Sort(global.Stores)
+	}
+	return subs, global
+}
+
+// topoOrder orders nodes so that every node follows its parents, breaking
+// ties by insertion order; nodes on a cycle come last in insertion order.
+func topoOrder(order []string, nodes map[string]*Node) []string {
+	indeg := map[string]int{}
+	for _, name := range order {
+		for _, p := range nodes[name].Parents {
+			if _, ok := nodes[p]; ok {
+				indeg[name]++
+			}
+		}
+	}
+	var out []string
+	placed := map[string]bool{}
+	for len(out) < len(order) {
+		progressed := false
+		for _, name := range order {
+			if placed[name] || indeg[name] > 0 {
+				continue
+			}
+			placed[name] = true
+			out = append(out, name)
+			progressed = true
+			for _, c := range nodes[name].Children {
+				indeg[c]--
+			}
+		}
+		if !progressed {
+			for _, name := range order {
+				if !placed[name] {
+					placed[name] = true
+					out = append(out, name)
+				}
+			}
+		}
+	}
+	return out
+}
+
+func checkCopartition(c copartition, nodes map[string]*Node, fail func(string, string, ...any)) {
+	type side struct {
+		name       string
+		keySerde   serde.Any
+		partitions int32
+	}
+	var sides []side
+	for _, s := range c.sources {
+		n, ok := nodes[s]
+		if !ok || n.Source == nil {
+			continue
+		}
+		sd := side{name: s, keySerde: n.Source.KeySerde}
+		if n.Boundary != nil {
+			sd.partitions = n.Boundary.Partitions
+			if n.Boundary.Partitioner != nil {
+				fail(c.node, "input %s is partitioned by a custom partitioner, so equal keys need not meet on one lane; join inputs must be partitioned by their key", s)
+			}
+		}
+		sides = append(sides, sd)
+	}
+	for i := 1; i < len(sides); i++ {
+		a, b := sides[0], sides[i]
+		if a.partitions > 0 && b.partitions > 0 && a.partitions != b.partitions {
+			fail(c.node, "inputs are not co-partitioned: %s has %d partitions, %s has %d", a.name, a.partitions, b.name, b.partitions)
+		}
+		if a.keySerde != nil && b.keySerde != nil && !serde.Same(a.keySerde, b.keySerde) {
+			fail(c.node, "inputs are not co-partitioned: %s is keyed by serde %s and %s by serde %s, so equal keys would hash to different lanes; declare the same key serde on both",
+				a.name, a.keySerde.Name(), b.name, b.keySerde.Name())
+		}
+	}
+}
+
+// probe instantiates a processor once and runs its Init against a context
+// that records which stores it reaches, so that a processor using a store it
+// is not connected to is refused at build time rather than at its first
+// record.
+func probe(n *Node, stores map[string]*StoreInfo, appID string, cfg config.Config, fail func(string, string, ...any)) {
+	ctx := &probeContext{node: n, stores: stores, appID: appID, cfg: cfg}
+	defer func() {
+		if r := recover(); r != nil {
+			fail(n.Name, "init panicked: %v", r)
+		}
+	}()
+	p := n.Supplier()
+	if p == nil {
+		fail(n.Name, "supplier returned a nil processor")
+		return
+	}
+	err := p.Init(ctx)
+	for _, s := range ctx.unconnected {
+		fail(n.Name, "uses state store %s but is not connected to it (connect it with ConnectProcessorAndStateStores or AddStateStore)", s)
+	}
+	if err != nil && len(ctx.unconnected) == 0 {
+		fail(n.Name, "init: %v", err)
+	}
+	_ = p.Close()
+	for _, s := range ctx.opened {
+		_ = s.Close()
+	}
+}
+
+type probeContext struct {
+	node        *Node
+	stores      map[string]*StoreInfo
+	appID       string
+	cfg         config.Config
+	unconnected []string
+	opened      []state.Store
+}
+
+func (c *probeContext) ApplicationID() string { return c.appID }
+func (c *probeContext) TaskID() string        { return "probe" }
+func (c *probeContext) NodeName() string      { return c.node.Name }
+func (c *probeContext) RecordMetadata() (processor.RecordMetadata, bool) {
+	return processor.RecordMetadata{}, false
+}
+func (c *probeContext) CurrentStreamTime() int64                     { return -1 }
+func (c *probeContext) CurrentSystemTime() int64                     { return time.Now().UnixMilli() }
+func (c *probeContext) Forward(processor.Record[any, any])           {}
+func (c *probeContext) ForwardTo(processor.Record[any, any], string) {}
+func (c *probeContext) Commit()                                      {}
+func (c *probeContext) AppConfig() map[string]string                 { return c.cfg.Map() }
+func (c *probeContext) Schedule(time.Duration, processor.PunctuationType, processor.Punctuator) (processor.Cancellable, error) {
+	return noCancel{}, nil
+}
+
+func (c *probeContext) StateStore(name string) (any, error) {
+	info, ok := c.stores[name]
+	if !ok || (!info.Global && !slices.Contains(c.node.Stores, name)) {
+		c.unconnected = append(c.unconnected, name)
+		return nil, fmt.Errorf("processor %s: state store %s: %w", c.node.Name, name, processor.ErrStoreNotConnected)
+	}
+	s, err := info.Builder.Build()
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Init(probeStateContext{appID: c.appID}); err != nil {
+		return nil, err
+	}
+	c.opened = append(c.opened, s)
+	return s, nil
+}
+
+type noCancel struct{}
+
+func (noCancel) Cancel() {}
+
+type probeStateContext struct{ appID string }
+
+func (p probeStateContext) ApplicationID() string          { return p.appID }
+func (p probeStateContext) ChangelogTopic(s string) string { return "probe-" + s + "-changelog" }
+func (p probeStateContext) RecordTimestamp() int64         { return 0 }
+func (p probeStateContext) LogChange(string, []byte, []byte, int64, []state.Header) error {
+	return nil
+}
+
+func joinErrors(errs []error) error {
+	if len(errs) == 1 {
+		return errs[0]
+	}
+	return errors.Join(errs...)
+}
