@@ -34,12 +34,15 @@ type Driver struct {
 	log     *slog.Logger
 
 	commitPerPipe bool
-	queue         []task.Input
-	pending       []task.Output
-	outputs       map[string][]task.Output
-	produced      map[string]bool
-	offsets       map[string]int64
-	closed        bool
+	// queue is a FIFO read from qhead; it is reset when drained so that
+	// its backing array is reused pipe after pipe.
+	queue    []task.Input
+	qhead    int
+	pending  []task.Output
+	outputs  map[string][]task.Output
+	produced map[string]bool
+	offsets  map[string]int64
+	closed   bool
 }
 
 // Option configures a Driver.
@@ -168,23 +171,28 @@ func (d *Driver) enqueue(in task.Input) {
 // stream-time punctuation, a commit and the capture of what it wrote, as
 // Kafka Streams' driver does.
 func (d *Driver) drain() error {
-	for len(d.queue) > 0 {
-		in := d.queue[0]
-		d.queue = d.queue[1:]
+	for d.qhead < len(d.queue) {
+		in := d.queue[d.qhead]
+		d.queue[d.qhead] = task.Input{}
+		d.qhead++
+		if d.qhead == len(d.queue) {
+			d.queue, d.qhead = d.queue[:0], 0
+		}
 		t, ok := d.taskFor(in.Topic)
 		if !ok {
-			d.queue = nil
+			d.clearQueue()
 			return fmt.Errorf("record for topic %s: %w", in.Topic, ErrUnknownTopic)
 		}
 		if err := t.Process(in); err != nil {
-			d.queue = nil
-			d.pending = nil
+			d.clearQueue()
+			d.pending = d.pending[:0]
 			return err
 		}
 		if t != d.global {
 			for _, t := range d.tasks {
 				if _, err := t.PunctuateStreamTime(); err != nil {
-					d.queue, d.pending = nil, nil
+					d.clearQueue()
+					d.pending = d.pending[:0]
 					return err
 				}
 			}
@@ -197,6 +205,11 @@ func (d *Driver) drain() error {
 		d.capture()
 	}
 	return nil
+}
+
+func (d *Driver) clearQueue() {
+	clear(d.queue)
+	d.queue, d.qhead = d.queue[:0], 0
 }
 
 func (d *Driver) commit() error {
@@ -216,7 +229,9 @@ func (d *Driver) commit() error {
 // its own source topics.
 func (d *Driver) capture() {
 	out := d.pending
-	d.pending = nil
+	// The records are copied into the output topics, so the pending
+	// buffer can be reused; enqueue never appends to it.
+	defer func() { clear(out); d.pending = out[:0] }()
 	for _, o := range out {
 		d.outputs[o.Topic] = append(d.outputs[o.Topic], o)
 		d.produced[o.Topic] = true
@@ -250,7 +265,7 @@ func (d *Driver) AdvanceWallClockTime(by time.Duration) error {
 	d.wall += by.Milliseconds()
 	for _, t := range d.tasks {
 		if _, err := t.PunctuateWallClock(); err != nil {
-			d.pending = nil
+			d.pending = d.pending[:0]
 			return err
 		}
 	}

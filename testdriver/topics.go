@@ -287,3 +287,12 @@ func storeAs[S any](d *Driver, name string) (S, error) {
 	}
 	return typed, nil
 }
+
+// Skip consumes every unread record without decoding it and returns how
+// many there were; benchmarks and long tests use it to keep memory flat.
+func (out *OutputTopic[K, V]) Skip() int {
+	q := out.d.outputs[out.topic]
+	clear(q)
+	out.d.outputs[out.topic] = q[:0]
+	return len(q)
+}

@@ -387,7 +387,12 @@ func (t *Task) run(nd *node, rec processor.Erased) {
 	case topology.SinkNode:
 		err = t.sink(nd, rec)
 	case topology.ProcessorNode:
-		err = t.invoke(nd, func() error { return nd.proc.Process(rec) })
+		// Inlined invoke: a closure here would cost an allocation per
+		// record per node.
+		prev := t.current
+		t.current = nd
+		err = nd.proc.Process(rec)
+		t.current = prev
 	default:
 		err = fmt.Errorf("node %s: a source cannot be forwarded to", nd.name)
 	}
@@ -567,12 +572,12 @@ func (c *nodeContext) AppConfig() map[string]string { return c.t.built.Config.Ma
 
 func (c *nodeContext) Forward(rec processor.Record[any, any]) {
 	t := c.t
-	t.invoke(c.node, func() error {
-		for _, child := range c.node.children {
-			t.run(child, rec)
-		}
-		return nil
-	})
+	prev := t.current
+	t.current = c.node
+	for _, child := range c.node.children {
+		t.run(child, rec)
+	}
+	t.current = prev
 }
 
 func (c *nodeContext) ForwardTo(rec processor.Record[any, any], child string) {
@@ -581,10 +586,10 @@ func (c *nodeContext) ForwardTo(rec processor.Record[any, any], child string) {
 		c.t.handleProcessingError(c.node, fmt.Errorf("forward to %s: %w (children: %v)", child, processor.ErrUnknownChild, c.node.spec.Children))
 		return
 	}
-	c.t.invoke(c.node, func() error {
-		c.t.run(nd, rec)
-		return nil
-	})
+	prev := c.t.current
+	c.t.current = c.node
+	c.t.run(nd, rec)
+	c.t.current = prev
 }
 
 func (c *nodeContext) StateStore(name string) (any, error) {
