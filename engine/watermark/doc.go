@@ -1,0 +1,20 @@
+// Package watermark declares how a source's records carry event time and
+// tracks how far event time has progressed.
+//
+// Terms:
+//   - Event time is the time a record says it happened: its timestamp, or
+//     what a TimestampAssigner reads from it.
+//   - A watermark is a claim that no record with a lower event time is still
+//     to come from a source. A Generator makes one per partition from the
+//     event times it sees; the global watermark is the minimum over every
+//     partition that is not idle.
+//   - A partition is idle when it has delivered nothing for its source's
+//     idleness timeout; an idle partition stops holding the minimum back.
+//   - An alignment group is a set of sources whose watermarks may not drift
+//     apart by more than a maximum; the live engine holds back the source
+//     that is ahead. Here groups are only declared and validated.
+//
+// The test driver never runs a Generator (it uses only the assigner) and
+// keeps one event-time number; the live engine runs the generators and a
+// Tracker. Both then judge lateness and close windows by the same rules.
+package watermark

@@ -1,0 +1,136 @@
+package watermark
+
+import (
+	"cmp"
+	"maps"
+	"slices"
+	"time"
+)
+
+// Partition names one source partition.
+type Partition struct {
+	Topic     string
+	Partition int32
+}
+
+// PartitionState is what Snapshot reports for one partition.
+type PartitionState struct {
+	Partition
+	Watermark     int64
+	LastEventTime int64
+	Idle          bool
+	// IdlenessTimeout is the timeout in force for this partition: its
+	// source's, else the tracker's default; 0 means never idle.
+	IdlenessTimeout time.Duration
+	Alignment       string
+}
+
+type partitionState struct {
+	gen          Generator
+	idleness     int64
+	lastActivity int64
+	lastEvent    int64
+	idle         bool
+	alignment    string
+}
+
+// Tracker computes the global watermark: the minimum of the watermarks of
+// every partition that is not idle. It never moves backwards. It is not
+// safe for concurrent use; the engine's dispatcher owns it.
+type Tracker struct {
+	parts           map[Partition]*partitionState
+	defaultIdleness int64
+	global          int64
+}
+
+// NewTracker returns a tracker whose partitions idle after defaultIdleness
+// unless their source sets its own timeout; 0 disables the default.
+func NewTracker(defaultIdleness time.Duration) *Tracker {
+	return &Tracker{parts: map[Partition]*partitionState{}, defaultIdleness: defaultIdleness.Milliseconds(), global: Unset}
+}
+
+// Register starts tracking p under strategy s; now is the wall clock in
+// epoch ms. Registering a tracked partition resets it.
+func (t *Tracker) Register(p Partition, s Strategy, now int64) {
+	idle := s.Idleness().Milliseconds()
+	if idle == 0 {
+		idle = t.defaultIdleness
+	}
+	st := &partitionState{gen: s.NewGenerator(), idleness: idle, lastActivity: now, lastEvent: Unset}
+	if a := s.AlignmentGroup(); a != nil {
+		st.alignment = a.Group
+	}
+	t.parts[p] = st
+}
+
+// Seed resumes p from a committed partition time, so that a restart does
+// not wait for new records to rebuild event time.
+func (t *Tracker) Seed(p Partition, partitionTime int64) {
+	if st, ok := t.parts[p]; ok && partitionTime >= 0 {
+		st.gen.OnEvent(partitionTime)
+		if partitionTime > st.lastEvent {
+			st.lastEvent = partitionTime
+		}
+	}
+}
+
+// Unregister stops tracking p (its partition was revoked).
+func (t *Tracker) Unregister(p Partition) { delete(t.parts, p) }
+
+// Observe records a dispatched record's event time on p.
+func (t *Tracker) Observe(p Partition, eventTime, now int64) {
+	st, ok := t.parts[p]
+	if !ok {
+		return
+	}
+	st.gen.OnEvent(eventTime)
+	st.lastActivity = now
+	st.idle = false
+	if eventTime > st.lastEvent {
+		st.lastEvent = eventTime
+	}
+}
+
+// Advance recomputes the global watermark at wall-clock now and reports it
+// and whether it moved. When every partition is idle the watermark stays
+// where it is: idleness excludes a partition from the minimum, it does not
+// make time pass.
+func (t *Tracker) Advance(now int64) (int64, bool) {
+	minimum, any := Unset, false
+	for _, st := range t.parts {
+		if st.idleness > 0 && now-st.lastActivity >= st.idleness {
+			st.idle = true
+		}
+		if st.idle {
+			continue
+		}
+		w := st.gen.Current()
+		if !any || w < minimum {
+			minimum, any = w, true
+		}
+	}
+	if !any || minimum <= t.global {
+		return t.global, false
+	}
+	t.global = minimum
+	return t.global, true
+}
+
+// Global is the last computed global watermark.
+func (t *Tracker) Global() int64 { return t.global }
+
+// Snapshot reports every partition, sorted by topic and partition.
+func (t *Tracker) Snapshot() []PartitionState {
+	keys := slices.SortedFunc(maps.Keys(t.parts), func(a, b Partition) int {
+		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+	})
+	out := make([]PartitionState, 0, len(keys))
+	for _, k := range keys {
+		st := t.parts[k]
+		out = append(out, PartitionState{
+			Partition: k, Watermark: st.gen.Current(), LastEventTime: st.lastEvent, Idle: st.idle,
+			IdlenessTimeout: time.Duration(st.idleness) * time.Millisecond, Alignment: st.alignment,
+		})
+	}
+	return out
+}
