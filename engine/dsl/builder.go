@@ -65,8 +65,8 @@ type funcProc struct {
 }
 
 func (p *funcProc) Init(ctx processor.Context[any, any]) error { p.ctx = ctx; return nil }
-func (p *funcProc) Process(rec processor.Erased) error        { return p.fn(p.ctx, rec) }
-func (p *funcProc) Close() error                              { return nil }
+func (p *funcProc) Process(rec processor.Erased) error         { return p.fn(p.ctx, rec) }
+func (p *funcProc) Close() error                               { return nil }
 
 func stateless(fn func(ctx processor.Context[any, any], rec processor.Erased) error) processor.Supplier {
 	return func() processor.Untyped { return &funcProc{fn: fn} }

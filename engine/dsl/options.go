@@ -63,7 +63,10 @@ func MaterializedWith[K, V any](k serde.Serde[K], v serde.Serde[V]) Materialized
 }
 
 // WithKeySerde sets the key serde.
-func (m Materialized[K, V]) WithKeySerde(s serde.Serde[K]) Materialized[K, V] { m.keySerde = s; return m }
+func (m Materialized[K, V]) WithKeySerde(s serde.Serde[K]) Materialized[K, V] {
+	m.keySerde = s
+	return m
+}
 
 // WithValueSerde sets the value serde.
 func (m Materialized[K, V]) WithValueSerde(s serde.Serde[V]) Materialized[K, V] {

@@ -305,23 +305,25 @@ func (s KStream[K, V]) Repartition(r ...Repartitioned[K, V]) KStream[K, V] {
 }
 
 // boundary inserts, after parent, a filter that drops null keys (a record
-// without a key cannot be laned by it), a boundary sink and a boundary
-// source reading "<base>-repartition". User-named boundaries name their
-// nodes "<base>-repartition-filter|sink|source", as Kafka Streams does.
+// without a key cannot be laned by it; the drop is counted), a boundary
+// sink and a boundary source reading "<base>-repartition". User-named
+// boundaries name their nodes "<base>-repartition-filter|sink|source", as
+// Kafka Streams does. Kafka Streams generates the sink, filter and source
+// names in that order, user-named or not, so later indexes stay equal.
 func (b *Builder) boundary(parent, base string, keySerde, valueSerde serde.Any, userNamed bool) (string, *topology.Boundary) {
 	topic := base + "-repartition"
-	var filter, sink, source string
+	sink := b.t.GeneratedName(sinkPrefix)
+	filter := b.t.GeneratedName(filterPrefix)
+	source := b.t.GeneratedName(sourcePrefix)
 	if userNamed {
 		filter, sink, source = topic+"-filter", topic+"-sink", topic+"-source"
-	} else {
-		filter = b.t.GeneratedName(filterPrefix)
-		sink = b.t.GeneratedName(sinkPrefix)
-		source = b.t.GeneratedName(sourcePrefix)
 	}
 	b.t.AddProcessor(filter, stateless(func(ctx processor.Context[any, any], rec processor.Erased) error {
-		if rec.Key != nil {
-			ctx.Forward(rec)
+		if rec.Key == nil {
+			droppedNullKey(ctx)
+			return nil
 		}
+		ctx.Forward(rec)
 		return nil
 	}), parent)
 	bd := b.t.AddBoundary(sink, source, topic, keySerde, valueSerde, filter)

@@ -135,8 +135,10 @@ func TestBuildRefusals(t *testing.T) {
 			wants: []string{"node p: connected to state store ghost, which was never added"},
 		},
 		{
-			name:  "no application id",
-			topo:  func() *topology.Topology { return topology.New().AddSource("src", strings2(), "in").AddProcessor("p", passSupplier(), "src") },
+			name: "no application id",
+			topo: func() *topology.Topology {
+				return topology.New().AddSource("src", strings2(), "in").AddProcessor("p", passSupplier(), "src")
+			},
 			cfg:   config.New(nil),
 			wants: []string{"config application.id is not set"},
 		},
