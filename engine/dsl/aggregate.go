@@ -2,50 +2,11 @@ package dsl
 
 import (
 	"fmt"
-	"reflect"
 
-	"github.com/stoatflow/stoatctl/engine/metrics"
 	"github.com/stoatflow/stoatctl/engine/processor"
 	"github.com/stoatflow/stoatctl/engine/serde"
 	"github.com/stoatflow/stoatctl/engine/state"
 )
-
-// aggregateNullValueReason labels the records an aggregation drops for
-// having no value. Kafka Streams counts them with the null keys in one
-// dropped-records sensor; a separate label says which it was. The label is
-// the one joins use for the same drop.
-const aggregateNullValueReason = "null_value"
-
-// droppedNullValue counts a record dropped for having no value.
-func droppedNullValue(ctx processor.Context[any, any]) {
-	if m, ok := ctx.(interface{ Metrics() *metrics.Registry }); ok {
-		m.Metrics().Counter(metrics.DroppedRecords, "reason", aggregateNullValueReason).Add(1)
-	}
-}
-
-// absent reports whether x is a null: nil, or a nil pointer, map, slice,
-// channel, function or interface held in an any. Typed functions return
-// typed nils, which an any does not compare equal to nil.
-func absent(x any) bool {
-	if x == nil {
-		return true
-	}
-	v := reflect.ValueOf(x)
-	switch v.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Chan, reflect.Func, reflect.Interface, reflect.UnsafePointer:
-		return v.IsNil()
-	}
-	return false
-}
-
-// anyOrNil returns x, or an untyped nil when x is a null, so that a null
-// reaching a sink or a change is one the runtime recognises.
-func anyOrNil(x any) any {
-	if absent(x) {
-		return nil
-	}
-	return x
-}
 
 // aggValue is an aggregate that may be null: none yet, or deleted.
 type aggValue[T any] struct {

@@ -1,7 +1,6 @@
 package dsl
 
 import (
-	"github.com/stoatflow/stoatctl/engine/metrics"
 	"github.com/stoatflow/stoatctl/engine/processor"
 	"github.com/stoatflow/stoatctl/engine/serde"
 	"github.com/stoatflow/stoatctl/engine/state"
@@ -30,8 +29,9 @@ type KTable[K, V any] struct {
 	keySerde   serde.Serde[K]
 	valueSerde serde.Serde[V]
 	// meta is shared with the processors of the node, which read it when
-	// they are instantiated, after the topology is complete; a join can so
-	// ask for a table to be materialized after the table was defined.
+	// they are instantiated, after the topology is complete. Joins look the
+	// table up through it: in its store, or, for a table without one,
+	// through the tables it derives from (tableView).
 	meta    *tableMeta
 	sources []string
 }
@@ -40,6 +40,9 @@ type KTable[K, V any] struct {
 type tableMeta struct {
 	// store is the timestamped key-value store holding the table, or "".
 	store string
+	// view computes the values of a table that has no store from the
+	// tables it derives from (see table_ops.go); nil when store is set.
+	view *tableView
 }
 
 // Node is the name of the node whose output the table is.
@@ -131,15 +134,6 @@ func (p *tableSource[K, V]) Process(rec processor.Erased) error {
 }
 
 func (p *tableSource[K, V]) Close() error { return nil }
-
-// droppedNullKey counts a record dropped for having no key. The counter
-// lives in the registry the runtime exposes through the context when it
-// has one.
-func droppedNullKey(ctx processor.Context[any, any]) {
-	if m, ok := ctx.(interface{ Metrics() *metrics.Registry }); ok {
-		m.Metrics().Counter(metrics.DroppedRecords, "reason", metrics.ReasonNullKey).Add(1)
-	}
-}
 
 // ToStream turns the table's changes into a stream of its new values; a
 // delete becomes a record with a null value.

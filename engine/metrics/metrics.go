@@ -19,6 +19,7 @@ const (
 	ReasonProcessing      = "processing_error"
 	ReasonInvalidTime     = "invalid_timestamp"
 	ReasonNullKey         = "null_key"
+	ReasonNullValue       = "null_value"
 )
 
 // Registry holds counters. It is safe for concurrent use.
