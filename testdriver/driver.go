@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"math"
 	"slices"
 	"time"
 
@@ -22,6 +23,10 @@ var ErrNoRecord = errors.New("no record in output topic")
 // ErrUnknownTopic is returned when piping into a topic no source reads.
 var ErrUnknownTopic = errors.New("no source reads this topic")
 
+// ErrWatermarkBackwards is returned by AdvanceWatermark for a request
+// behind the clock when test.driver.commit-per-pipe is off.
+var ErrWatermarkBackwards = errors.New("watermark cannot move backwards")
+
 // Driver runs a topology in the calling goroutine.
 type Driver struct {
 	built   *topology.Built
@@ -36,13 +41,17 @@ type Driver struct {
 	commitPerPipe bool
 	// queue is a FIFO read from qhead; it is reset when drained so that
 	// its backing array is reused pipe after pipe.
-	queue    []task.Input
-	qhead    int
-	pending  []task.Output
-	outputs  map[string][]task.Output
-	produced map[string]bool
-	offsets  map[string]int64
-	closed   bool
+	queue []queued
+	qhead int
+	// flushed is the watermark the last advance flushed windows up to;
+	// barrierMark the watermark at the last commit barrier.
+	flushed     int64
+	barrierMark int64
+	pending     []task.Output
+	outputs     map[string][]task.Output
+	produced    map[string]bool
+	offsets     map[string]int64
+	closed      bool
 }
 
 // Option configures a Driver.
@@ -90,6 +99,8 @@ func New(topo *topology.Topology, cfg map[string]string, opts ...Option) (*Drive
 		outputs:       map[string][]task.Output{},
 		produced:      map[string]bool{},
 		offsets:       map[string]int64{},
+		flushed:       task.Unknown,
+		barrierMark:   task.Unknown,
 	}
 	d.clock = task.NewStreamClock(func() int64 { return d.wall })
 	collector := task.CollectorFunc(func(out task.Output) error {
@@ -121,7 +132,7 @@ func New(topo *topology.Topology, cfg map[string]string, opts ...Option) (*Drive
 		}
 	}
 	// Processors may write (to stores, and so to changelogs) in Init.
-	d.capture()
+	d.capture(unpinned)
 	return d, nil
 }
 
@@ -157,59 +168,120 @@ func (d *Driver) pipe(in task.Input) error {
 	if _, ok := d.taskFor(in.Topic); !ok {
 		return fmt.Errorf("pipe into topic %s: %w", in.Topic, ErrUnknownTopic)
 	}
-	d.enqueue(in)
+	d.enqueue(in, unpinned)
 	return d.drain()
 }
 
-func (d *Driver) enqueue(in task.Input) {
-	in.Offset = d.offsets[in.Topic]
-	d.offsets[in.Topic]++
-	d.queue = append(d.queue, in)
+// unpinned marks a queued record judged against the watermark current when
+// it is processed.
+const unpinned = math.MinInt64
+
+// queued is a record waiting to be processed and the floor it is judged
+// against: unpinned for piped records and records written while processing
+// one, the flush's floor for records a watermark flush or a punctuator
+// wrote.
+type queued struct {
+	in    task.Input
+	floor int64
 }
 
-// drain processes queued records until none is left, each followed by
-// stream-time punctuation, a commit and the capture of what it wrote, as
-// Kafka Streams' driver does.
+func (d *Driver) enqueue(in task.Input, floor int64) {
+	in.Offset = d.offsets[in.Topic]
+	d.offsets[in.Topic]++
+	d.queue = append(d.queue, queued{in: in, floor: floor})
+}
+
+// drain processes queued records until none is left. Each record is
+// followed, as in Kafka Streams' driver, by the work its time allows: the
+// watermark flush (final results, synchronously), stream-time punctuation,
+// a commit barrier when committing per pipe, and the capture of everything
+// written.
 func (d *Driver) drain() error {
 	for d.qhead < len(d.queue) {
-		in := d.queue[d.qhead]
-		d.queue[d.qhead] = task.Input{}
+		q := d.queue[d.qhead]
+		d.queue[d.qhead] = queued{}
 		d.qhead++
 		if d.qhead == len(d.queue) {
 			d.queue, d.qhead = d.queue[:0], 0
 		}
-		t, ok := d.taskFor(in.Topic)
+		t, ok := d.taskFor(q.in.Topic)
 		if !ok {
-			d.clearQueue()
-			return fmt.Errorf("record for topic %s: %w", in.Topic, ErrUnknownTopic)
+			d.abort()
+			return fmt.Errorf("record for topic %s: %w", q.in.Topic, ErrUnknownTopic)
 		}
-		if err := t.Process(in); err != nil {
-			d.clearQueue()
-			d.pending = d.pending[:0]
+		if q.floor != unpinned {
+			d.clock.PinFloor(q.floor)
+		}
+		err := t.Process(q.in)
+		d.clock.UnpinFloor()
+		if err != nil {
+			d.abort()
 			return err
 		}
+		d.capture(unpinned)
 		if t != d.global {
-			for _, t := range d.tasks {
-				if _, err := t.PunctuateStreamTime(); err != nil {
-					d.clearQueue()
-					d.pending = d.pending[:0]
-					return err
-				}
-			}
-		}
-		if d.commitPerPipe {
-			if err := d.commit(); err != nil {
+			if err := d.advance(); err != nil {
+				d.abort()
 				return err
 			}
 		}
-		d.capture()
+		if d.commitPerPipe {
+			if err := d.barrier(); err != nil {
+				d.abort()
+				return err
+			}
+		}
 	}
 	return nil
 }
 
-func (d *Driver) clearQueue() {
+// advance runs what the event-time clock has made due: if the watermark
+// moved past what was last flushed, every task's final emissions, then the
+// stream-time punctuators. Both are judged against the watermark the
+// previous advance flushed.
+func (d *Driver) advance() error {
+	floor := d.flushed
+	if w := d.clock.StreamTime(); w > d.flushed {
+		for _, t := range d.tasks {
+			if err := t.AdvanceWatermark(w, floor); err != nil {
+				return err
+			}
+		}
+		d.flushed = w
+	}
+	for _, t := range d.tasks {
+		if _, err := t.PunctuateStreamTime(floor); err != nil {
+			return err
+		}
+	}
+	d.capture(floor)
+	return nil
+}
+
+// barrier is a commit barrier: barrier listeners act (judged against the
+// last barrier's watermark), then stores flush and the epoch commits.
+func (d *Driver) barrier() error {
+	floor := d.barrierMark
+	for _, t := range d.tasks {
+		if err := t.Barrier(floor); err != nil {
+			return err
+		}
+	}
+	d.barrierMark = d.clock.StreamTime()
+	if err := d.commit(); err != nil {
+		return err
+	}
+	d.capture(floor)
+	return nil
+}
+
+// abort drops what a failed record left queued or pending: nothing of it
+// is written.
+func (d *Driver) abort() {
 	clear(d.queue)
 	d.queue, d.qhead = d.queue[:0], 0
+	clear(d.pending)
+	d.pending = d.pending[:0]
 }
 
 func (d *Driver) commit() error {
@@ -225,9 +297,9 @@ func (d *Driver) commit() error {
 }
 
 // capture moves what the tasks wrote to the output topics and queues the
-// records that the topology itself reads: boundary crossings and writes to
-// its own source topics.
-func (d *Driver) capture() {
+// records that the topology itself reads (boundary crossings and writes to
+// its own source topics) with floor.
+func (d *Driver) capture(floor int64) {
 	out := d.pending
 	// The records are copied into the output topics, so the pending
 	// buffer can be reused; enqueue never appends to it.
@@ -236,7 +308,7 @@ func (d *Driver) capture() {
 		d.outputs[o.Topic] = append(d.outputs[o.Topic], o)
 		d.produced[o.Topic] = true
 		if o.Boundary != nil || (o.Store == "" && d.readsTopic(o.Topic)) {
-			d.enqueue(task.Input{Topic: o.Topic, Partition: 0, Key: o.Key, Value: o.Value, Timestamp: o.Timestamp, Headers: o.Headers})
+			d.enqueue(task.Input{Topic: o.Topic, Partition: 0, Key: o.Key, Value: o.Value, Timestamp: o.Timestamp, Headers: o.Headers}, floor)
 		}
 	}
 }
@@ -246,33 +318,67 @@ func (d *Driver) readsTopic(topic string) bool {
 	return ok
 }
 
-// Commit flushes every task's stores; with test.driver.commit-per-pipe off,
-// tests call it to mark an epoch.
-func (d *Driver) Commit() error {
-	if err := d.commit(); err != nil {
+// CommitBarrier commits a barrier: suppress-until-barrier buffers release
+// and stores flush. With test.driver.commit-per-pipe on (the default) every
+// pipe already ends with one; tests of epoch behaviour turn that off and
+// call this.
+func (d *Driver) CommitBarrier() error {
+	if err := d.barrier(); err != nil {
+		d.abort()
 		return err
 	}
-	d.capture()
 	return d.drain()
 }
 
+// AdvanceWatermark raises the event-time clock to ts, as a record stamped
+// ts would, and runs what that makes due (final results, event-time
+// punctuators), then commits. A request behind the clock is a no-op,
+// because every pipe already moves event time forward; with
+// test.driver.commit-per-pipe off it is an error instead.
+func (d *Driver) AdvanceWatermark(ts int64) error {
+	if ts <= d.clock.StreamTime() {
+		if !d.commitPerPipe && ts < d.clock.StreamTime() {
+			return fmt.Errorf("advance watermark to %d: %w (it is at %d)", ts, ErrWatermarkBackwards, d.clock.StreamTime())
+		}
+		return nil
+	}
+	d.clock.ObserveStreamTime(ts)
+	if err := d.advance(); err != nil {
+		d.abort()
+		return err
+	}
+	if d.commitPerPipe {
+		if err := d.barrier(); err != nil {
+			d.abort()
+			return err
+		}
+	}
+	return d.drain()
+}
+
+// Watermark is the driver's event-time clock: the largest timestamp piped
+// or advanced to, -1 before any.
+func (d *Driver) Watermark() int64 { return d.clock.StreamTime() }
+
 // AdvanceWallClockTime moves the wall clock, fires the wall-clock
-// punctuators that are due, then commits. It never moves stream time.
+// punctuators that are due, then commits a barrier. It never moves event
+// time.
 func (d *Driver) AdvanceWallClockTime(by time.Duration) error {
 	if by < 0 {
 		return fmt.Errorf("advance wall clock by %s: negative duration", by)
 	}
 	d.wall += by.Milliseconds()
 	for _, t := range d.tasks {
-		if _, err := t.PunctuateWallClock(); err != nil {
-			d.pending = d.pending[:0]
+		if _, err := t.PunctuateWallClock(d.flushed); err != nil {
+			d.abort()
 			return err
 		}
 	}
-	if err := d.commit(); err != nil {
+	d.capture(d.flushed)
+	if err := d.barrier(); err != nil {
+		d.abort()
 		return err
 	}
-	d.capture()
 	return d.drain()
 }
 

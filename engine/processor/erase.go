@@ -58,6 +58,10 @@ func (e *erased[KIn, VIn, KOut, VOut]) Process(rec Record[any, any]) error {
 
 func (e *erased[KIn, VIn, KOut, VOut]) Close() error { return e.p.Close() }
 
+// Listeners reports the event-time interfaces the wrapped processor has, so
+// that erasing a processor does not hide them from the runtime.
+func (e *erased[KIn, VIn, KOut, VOut]) Listeners() any { return e.p }
+
 type erasedFixed[K, VIn, VOut any] struct {
 	p    FixedKeyProcessor[K, VIn, VOut]
 	node string
@@ -77,6 +81,18 @@ func (e *erasedFixed[K, VIn, VOut]) Process(rec Record[any, any]) error {
 }
 
 func (e *erasedFixed[K, VIn, VOut]) Close() error { return e.p.Close() }
+
+// Listeners reports the wrapped processor, see erased.Listeners.
+func (e *erasedFixed[K, VIn, VOut]) Listeners() any { return e.p }
+
+// Unwrap returns the processor an erased one wraps (or p itself), for the
+// runtime to find the listener interfaces it implements.
+func Unwrap(p Untyped) any {
+	if w, ok := p.(interface{ Listeners() any }); ok {
+		return w.Listeners()
+	}
+	return p
+}
 
 // Narrow converts an erased record to a typed one. A nil key or value
 // becomes the zero value; a value of another type is an error.

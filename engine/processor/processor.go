@@ -80,6 +80,22 @@ type Context[KOut, VOut any] interface {
 	// CurrentSystemTime is the wall clock in epoch milliseconds, which the
 	// test driver moves only when told to.
 	CurrentSystemTime() int64
+	// Watermark is the event-time clock: no record with a lower timestamp
+	// is still expected. In the test driver it is the largest timestamp
+	// seen; in the engine the minimum over the sources' partitions.
+	Watermark() int64
+	// Floor is the watermark the current work is judged against for
+	// lateness: a window whose close time is at or before the floor is
+	// closed, and a record for it is dropped. It is not the live
+	// watermark: records are judged against the watermark stamped on the
+	// last commit barrier their lane crossed, so that a window's final
+	// result never misses a record still queued on another lane.
+	Floor() int64
+	// IsLate reports whether the record being processed has a timestamp
+	// below the watermark. Most late records still fall inside a window's
+	// grace and are counted; this is for processors that want to treat
+	// them differently.
+	IsLate() bool
 	Forward(rec Record[KOut, VOut])
 	// ForwardTo forwards to one named child only; an unknown child is an
 	// error at the end of Process, naming both nodes.
@@ -96,6 +112,23 @@ type Context[KOut, VOut any] interface {
 	Commit()
 	// AppConfig is the application configuration as key-value strings.
 	AppConfig() map[string]string
+}
+
+// WatermarkListener is implemented by processors that act when event time
+// closes something: windowed aggregations emitting final results, suppress
+// buffers releasing, stream-stream joins emitting the unmatched side. The
+// runtime calls OnWatermark with the frontier, the watermark up to which
+// every contributing record is processed (and, in the engine, committed);
+// records forwarded from it are judged downstream against the previous
+// frontier.
+type WatermarkListener interface {
+	OnWatermark(frontier int64) error
+}
+
+// BarrierListener is implemented by processors that act at a commit
+// barrier, inside the epoch it closes (suppress until a barrier).
+type BarrierListener interface {
+	OnBarrier() error
 }
 
 // FixedKeyContext is the Context of a FixedKeyProcessor: it forwards records

@@ -80,20 +80,24 @@ func (t *Task) schedule(nd *node, interval time.Duration, typ processor.Punctuat
 
 // PunctuateStreamTime fires the stream-time punctuators that are due and
 // reports whether any fired. Before the first record nothing is due.
-func (t *Task) PunctuateStreamTime() (bool, error) {
+// floor is the late-drop floor for what the punctuators forward.
+func (t *Task) PunctuateStreamTime(floor int64) (bool, error) {
 	now := t.time.StreamTime()
 	if now == Unknown {
 		return false, nil
 	}
-	return t.punctuate(&t.streamPunct, now)
+	return t.punctuate(&t.streamPunct, now, floor)
 }
 
 // PunctuateWallClock fires the wall-clock punctuators that are due.
-func (t *Task) PunctuateWallClock() (bool, error) {
-	return t.punctuate(&t.wallPunct, t.time.WallClock())
+func (t *Task) PunctuateWallClock(floor int64) (bool, error) {
+	return t.punctuate(&t.wallPunct, t.time.WallClock(), floor)
 }
 
-func (t *Task) punctuate(q *punctuationQueue, now int64) (bool, error) {
+func (t *Task) punctuate(q *punctuationQueue, now, floor int64) (bool, error) {
+	prevFloor := t.floor
+	t.floor = floor
+	defer func() { t.floor = prevFloor }()
 	fired := false
 	for q.Len() > 0 && (*q)[0].next <= now {
 		s := heap.Pop(q).(*schedule)

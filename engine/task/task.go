@@ -94,8 +94,10 @@ type Task struct {
 
 	partitionTime map[partitionKey]int64
 	rc            recordContext
-	current       *node
-	failed        error
+	// floor is the late-drop floor of the work in progress.
+	floor   int64
+	current *node
+	failed  error
 
 	streamPunct punctuationQueue
 	wallPunct   punctuationQueue
@@ -349,6 +351,9 @@ func (t *Task) processDecoded(src *node, in Input, key, value any) error {
 		t.partitionTime[pk] = ts
 	}
 	t.time.ObserveStreamTime(ts)
+	prevFloor := t.floor
+	t.floor = t.time.Floor()
+	defer func() { t.floor = prevFloor }()
 
 	prev := t.rc
 	t.rc = recordContext{
@@ -565,8 +570,13 @@ func (c *nodeContext) NodeName() string      { return c.node.name }
 func (c *nodeContext) RecordMetadata() (processor.RecordMetadata, bool) {
 	return c.t.rc.meta, c.t.rc.hasMeta
 }
-func (c *nodeContext) CurrentStreamTime() int64     { return c.t.time.StreamTime() }
-func (c *nodeContext) CurrentSystemTime() int64     { return c.t.time.WallClock() }
+func (c *nodeContext) CurrentStreamTime() int64 { return c.t.time.StreamTime() }
+func (c *nodeContext) CurrentSystemTime() int64 { return c.t.time.WallClock() }
+func (c *nodeContext) Watermark() int64         { return c.t.time.StreamTime() }
+func (c *nodeContext) Floor() int64             { return c.t.floor }
+func (c *nodeContext) IsLate() bool {
+	return c.t.rc.hasMeta && c.t.rc.timestamp < c.t.time.StreamTime()
+}
 func (c *nodeContext) Commit()                      {}
 func (c *nodeContext) AppConfig() map[string]string { return c.t.built.Config.Map() }
 

@@ -541,6 +541,9 @@ func (c *probeContext) RecordMetadata() (processor.RecordMetadata, bool) {
 }
 func (c *probeContext) CurrentStreamTime() int64                     { return -1 }
 func (c *probeContext) CurrentSystemTime() int64                     { return time.Now().UnixMilli() }
+func (c *probeContext) Watermark() int64                             { return -1 }
+func (c *probeContext) Floor() int64                                 { return -1 }
+func (c *probeContext) IsLate() bool                                 { return false }
 func (c *probeContext) Forward(processor.Record[any, any])           {}
 func (c *probeContext) ForwardTo(processor.Record[any, any], string) {}
 func (c *probeContext) Commit()                                      {}
