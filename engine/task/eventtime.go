@@ -15,6 +15,9 @@ import (
 // result emitted at this frontier is not judged late by the frontier that
 // emitted it.
 func (t *Task) AdvanceWatermark(frontier, floor int64) error {
+	if !t.hasWatermarkListeners {
+		return nil
+	}
 	return t.eachListener(floor, frontier, func(l any) (bool, error) {
 		w, ok := l.(processor.WatermarkListener)
 		if !ok {
@@ -28,6 +31,9 @@ func (t *Task) AdvanceWatermark(frontier, floor int64) error {
 // (processor.BarrierListener) that one has arrived, inside the epoch it
 // closes. floor is the barrier's stamp.
 func (t *Task) Barrier(floor int64) error {
+	if !t.hasBarrierListeners {
+		return nil
+	}
 	return t.eachListener(floor, t.time.StreamTime(), func(l any) (bool, error) {
 		b, ok := l.(processor.BarrierListener)
 		if !ok {

@@ -105,6 +105,10 @@ type Task struct {
 
 	initialized bool
 	closed      bool
+	// Whether any processor listens for watermarks or barriers: most
+	// topologies have none, and then the per-record calls cost nothing.
+	hasWatermarkListeners bool
+	hasBarrierListeners   bool
 }
 
 type partitionKey struct {
@@ -258,6 +262,13 @@ func (t *Task) Init() error {
 		t.current = prev
 		if err != nil {
 			return fmt.Errorf("task %s: init processor %s: %w", t.id, n.Name, err)
+		}
+		inner := processor.Unwrap(nd.proc)
+		if _, ok := inner.(processor.WatermarkListener); ok {
+			t.hasWatermarkListeners = true
+		}
+		if _, ok := inner.(processor.BarrierListener); ok {
+			t.hasBarrierListeners = true
 		}
 	}
 	t.initialized = true
