@@ -25,6 +25,18 @@ const (
 	TopologyOptimization      = "topology.optimization"
 	TestDriverCommitPerPipe   = "test.driver.commit-per-pipe"
 	StoatflowChangelogEnabled = "stoatflow.changelog.enabled"
+
+	WatermarkMaxOutOfOrdernessMs = "stoatflow.watermark.max-out-of-orderness-ms"
+	WatermarkIdlenessTimeoutMs   = "stoatflow.watermark.idleness-timeout-ms"
+	WatermarkAutoIntervalMs      = "stoatflow.watermark.auto-interval-ms"
+	TimestampCoordinationMode    = "stoatflow.processing.timestamp-coordination-mode"
+)
+
+// Timestamp coordination modes.
+const (
+	CoordinationAuto     = "AUTO"
+	CoordinationEnabled  = "ENABLED"
+	CoordinationDisabled = "DISABLED"
 )
 
 // Handler verdicts for the exception handler keys.
@@ -43,6 +55,11 @@ var Defaults = map[string]string{
 	StateDir:                  "/tmp/stoatflow",
 	TestDriverCommitPerPipe:   "true",
 	StoatflowChangelogEnabled: "true",
+
+	WatermarkMaxOutOfOrdernessMs: "10000",
+	WatermarkIdlenessTimeoutMs:   "300000",
+	WatermarkAutoIntervalMs:      "200",
+	TimestampCoordinationMode:    CoordinationAuto,
 }
 
 // Config is an application's merged configuration. The zero value is usable

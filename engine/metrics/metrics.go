@@ -17,7 +17,7 @@ const (
 const (
 	ReasonDeserialization = "deserialization_error"
 	ReasonProcessing      = "processing_error"
-	ReasonInvalidTime     = "invalid_timestamp"
+	ReasonNoEventTime     = "no_event_time"
 	ReasonNullKey         = "null_key"
 	ReasonNullValue       = "null_value"
 )

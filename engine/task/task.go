@@ -344,16 +344,12 @@ func (t *Task) processDecoded(src *node, in Input, key, value any) error {
 	if !seen {
 		pt = Unknown
 	}
-	ts, err := src.spec.Source.Extractor.Extract(topology.ConsumedRecord{
-		Topic: in.Topic, Partition: in.Partition, Offset: in.Offset,
-		Key: key, Value: value, Timestamp: in.Timestamp, Headers: in.Headers,
-	}, pt)
+	ts, err := t.eventTime(src, in, key, value, pt)
 	if err != nil {
-		return fmt.Errorf("source %s: timestamp extractor %s: topic %s partition %d offset %d: %w",
-			src.name, src.spec.Source.Extractor.Name(), in.Topic, in.Partition, in.Offset, err)
+		return err
 	}
 	if ts < 0 {
-		t.metrics.Counter(metrics.DroppedRecords, "reason", metrics.ReasonInvalidTime).Add(1)
+		t.metrics.Counter(metrics.DroppedRecords, "reason", metrics.ReasonNoEventTime).Add(1)
 		t.log.Warn("skipping record with invalid timestamp", "source", src.name, "topic", in.Topic,
 			"partition", in.Partition, "offset", in.Offset, "timestamp", ts, "extractor", src.spec.Source.Extractor.Name())
 		return nil
@@ -380,6 +376,29 @@ func (t *Task) processDecoded(src *node, in Input, key, value any) error {
 		t.run(c, rec)
 	}
 	return t.takeFailure()
+}
+
+// eventTime reads a record's event time: the source's watermark strategy's
+// assigner when it declares one, else its timestamp extractor.
+func (t *Task) eventTime(src *node, in Input, key, value any, partitionTime int64) (int64, error) {
+	spec := src.spec.Source
+	if spec.Watermark != nil && spec.Watermark.Assigner() != nil {
+		ts, err := spec.Watermark.Assigner()(key, value, in.Timestamp)
+		if err != nil {
+			return 0, fmt.Errorf("source %s: timestamp assigner: topic %s partition %d offset %d: %w",
+				src.name, in.Topic, in.Partition, in.Offset, err)
+		}
+		return ts, nil
+	}
+	ts, err := spec.Extractor.Extract(topology.ConsumedRecord{
+		Topic: in.Topic, Partition: in.Partition, Offset: in.Offset,
+		Key: key, Value: value, Timestamp: in.Timestamp, Headers: in.Headers,
+	}, partitionTime)
+	if err != nil {
+		return 0, fmt.Errorf("source %s: timestamp extractor %s: topic %s partition %d offset %d: %w",
+			src.name, spec.Extractor.Name(), in.Topic, in.Partition, in.Offset, err)
+	}
+	return ts, nil
 }
 
 // takeFailure returns and clears the failure of the current record.

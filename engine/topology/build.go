@@ -11,6 +11,7 @@ import (
 	"github.com/stoatflow/stoatctl/engine/processor"
 	"github.com/stoatflow/stoatctl/engine/serde"
 	"github.com/stoatflow/stoatctl/engine/state"
+	"github.com/stoatflow/stoatctl/engine/watermark"
 )
 
 // Built is a validated topology, split into sub-topologies, with defaults
@@ -29,6 +30,20 @@ type Built struct {
 	// SourceTopics maps every source topic (boundary topics included) to
 	// its source node.
 	SourceTopics map[string]string
+	// EventTime says whether the runtime tracks watermarks for this
+	// topology: under AUTO coordination, when a node needs event time or a
+	// source declares a watermark strategy; always under ENABLED.
+	EventTime bool
+	// DefaultWatermark is the strategy of sources that declare none.
+	DefaultWatermark watermark.Strategy
+}
+
+// Watermark is the event-time strategy of a source node.
+func (b *Built) Watermark(source *Node) watermark.Strategy {
+	if source.Source != nil && source.Source.Watermark != nil {
+		return *source.Source.Watermark
+	}
+	return b.DefaultWatermark
 }
 
 // Subtopology is one connected part of the topology.
@@ -182,19 +197,111 @@ func (t *Topology) Build(cfg config.Config) (*Built, error) {
 			}
 		}
 	}
+	eventTime, defWatermark := checkEventTime(t.order, nodes, cfg, &errs, fail)
 	if len(errs) > 0 {
 		return nil, joinErrors(errs)
 	}
 	return &Built{
-		ApplicationID: appID,
-		Config:        cfg,
-		Nodes:         nodes,
-		Subtopologies: subs,
-		Global:        global,
-		Stores:        stores,
-		Boundaries:    boundaries,
-		SourceTopics:  sourceTopics,
+		ApplicationID:    appID,
+		Config:           cfg,
+		Nodes:            nodes,
+		Subtopologies:    subs,
+		Global:           global,
+		Stores:           stores,
+		Boundaries:       boundaries,
+		SourceTopics:     sourceTopics,
+		EventTime:        eventTime,
+		DefaultWatermark: defWatermark,
 	}, nil
+}
+
+// checkEventTime validates the sources' event-time declarations, refuses
+// nodes that need a moving watermark where none can move, and derives
+// whether the topology tracks event time at all.
+func checkEventTime(order []string, nodes map[string]*Node, cfg config.Config, errs *[]error, fail func(string, string, ...any)) (bool, watermark.Strategy) {
+	bound, err := cfg.Int(config.WatermarkMaxOutOfOrdernessMs, 10_000)
+	if err == nil && bound < 0 {
+		err = fmt.Errorf("config %s: %d is negative", config.WatermarkMaxOutOfOrdernessMs, bound)
+	}
+	if err != nil {
+		*errs = append(*errs, fmt.Errorf("topology: %w", err))
+	}
+	def := watermark.ForBoundedOutOfOrderness(time.Duration(bound) * time.Millisecond)
+	mode, err := cfg.OneOf(config.TimestampCoordinationMode, config.CoordinationAuto, config.CoordinationEnabled, config.CoordinationDisabled)
+	if err != nil {
+		*errs = append(*errs, fmt.Errorf("topology: %w", err))
+	}
+
+	declared := false
+	var frozen []string // sources whose watermark never moves
+	for _, name := range order {
+		n := nodes[name]
+		if n.Kind != SourceNode || n.Global || n.Source.Watermark == nil {
+			continue
+		}
+		declared = true
+		if err := n.Source.Watermark.Validate(name); err != nil {
+			fail(name, "%v", err)
+		}
+		if !n.Source.Watermark.AdvancesWatermark() {
+			frozen = append(frozen, name)
+		}
+	}
+	needs := false
+	for _, name := range order {
+		n := nodes[name]
+		if n.EventTime == "" {
+			continue
+		}
+		needs = true
+		switch {
+		case mode == config.CoordinationDisabled:
+			fail(name, "%s needs event time, but %s is DISABLED", n.EventTime, config.TimestampCoordinationMode)
+		case len(frozen) > 0:
+			fail(name, "%s needs event time, but source %s declares noWatermarks(): the global watermark is a minimum over every source, so it would never move and nothing would close",
+				n.EventTime, strings.Join(frozen, ", "))
+		case !readsATopic(name, nodes):
+			fail(name, "%s needs event time, but no Kafka topic feeds it, so no watermark can move", n.EventTime)
+		}
+	}
+	switch mode {
+	case config.CoordinationEnabled:
+		return true, def
+	case config.CoordinationDisabled:
+		return false, def
+	}
+	return needs || declared, def
+}
+
+// readsATopic reports whether a Kafka topic feeds node: some ancestor,
+// followed back across in-memory boundaries, is a source that is not a
+// boundary's.
+func readsATopic(name string, nodes map[string]*Node) bool {
+	seen := map[string]bool{}
+	var walk func(string) bool
+	walk = func(name string) bool {
+		if seen[name] {
+			return false
+		}
+		seen[name] = true
+		n, ok := nodes[name]
+		if !ok {
+			return false
+		}
+		if n.Kind == SourceNode {
+			if n.Boundary == nil {
+				return !n.Global
+			}
+			return walk(n.Boundary.SinkNode)
+		}
+		for _, p := range n.Parents {
+			if walk(p) {
+				return true
+			}
+		}
+		return false
+	}
+	return walk(name)
 }
 
 // shape copies the nodes (so that Build never mutates t: a topology can be
@@ -548,7 +655,13 @@ func (c *probeContext) Forward(processor.Record[any, any])           {}
 func (c *probeContext) ForwardTo(processor.Record[any, any], string) {}
 func (c *probeContext) Commit()                                      {}
 func (c *probeContext) AppConfig() map[string]string                 { return c.cfg.Map() }
-func (c *probeContext) Schedule(time.Duration, processor.PunctuationType, processor.Punctuator) (processor.Cancellable, error) {
+
+// Schedule records that a stream-time punctuator makes the node depend on
+// event time.
+func (c *probeContext) Schedule(_ time.Duration, typ processor.PunctuationType, _ processor.Punctuator) (processor.Cancellable, error) {
+	if typ == processor.StreamTime && c.node.EventTime == "" {
+		c.node.EventTime = "stream-time punctuator"
+	}
 	return noCancel{}, nil
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stoatflow/stoatctl/engine/processor"
 	"github.com/stoatflow/stoatctl/engine/serde"
+	"github.com/stoatflow/stoatctl/engine/watermark"
 )
 
 // OffsetReset is where a source starts when its group has no committed
@@ -48,6 +49,10 @@ type SourceSpec struct {
 	ValueSerde serde.Any
 	Extractor  TimestampExtractor
 	Reset      OffsetReset
+	// Watermark is the source's declared event-time strategy, or nil for
+	// the configured default (stoatflow.watermark.*). Its assigner, when
+	// set, replaces the timestamp extractor.
+	Watermark *watermark.Strategy
 }
 
 // SinkSpec is the erased configuration of a sink node.
@@ -86,6 +91,7 @@ type Consumed[K, V any] struct {
 	extractor  TimestampExtractor
 	reset      OffsetReset
 	name       string
+	watermark  *watermark.Strategy
 }
 
 // ConsumedWith returns a Consumed with the given serdes.
@@ -96,6 +102,14 @@ func ConsumedWith[K, V any](keySerde serde.Serde[K], valueSerde serde.Serde[V]) 
 // WithTimestampExtractor sets how event time is read from records.
 func (c Consumed[K, V]) WithTimestampExtractor(e TimestampExtractor) Consumed[K, V] {
 	c.extractor = e
+	return c
+}
+
+// WithWatermarkStrategy declares the source's event time: its timestamp
+// assigner (which overrides the timestamp extractor), its watermark
+// generator, idleness and alignment group.
+func (c Consumed[K, V]) WithWatermarkStrategy(s watermark.Strategy) Consumed[K, V] {
+	c.watermark = &s
 	return c
 }
 
@@ -128,6 +142,7 @@ func (c Consumed[K, V]) Spec(topics ...string) SourceSpec {
 		ValueSerde: eraseOrNil(c.valueSerde),
 		Extractor:  c.extractor,
 		Reset:      c.reset,
+		Watermark:  c.watermark,
 	}
 }
 

@@ -46,6 +46,10 @@ type Node struct {
 	Boundary *Boundary
 	// Global marks the source and processor of a global store.
 	Global bool
+	// EventTime says why the node needs a moving watermark ("window",
+	// "suppress", "stream-stream join", "event-time timer", "stream-time
+	// punctuator"), or is "" when it does not.
+	EventTime string
 	// Subtopology is assigned by Build.
 	Subtopology int
 	order       int
@@ -267,6 +271,17 @@ func (t *Topology) AddGlobalStore(b state.StoreBuilder, sourceName string, spec 
 	}
 	t.stores[b.Name()] = &storeEntry{builder: b, processors: []string{processorName}, global: true}
 	t.storeOrder = append(t.storeOrder, b.Name())
+	return t
+}
+
+// RequireEventTime marks node as driven by the watermark, for reason; Build
+// refuses it where no watermark can move.
+func (t *Topology) RequireEventTime(node, reason string) *Topology {
+	if n, ok := t.nodes[node]; ok {
+		n.EventTime = reason
+	} else {
+		t.fail(node, "marked as needing event time, but no such node exists")
+	}
 	return t
 }
 
