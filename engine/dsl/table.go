@@ -4,6 +4,7 @@ import (
 	"github.com/stoatflow/stoatctl/engine/processor"
 	"github.com/stoatflow/stoatctl/engine/serde"
 	"github.com/stoatflow/stoatctl/engine/state"
+	"github.com/stoatflow/stoatctl/engine/window"
 )
 
 // Kafka Streams' prefixes for table nodes.
@@ -38,6 +39,11 @@ type KTable[K, V any] struct {
 
 // tableMeta says where a table's current values can be looked up.
 type tableMeta struct {
+	// closeTime is set on windowed tables (keys of type window.Windowed[K]):
+	// the close time of a key's window under the aggregation's window
+	// definition, which suppress(untilWindowCloses) and emit-on-close
+	// judge by the one late rule.
+	closeTime func(w window.Window) int64
 	// store is the timestamped key-value store holding the table, or "".
 	store string
 	// view computes the values of a table that has no store from the
