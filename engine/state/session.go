@@ -1,0 +1,366 @@
+package state
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/stoatflow/stoatctl/engine/serde"
+	"github.com/stoatflow/stoatctl/engine/window"
+)
+
+// KindSession is the kind of session stores.
+const KindSession Kind = "session"
+
+// SessionStore keeps session aggregates by key and session window, as Kafka
+// Streams' SessionStore. Sessions are closed windows [Start, End] (see
+// package window), identified by key, start and end together.
+//
+// # Changelog layout
+//
+// Exactly Kafka Streams' (ChangeLoggingSessionBytesStore with
+// SessionKeySchema): the key is the serialized key followed by the session
+// end and then its start, each 8 bytes big-endian (EncodeSessionKey); the
+// value is the serialized aggregate, nil for a removal; the record timestamp
+// is that of the record being processed.
+//
+// # Byte-store layout
+//
+// As for window stores (see WindowStore), two indexes in one byte store:
+//
+//	0x00 | key | end | start  ->  aggregate   key-first: FindSessions, FetchSession
+//	0x01 | end | start | key  ->  empty       time-first: FindSessionsAll, Expire
+//
+// with both times 8 bytes big-endian, sign bit flipped. These are the layouts
+// of Kafka Streams' own time-ordered session store (PrefixedSessionKeySchemas:
+// KeyFirstSessionKeySchema and TimeFirstSessionKeySchema), but for the prefix
+// values and the time encoding. The key-first index holds a key's sessions in
+// end order, then start order. The time-first index orders all sessions by
+// end, which is the order in which they close, then start, then key bytes,
+// for emitting closed sessions and expiring old ones without reading every
+// key.
+//
+// # Retention
+//
+// Expire(frontier) drops every session whose end <= frontier - retention,
+// Kafka Streams' rule (InMemorySessionStore keeps a session while end >
+// observedStreamTime - retentionPeriod). Later aggregates for a dropped
+// session are dropped too, and not logged. Expiry itself is not logged.
+//
+// Like every typed store, a session store belongs to one task: writes come
+// from one goroutine at a time. Reads may run alongside.
+type SessionStore[K, V any] interface {
+	Store
+	// Put stores agg for the session. A null agg removes the session, as in
+	// Kafka Streams. A session that ends before it starts is an error.
+	Put(session window.Windowed[K], agg V) error
+	// Remove deletes the session and logs a tombstone, whether or not the
+	// store held it.
+	Remove(session window.Windowed[K]) error
+	// FetchSession returns the aggregate of key's session [start, end].
+	FetchSession(key K, start, end int64) (V, bool, error)
+	// FindSessions iterates over key's sessions that end at or after
+	// earliestSessionEnd and start at or before latestSessionStart: those a
+	// record could merge with. They come in end order, then start order.
+	FindSessions(key K, earliestSessionEnd, latestSessionStart int64) (KeyValueIterator[window.Windowed[K], V], error)
+	// FindSessionsAll is FindSessions across all keys, ordered by end, then
+	// start, then serialized key: the order in which sessions close, so a
+	// caller emitting closed sessions can stop at the first end past its
+	// bound.
+	FindSessionsAll(earliestSessionEnd, latestSessionStart int64) (KeyValueIterator[window.Windowed[K], V], error)
+	// Expire drops the sessions that frontier has moved out of retention:
+	// those with end <= frontier - retention.
+	Expire(frontier int64) error
+}
+
+// SessionBuilder builds session stores. Logging is enabled by default, as
+// in Kafka Streams.
+type SessionBuilder[K, V any] struct {
+	builderBase
+	keySerde   serde.Serde[K]
+	valueSerde serde.Serde[V]
+	supplier   BytesSupplier
+	retention  int64
+}
+
+// SessionStoreBuilder describes a session store named name that keeps
+// sessions for retention past the frontier, whose bytes live in a store from
+// supplier. The retention is kept in whole milliseconds.
+func SessionStoreBuilder[K, V any](name string, keySerde serde.Serde[K], valueSerde serde.Serde[V], retention time.Duration, supplier BytesSupplier) *SessionBuilder[K, V] {
+	b := &SessionBuilder[K, V]{
+		builderBase: newBuilderBase(name, KindSession, keySerde, valueSerde, supplier),
+		keySerde:    keySerde,
+		valueSerde:  valueSerde,
+		supplier:    supplier,
+		retention:   retention.Milliseconds(),
+	}
+	b.enableLogging(windowedLogConfig(b.retention, nil))
+	return b
+}
+
+// Retention is how long, in milliseconds, the store keeps a session past
+// the frontier.
+func (b *SessionBuilder[K, V]) Retention() int64 { return b.retention }
+
+// WithLoggingEnabled turns the changelog on; cfg's entries override the
+// windowed defaults (cleanup.policy=compact,delete, retention.ms = retention
+// plus a day).
+func (b *SessionBuilder[K, V]) WithLoggingEnabled(cfg map[string]string) *SessionBuilder[K, V] {
+	b.enableLogging(windowedLogConfig(b.retention, cfg))
+	return b
+}
+
+func (b *SessionBuilder[K, V]) WithLoggingDisabled() *SessionBuilder[K, V] {
+	b.disableLogging()
+	return b
+}
+
+// Build returns a store that implements SessionStore[K, V], Restorer and
+// BytesBacked.
+func (b *SessionBuilder[K, V]) Build() (Store, error) {
+	inner, err := checkBuild(b.name, b.keySerde, b.valueSerde, b.supplier)
+	if err != nil {
+		return nil, err
+	}
+	if b.retention < 0 {
+		return nil, fmt.Errorf("build store %q: retention %dms is negative", b.name, b.retention)
+	}
+	s := &sessionStore[K, V]{codec: plainCodec[V]{serde: b.valueSerde, null: nullCheckFor[V]()}}
+	s.setup(b.name, inner, b.keySerde, b.logging, b.retention)
+	return s, nil
+}
+
+// sessionSuffix is what follows the key in a key-first session entry.
+const sessionSuffix = 2 * timestampSize
+
+func sessionKeyFirst(key []byte, start, end int64) []byte {
+	b := make([]byte, 0, 1+len(key)+sessionSuffix)
+	b = append(b, indexKeyFirst)
+	b = append(b, key...)
+	b = appendOrderedTime(b, end)
+	return appendOrderedTime(b, start)
+}
+
+func sessionTimeFirst(key []byte, start, end int64) []byte {
+	b := make([]byte, 0, 1+len(key)+sessionSuffix)
+	b = append(b, indexTimeFirst)
+	b = appendOrderedTime(b, end)
+	b = appendOrderedTime(b, start)
+	return append(b, key...)
+}
+
+// decodeSessionKeyFirst splits a key-first session entry; key aliases b.
+func decodeSessionKeyFirst(b []byte) (key []byte, start, end int64, ok bool) {
+	n := len(b) - sessionSuffix
+	if n < 1 || b[0] != indexKeyFirst {
+		return nil, 0, 0, false
+	}
+	return b[1:n:n], readOrderedTime(b[n+timestampSize:]), readOrderedTime(b[n:]), true
+}
+
+// decodeSessionTimeFirst splits a time-first session entry; key aliases b.
+func decodeSessionTimeFirst(b []byte) (key []byte, start, end int64, ok bool) {
+	if len(b) < 1+sessionSuffix || b[0] != indexTimeFirst {
+		return nil, 0, 0, false
+	}
+	return b[1+sessionSuffix:], readOrderedTime(b[1+timestampSize:]), readOrderedTime(b[1:]), true
+}
+
+// sessionStore is the typed session store.
+type sessionStore[K, V any] struct {
+	windowedCore[K]
+	codec valueCodec[V]
+}
+
+func (s *sessionStore[K, V]) Put(session window.Windowed[K], agg V) error {
+	const op = "put"
+	if err := s.ready(op); err != nil {
+		return err
+	}
+	w := session.Window
+	if w.Start > w.End {
+		return s.errorf(op, "session [%d, %d] ends before it starts", w.Start, w.End)
+	}
+	kb, err := s.serializeKey(op, session.Key)
+	if err != nil {
+		return err
+	}
+	stored, logged, ts, err := s.codec.encode(s.topic, agg, s.ctx)
+	if err != nil {
+		return s.errorf(op, "%w", err)
+	}
+	if stored == nil {
+		return s.remove(op, kb, w, ts)
+	}
+	if s.expired(w.End) {
+		return nil
+	}
+	if err := s.inner.PutAll([]KeyValue[[]byte, []byte]{
+		{Key: sessionKeyFirst(kb, w.Start, w.End), Value: stored},
+		{Key: sessionTimeFirst(kb, w.Start, w.End), Value: timeIndexValue},
+	}); err != nil {
+		return err
+	}
+	return s.log(op, EncodeSessionKey(kb, w.Start, w.End), logged, ts)
+}
+
+func (s *sessionStore[K, V]) Remove(session window.Windowed[K]) error {
+	const op = "remove"
+	if err := s.ready(op); err != nil {
+		return err
+	}
+	kb, err := s.serializeKey(op, session.Key)
+	if err != nil {
+		return err
+	}
+	return s.remove(op, kb, session.Window, s.ctx.RecordTimestamp())
+}
+
+func (s *sessionStore[K, V]) remove(op string, kb []byte, w window.Window, ts int64) error {
+	if err := s.inner.PutAll([]KeyValue[[]byte, []byte]{
+		{Key: sessionKeyFirst(kb, w.Start, w.End)},
+		{Key: sessionTimeFirst(kb, w.Start, w.End)},
+	}); err != nil {
+		return err
+	}
+	return s.log(op, EncodeSessionKey(kb, w.Start, w.End), nil, ts)
+}
+
+func (s *sessionStore[K, V]) FetchSession(key K, start, end int64) (V, bool, error) {
+	const op = "fetch session"
+	var zero V
+	if err := s.ready(op); err != nil {
+		return zero, false, err
+	}
+	kb, err := s.serializeKey(op, key)
+	if err != nil {
+		return zero, false, err
+	}
+	stored, err := s.inner.Get(sessionKeyFirst(kb, start, end))
+	if err != nil || stored == nil {
+		return zero, false, err
+	}
+	v, err := s.codec.decode(s.topic, stored)
+	if err != nil {
+		return zero, false, s.errorf(op, "%w", err)
+	}
+	return v, true, nil
+}
+
+func (s *sessionStore[K, V]) FindSessions(key K, earliestSessionEnd, latestSessionStart int64) (KeyValueIterator[window.Windowed[K], V], error) {
+	const op = "find sessions"
+	if err := s.ready(op); err != nil {
+		return nil, err
+	}
+	kb, err := s.serializeKey(op, key)
+	if err != nil {
+		return nil, err
+	}
+	// Sessions of this key ending at or after earliestSessionEnd, whatever
+	// their start; the start bound is a filter, as in Kafka Streams.
+	lo := sessionKeyFirst(kb, math.MinInt64, earliestSessionEnd)
+	hi := sessionKeyFirst(kb, math.MaxInt64, math.MaxInt64)
+	inner, err := s.inner.Range(lo, hi)
+	if err != nil {
+		return nil, err
+	}
+	width := len(lo)
+	return &entryIterator[window.Windowed[K], V]{
+		inner: inner,
+		accept: func(k, v []byte) (windowedEntry, bool, error) {
+			// Between bounds that share the key's bytes, an entry of the
+			// same length is an entry of this key.
+			if len(k) != width {
+				return windowedEntry{}, false, nil
+			}
+			key, start, end, _ := decodeSessionKeyFirst(k)
+			if start > latestSessionStart {
+				return windowedEntry{}, false, nil
+			}
+			return windowedEntry{key: key, start: start, end: end, value: v}, true, nil
+		},
+		key:   s.windowedKey,
+		value: s.decodeValue,
+	}, nil
+}
+
+func (s *sessionStore[K, V]) FindSessionsAll(earliestSessionEnd, latestSessionStart int64) (KeyValueIterator[window.Windowed[K], V], error) {
+	const op = "find sessions all"
+	if err := s.ready(op); err != nil {
+		return nil, err
+	}
+	lo, hi := timeFirstBounds(earliestSessionEnd, math.MaxInt64)
+	inner, err := s.inner.Range(lo, hi)
+	if err != nil {
+		return nil, err
+	}
+	return &entryIterator[window.Windowed[K], V]{
+		inner: inner,
+		accept: func(k, _ []byte) (windowedEntry, bool, error) {
+			key, start, end, ok := decodeSessionTimeFirst(k)
+			if !ok {
+				return windowedEntry{}, false, s.errorf("iterate", "malformed index entry %x", k)
+			}
+			if start > latestSessionStart {
+				return windowedEntry{}, false, nil
+			}
+			v, err := s.inner.Get(sessionKeyFirst(key, start, end))
+			if err != nil || v == nil {
+				// nil: removed since the scan began.
+				return windowedEntry{}, false, err
+			}
+			return windowedEntry{key: key, start: start, end: end, value: v}, true, nil
+		},
+		key:   s.windowedKey,
+		value: s.decodeValue,
+	}, nil
+}
+
+func (s *sessionStore[K, V]) decodeValue(b []byte) (V, error) {
+	v, err := s.codec.decode(s.topic, b)
+	if err != nil {
+		return v, s.errorf("iterate", "%w", err)
+	}
+	return v, nil
+}
+
+func (s *sessionStore[K, V]) windowedKey(e windowedEntry) (window.Windowed[K], error) {
+	k, err := s.deserializeKey(e.key)
+	if err != nil {
+		return window.Windowed[K]{}, err
+	}
+	return window.Windowed[K]{Key: k, Window: window.Window{Start: e.start, End: e.end}}, nil
+}
+
+func (s *sessionStore[K, V]) Expire(frontier int64) error {
+	return s.expire(frontier, func(tk []byte) ([]byte, bool) {
+		key, start, end, ok := decodeSessionTimeFirst(tk)
+		return sessionKeyFirst(key, start, end), ok
+	})
+}
+
+// Restore applies changelog records in Kafka Streams' layout (see
+// SessionStore), a nil value removing the session. It needs no Init, and
+// checks every record before writing any. Records for sessions already
+// expired are skipped; Restore does not expire by itself, so call Expire with
+// the restored frontier afterwards.
+func (s *sessionStore[K, V]) Restore(records []ChangelogRecord) error {
+	entries := make([]KeyValue[[]byte, []byte], 0, 2*len(records))
+	for i, r := range records {
+		key, start, end, err := DecodeSessionKey(r.Key)
+		if err != nil {
+			return s.errorf("restore", "record %d: %w", i, err)
+		}
+		if s.expired(end) {
+			continue
+		}
+		stored := s.codec.fromChangelog(r.Value, r.Timestamp)
+		kf, tf := sessionKeyFirst(key, start, end), sessionTimeFirst(key, start, end)
+		if stored == nil {
+			entries = append(entries, KeyValue[[]byte, []byte]{Key: kf}, KeyValue[[]byte, []byte]{Key: tf})
+		} else {
+			entries = append(entries, KeyValue[[]byte, []byte]{Key: kf, Value: stored}, KeyValue[[]byte, []byte]{Key: tf, Value: timeIndexValue})
+		}
+	}
+	return s.inner.PutAll(entries)
+}

@@ -1,0 +1,875 @@
+package state
+
+import (
+	"encoding/binary"
+	"fmt"
+	"maps"
+	"math"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/stoatflow/stoatctl/engine/serde"
+	"github.com/stoatflow/stoatctl/engine/window"
+)
+
+// Kinds of the windowed stores.
+const (
+	KindWindow            Kind = "window"
+	KindTimestampedWindow Kind = "timestamped-window"
+)
+
+// WindowStore keeps values by key and window start, for windowed
+// aggregations (one value per key and window) and stream-stream joins (every
+// record, duplicates retained). It is Kafka Streams' WindowStore over our
+// byte-store seam.
+//
+// # Changelog layout
+//
+// The changelog is exactly Kafka Streams': the key is the serialized key,
+// the 8-byte big-endian window start and a 4-byte big-endian sequence number
+// (WindowKeySchema.toStoreKeyBinary, see EncodeWindowKey); the value is the
+// serialized value, nil for a delete. A plain store's records carry the
+// timestamp of the record being processed (ChangeLoggingWindowBytesStore). A
+// timestamped store's carry the plain value with the value's own timestamp
+// as the record timestamp, and its deletes the processed record's
+// (ChangeLoggingTimestampedWindowBytesStore), as for key-value stores.
+//
+// The sequence number is 0 unless the store retains duplicates; then every
+// put takes the next number, starting at 1 and wrapping from 2^31-1 to 0
+// (Kafka Streams' (seqnum + 1) & 0x7FFFFFFF), so that equal keys in the same
+// window are kept apart.
+//
+// # Byte-store layout
+//
+// Kafka Streams' key-first layout orders a byte store by key bytes first,
+// which serves the per-key scans (Fetch, FetchRange) but not the scans by
+// time: FetchAll, and expiry, would read every key. Kafka Streams' in-memory
+// store avoids that by indexing by start in a map of maps; on a sorted byte
+// store (RocksDB, the epoch write layers) we keep two indexes in the one
+// KeyValueBytesStore, told apart by their first byte:
+//
+//	0x00 | key | start | seq  ->  stored value    key-first: Fetch, FetchRange
+//	0x01 | start | key | seq  ->  empty           time-first: FetchAll, All, Expire
+//
+// start is 8 bytes big-endian with the sign bit flipped, so negative starts
+// order before positive ones (Kafka Streams writes the raw two's complement,
+// which misorders them; its windows never start before 0, ours may). seq is
+// 4 bytes big-endian. The stored value is the serialized value, or, in a
+// timestamped store, the 8-byte timestamp followed by it
+// (EncodeValueAndTimestamp). A put writes both index entries in one PutAll;
+// the time-first entry holds no value, so FetchAll looks each value up in the
+// key-first index and skips entries deleted since the scan began.
+//
+// These are the layouts of Kafka Streams' own time-ordered window store
+// (PrefixedWindowKeySchemas: KeyFirstWindowKeySchema and
+// TimeFirstWindowKeySchema), but for the prefix values and the time
+// encoding.
+//
+// Within one key the key-first index orders by start, then sequence number.
+// Keys of different lengths can interleave in a byte range (key "a" followed
+// by start bytes against key "ab"); scans keep only entries whose length
+// matches the key, which between bounds sharing the key's bytes means the key
+// itself. The time-first index orders by start, then by key bytes and
+// sequence number: exactly key order when duplicates are not retained.
+//
+// # Retention
+//
+// Expire(frontier) drops every window whose start <= frontier - retention,
+// Kafka Streams' rule for window stores (InMemoryWindowStore keeps a window
+// while start > observedStreamTime - retentionPeriod; with the retention at
+// least size + grace this drops a window only after it has closed). Later
+// values for a dropped window are dropped too, and not logged; deletes are
+// always logged. Expiry is not
+// logged: the changelog topic's retention.ms, the store's retention plus a
+// day, removes old records, as in Kafka Streams.
+//
+// Like every typed store, a window store belongs to one task: writes come
+// from one goroutine at a time. Reads may run alongside.
+type WindowStore[K, V any] interface {
+	Store
+	// Put stores value for key in the window starting at windowStart. A
+	// null value deletes, except in a store that retains duplicates, where it
+	// does nothing (as in Kafka Streams). A value for an expired window is
+	// dropped, and not logged.
+	Put(key K, value V, windowStart int64) error
+	// Fetch returns the value for key in the window starting at windowStart.
+	// In a store that retains duplicates it returns the one with the lowest
+	// sequence number; FetchRange(key, start, start) returns them all.
+	Fetch(key K, windowStart int64) (V, bool, error)
+	// FetchRange iterates over key's windows with timeFrom <= start <=
+	// timeTo, in start order, as (window start, value).
+	FetchRange(key K, timeFrom, timeTo int64) (KeyValueIterator[int64, V], error)
+	// FetchAll iterates over every key's windows with timeFrom <= start <=
+	// timeTo, ordered by start and then by serialized key (with duplicates
+	// retained: by serialized key followed by the sequence number). Windows
+	// end at start + the store's window size (clamped to math.MaxInt64).
+	FetchAll(timeFrom, timeTo int64) (KeyValueIterator[window.Windowed[K], V], error)
+	// All is FetchAll over all time.
+	All() (KeyValueIterator[window.Windowed[K], V], error)
+	// Delete removes key's value in the window starting at windowStart (all
+	// of them when duplicates are retained) and logs a tombstone for each.
+	// A store without duplicates logs the tombstone even when it held no
+	// value: the changelog may hold one.
+	Delete(key K, windowStart int64) error
+	// Expire drops the windows that frontier (stream time, or the engine's
+	// frontier) has moved out of retention: those with start <= frontier -
+	// retention. A frontier below an earlier one changes nothing.
+	Expire(frontier int64) error
+}
+
+// TimestampedWindowStore keeps each value with the timestamp of the record
+// that wrote it, as windowed aggregations do.
+type TimestampedWindowStore[K, V any] interface {
+	WindowStore[K, ValueAndTimestamp[V]]
+}
+
+// windowedChangelogExtraRetention is Kafka Streams' default
+// windowstore.changelog.additional.retention.ms: a day added to a windowed
+// store's retention for its changelog topic, to allow for clock drift.
+const windowedChangelogExtraRetention = int64(24 * time.Hour / time.Millisecond)
+
+// windowedLogConfig is the changelog topic config of window and session
+// stores, as Kafka Streams' WindowedChangelogTopicConfig makes it: compacted
+// and deleted, retained for the store's retention plus a day. user's entries
+// win, including a retention.ms of its own.
+func windowedLogConfig(retentionMs int64, user map[string]string) map[string]string {
+	cfg := map[string]string{
+		"cleanup.policy": "compact,delete",
+		"retention.ms":   strconv.FormatInt(addSat(retentionMs, windowedChangelogExtraRetention), 10),
+	}
+	maps.Copy(cfg, user)
+	return cfg
+}
+
+// windowBuilderBase is what the window store builders share.
+type windowBuilderBase struct {
+	builderBase
+	retention, windowSize int64
+	retainDuplicates      bool
+}
+
+func newWindowBuilderBase[K, V any](name string, kind Kind, keySerde serde.Serde[K], valueSerde serde.Serde[V], retention, windowSize time.Duration, retainDuplicates bool, supplier BytesSupplier) windowBuilderBase {
+	b := windowBuilderBase{
+		builderBase:      newBuilderBase(name, kind, keySerde, valueSerde, supplier),
+		retention:        retention.Milliseconds(),
+		windowSize:       windowSize.Milliseconds(),
+		retainDuplicates: retainDuplicates,
+	}
+	b.enableLogging(windowedLogConfig(b.retention, nil))
+	return b
+}
+
+// Retention is how long, in milliseconds, the store keeps a window past the
+// frontier.
+func (b *windowBuilderBase) Retention() int64 { return b.retention }
+
+// WindowSize is the size, in milliseconds, of the windows the store keeps.
+func (b *windowBuilderBase) WindowSize() int64 { return b.windowSize }
+
+// RetainDuplicates tells whether every put is kept, as for stream-stream
+// joins, rather than replacing the value of its key and window.
+func (b *windowBuilderBase) RetainDuplicates() bool { return b.retainDuplicates }
+
+// check applies Kafka Streams' Stores checks for window stores.
+func (b *windowBuilderBase) check() error {
+	switch {
+	case b.retention < 0:
+		return fmt.Errorf("build store %q: retention %dms is negative", b.name, b.retention)
+	case b.windowSize < 0:
+		return fmt.Errorf("build store %q: window size %dms is negative", b.name, b.windowSize)
+	case b.windowSize > b.retention:
+		return fmt.Errorf("build store %q: retention %dms is smaller than the window size %dms", b.name, b.retention, b.windowSize)
+	}
+	return nil
+}
+
+// WindowBuilder builds window stores. Logging is enabled by default, as in
+// Kafka Streams.
+type WindowBuilder[K, V any] struct {
+	windowBuilderBase
+	keySerde   serde.Serde[K]
+	valueSerde serde.Serde[V]
+	supplier   BytesSupplier
+}
+
+// WindowStoreBuilder describes a window store named name that keeps windows
+// of windowSize for retention past the frontier, whose bytes live in a store
+// from supplier. retainDuplicates keeps every put, as stream-stream joins
+// need. Durations are kept in whole milliseconds.
+func WindowStoreBuilder[K, V any](name string, keySerde serde.Serde[K], valueSerde serde.Serde[V], retention, windowSize time.Duration, retainDuplicates bool, supplier BytesSupplier) *WindowBuilder[K, V] {
+	return &WindowBuilder[K, V]{
+		windowBuilderBase: newWindowBuilderBase(name, KindWindow, keySerde, valueSerde, retention, windowSize, retainDuplicates, supplier),
+		keySerde:          keySerde,
+		valueSerde:        valueSerde,
+		supplier:          supplier,
+	}
+}
+
+// WithLoggingEnabled turns the changelog on; cfg's entries override the
+// windowed defaults (cleanup.policy=compact,delete, retention.ms = retention
+// plus a day).
+func (b *WindowBuilder[K, V]) WithLoggingEnabled(cfg map[string]string) *WindowBuilder[K, V] {
+	b.enableLogging(windowedLogConfig(b.retention, cfg))
+	return b
+}
+
+func (b *WindowBuilder[K, V]) WithLoggingDisabled() *WindowBuilder[K, V] {
+	b.disableLogging()
+	return b
+}
+
+// Build returns a store that implements WindowStore[K, V], Restorer and
+// BytesBacked.
+func (b *WindowBuilder[K, V]) Build() (Store, error) {
+	inner, err := checkBuild(b.name, b.keySerde, b.valueSerde, b.supplier)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.check(); err != nil {
+		return nil, err
+	}
+	return newWindowStore(&b.windowBuilderBase, inner, b.keySerde, valueCodec[V](plainCodec[V]{serde: b.valueSerde, null: nullCheckFor[V]()})), nil
+}
+
+// TimestampedWindowBuilder builds timestamped window stores. Logging is
+// enabled by default, as in Kafka Streams.
+type TimestampedWindowBuilder[K, V any] struct {
+	windowBuilderBase
+	keySerde   serde.Serde[K]
+	valueSerde serde.Serde[V]
+	supplier   BytesSupplier
+}
+
+// TimestampedWindowStoreBuilder describes a timestamped window store, as
+// WindowStoreBuilder does a plain one. valueSerde serializes the plain
+// value; the store adds the timestamp.
+func TimestampedWindowStoreBuilder[K, V any](name string, keySerde serde.Serde[K], valueSerde serde.Serde[V], retention, windowSize time.Duration, retainDuplicates bool, supplier BytesSupplier) *TimestampedWindowBuilder[K, V] {
+	return &TimestampedWindowBuilder[K, V]{
+		windowBuilderBase: newWindowBuilderBase(name, KindTimestampedWindow, keySerde, valueSerde, retention, windowSize, retainDuplicates, supplier),
+		keySerde:          keySerde,
+		valueSerde:        valueSerde,
+		supplier:          supplier,
+	}
+}
+
+// WithLoggingEnabled turns the changelog on; cfg's entries override the
+// windowed defaults.
+func (b *TimestampedWindowBuilder[K, V]) WithLoggingEnabled(cfg map[string]string) *TimestampedWindowBuilder[K, V] {
+	b.enableLogging(windowedLogConfig(b.retention, cfg))
+	return b
+}
+
+func (b *TimestampedWindowBuilder[K, V]) WithLoggingDisabled() *TimestampedWindowBuilder[K, V] {
+	b.disableLogging()
+	return b
+}
+
+// Build returns a store that implements TimestampedWindowStore[K, V],
+// Restorer and BytesBacked.
+func (b *TimestampedWindowBuilder[K, V]) Build() (Store, error) {
+	inner, err := checkBuild(b.name, b.keySerde, b.valueSerde, b.supplier)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.check(); err != nil {
+		return nil, err
+	}
+	return newWindowStore(&b.windowBuilderBase, inner, b.keySerde, valueCodec[ValueAndTimestamp[V]](timestampedCodec[V]{serde: b.valueSerde, null: nullCheckFor[V]()})), nil
+}
+
+// The two indexes of the window and session byte stores.
+const (
+	indexKeyFirst  byte = 0x00
+	indexTimeFirst byte = 0x01
+	// indexEnd bounds scans of the time-first index; no entry is this one
+	// byte.
+	indexEnd byte = 0x02
+)
+
+// timeIndexValue is what time-first entries hold. It is not nil: nil would
+// delete.
+var timeIndexValue = []byte{}
+
+// appendOrderedTime appends t as 8 big-endian bytes with the sign bit
+// flipped, so that unsigned byte order is numeric order.
+func appendOrderedTime(b []byte, t int64) []byte {
+	return binary.BigEndian.AppendUint64(b, uint64(t)^(1<<63))
+}
+
+func readOrderedTime(b []byte) int64 { return int64(binary.BigEndian.Uint64(b) ^ (1 << 63)) }
+
+// windowSuffix is what follows the key in a key-first window entry.
+const windowSuffix = timestampSize + windowSeqSize
+
+func windowKeyFirst(key []byte, start int64, seq uint32) []byte {
+	b := make([]byte, 0, 1+len(key)+windowSuffix)
+	b = append(b, indexKeyFirst)
+	b = append(b, key...)
+	b = appendOrderedTime(b, start)
+	return binary.BigEndian.AppendUint32(b, seq)
+}
+
+func windowTimeFirst(key []byte, start int64, seq uint32) []byte {
+	b := make([]byte, 0, 1+len(key)+windowSuffix)
+	b = append(b, indexTimeFirst)
+	b = appendOrderedTime(b, start)
+	b = append(b, key...)
+	return binary.BigEndian.AppendUint32(b, seq)
+}
+
+// decodeWindowKeyFirst splits a key-first window entry; key aliases b.
+func decodeWindowKeyFirst(b []byte) (key []byte, start int64, seq uint32, ok bool) {
+	n := len(b) - windowSuffix
+	if n < 1 || b[0] != indexKeyFirst {
+		return nil, 0, 0, false
+	}
+	return b[1:n:n], readOrderedTime(b[n:]), binary.BigEndian.Uint32(b[n+timestampSize:]), true
+}
+
+// decodeWindowTimeFirst splits a time-first window entry; key aliases b.
+func decodeWindowTimeFirst(b []byte) (key []byte, start int64, seq uint32, ok bool) {
+	n := len(b) - windowSeqSize
+	if n < 1+timestampSize || b[0] != indexTimeFirst {
+		return nil, 0, 0, false
+	}
+	return b[1+timestampSize : n : n], readOrderedTime(b[1:]), binary.BigEndian.Uint32(b[n:]), true
+}
+
+// timeFirstBounds returns the inclusive bounds of a time-first scan over
+// times from..to. Every entry is longer than the 9-byte bounds, so the upper
+// bound [prefix | to+1] keeps exactly the entries at or before to.
+func timeFirstBounds(from, to int64) (lo, hi []byte) {
+	lo = appendOrderedTime([]byte{indexTimeFirst}, from)
+	if to == math.MaxInt64 {
+		return lo, []byte{indexEnd}
+	}
+	return lo, appendOrderedTime([]byte{indexTimeFirst}, to+1)
+}
+
+// addSat adds without overflowing: results past the int64 range stick at
+// its ends.
+func addSat(a, b int64) int64 {
+	s := a + b
+	switch {
+	case b > 0 && s < a:
+		return math.MaxInt64
+	case b < 0 && s > a:
+		return math.MinInt64
+	}
+	return s
+}
+
+// windowedCore is what window and session stores share: lifecycle, key
+// serialization, logging and the expiry horizon.
+type windowedCore[K any] struct {
+	name      string
+	inner     KeyValueBytesStore
+	keySerde  serde.Serde[K]
+	logging   bool
+	retention int64
+
+	ctx Context
+	// topic is what the serdes see: the changelog topic, or the store name
+	// when logging is off.
+	topic string
+	// liveFrom is the earliest time (window start, session end) the store
+	// still keeps; Expire raises it. Atomic so that readers on other
+	// goroutines stay race-free.
+	liveFrom atomic.Int64
+}
+
+func (c *windowedCore[K]) setup(name string, inner KeyValueBytesStore, keySerde serde.Serde[K], logging bool, retention int64) {
+	c.name, c.inner, c.keySerde, c.logging, c.retention = name, inner, keySerde, logging, retention
+	c.liveFrom.Store(math.MinInt64)
+}
+
+func (c *windowedCore[K]) Name() string { return c.name }
+
+func (c *windowedCore[K]) Init(ctx Context) error {
+	if ctx == nil {
+		return fmt.Errorf("store %q: init: context is nil", c.name)
+	}
+	topic := c.name
+	if c.logging {
+		topic = ctx.ChangelogTopic(c.name)
+		if topic == "" {
+			return fmt.Errorf("store %q: init: logging is enabled but the context has no changelog topic", c.name)
+		}
+	}
+	if err := c.inner.Init(ctx); err != nil {
+		return err
+	}
+	c.ctx, c.topic = ctx, topic
+	return nil
+}
+
+func (c *windowedCore[K]) Flush() error     { return c.inner.Flush() }
+func (c *windowedCore[K]) Close() error     { return c.inner.Close() }
+func (c *windowedCore[K]) Persistent() bool { return c.inner.Persistent() }
+
+func (c *windowedCore[K]) Bytes() KeyValueBytesStore { return c.inner }
+
+func (c *windowedCore[K]) errorf(op, format string, args ...any) error {
+	return fmt.Errorf("store %q: %s: "+format, append([]any{c.name, op}, args...)...)
+}
+
+func (c *windowedCore[K]) ready(op string) error {
+	if c.ctx == nil {
+		return c.errorf(op, "%w", ErrNotInitialized)
+	}
+	return nil
+}
+
+func (c *windowedCore[K]) serializeKey(op string, key K) ([]byte, error) {
+	b, err := c.keySerde.Serialize(c.topic, key)
+	if err != nil {
+		return nil, c.errorf(op, "serialize key: %w", err)
+	}
+	if b == nil {
+		return nil, c.errorf(op, "serialize key: %w", ErrNilKey)
+	}
+	return b, nil
+}
+
+func (c *windowedCore[K]) deserializeKey(b []byte) (K, error) {
+	k, err := c.keySerde.Deserialize(c.topic, b)
+	if err != nil {
+		return k, c.errorf("iterate", "deserialize key: %w", err)
+	}
+	return k, nil
+}
+
+func (c *windowedCore[K]) log(op string, key, value []byte, ts int64) error {
+	if !c.logging {
+		return nil
+	}
+	if err := c.ctx.LogChange(c.name, key, value, ts, nil); err != nil {
+		return c.errorf(op, "log change: %w", err)
+	}
+	return nil
+}
+
+// expired reports whether time t is past retention.
+func (c *windowedCore[K]) expired(t int64) bool { return t < c.liveFrom.Load() }
+
+// expire raises the horizon to frontier - retention + 1 and deletes the
+// time-first entries below it together with the key-first entries they name.
+func (c *windowedCore[K]) expire(frontier int64, keyFirst func(timeFirst []byte) ([]byte, bool)) error {
+	cutoff := addSat(addSat(frontier, -c.retention), 1)
+	if cutoff <= c.liveFrom.Load() {
+		return nil
+	}
+	c.liveFrom.Store(cutoff)
+	// Every entry below [prefix | cutoff] is older than cutoff (see
+	// timeFirstBounds).
+	it, err := c.inner.Range([]byte{indexTimeFirst}, appendOrderedTime([]byte{indexTimeFirst}, cutoff))
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	const batch = 512
+	dels := make([]KeyValue[[]byte, []byte], 0, 2*batch)
+	for it.Next() {
+		tk := it.Key()
+		kk, ok := keyFirst(tk)
+		if !ok {
+			return c.errorf("expire", "malformed index entry %x", tk)
+		}
+		dels = append(dels, KeyValue[[]byte, []byte]{Key: tk}, KeyValue[[]byte, []byte]{Key: kk})
+		if len(dels) >= 2*batch {
+			// The iterator reads a snapshot, so deleting as we go is safe.
+			if err := c.inner.PutAll(dels); err != nil {
+				return err
+			}
+			dels = dels[:0]
+		}
+	}
+	if err := it.Err(); err != nil {
+		return err
+	}
+	if len(dels) == 0 {
+		return nil
+	}
+	return c.inner.PutAll(dels)
+}
+
+// windowStore is the typed window store, plain or timestamped by its codec.
+type windowStore[K, V any] struct {
+	windowedCore[K]
+	codec valueCodec[V]
+	size  int64
+	dups  bool
+	// seq is the last sequence number handed out when duplicates are
+	// retained.
+	seq atomic.Uint32
+}
+
+func newWindowStore[K, V any](b *windowBuilderBase, inner KeyValueBytesStore, keySerde serde.Serde[K], codec valueCodec[V]) *windowStore[K, V] {
+	s := &windowStore[K, V]{codec: codec, size: b.windowSize, dups: b.retainDuplicates}
+	s.setup(b.name, inner, keySerde, b.logging, b.retention)
+	return s
+}
+
+// nextSeq is Kafka Streams' maybeUpdateSeqnumForDups.
+func (s *windowStore[K, V]) nextSeq() uint32 {
+	if !s.dups {
+		return 0
+	}
+	for {
+		old := s.seq.Load()
+		if next := (old + 1) & math.MaxInt32; s.seq.CompareAndSwap(old, next) {
+			return next
+		}
+	}
+}
+
+func (s *windowStore[K, V]) Put(key K, value V, windowStart int64) error {
+	const op = "put"
+	if err := s.ready(op); err != nil {
+		return err
+	}
+	kb, err := s.serializeKey(op, key)
+	if err != nil {
+		return err
+	}
+	stored, logged, ts, err := s.codec.encode(s.topic, value, s.ctx)
+	if err != nil {
+		return s.errorf(op, "%w", err)
+	}
+	if stored == nil {
+		if s.dups {
+			return nil
+		}
+		return s.deleteOne(op, kb, windowStart, ts)
+	}
+	if s.expired(windowStart) {
+		return nil
+	}
+	seq := s.nextSeq()
+	if err := s.inner.PutAll([]KeyValue[[]byte, []byte]{
+		{Key: windowKeyFirst(kb, windowStart, seq), Value: stored},
+		{Key: windowTimeFirst(kb, windowStart, seq), Value: timeIndexValue},
+	}); err != nil {
+		return err
+	}
+	return s.log(op, EncodeWindowKey(kb, windowStart, int32(seq)), logged, ts)
+}
+
+// deleteOne deletes the entry with sequence number 0 and logs its
+// tombstone.
+func (s *windowStore[K, V]) deleteOne(op string, kb []byte, start, ts int64) error {
+	if err := s.inner.PutAll([]KeyValue[[]byte, []byte]{
+		{Key: windowKeyFirst(kb, start, 0)},
+		{Key: windowTimeFirst(kb, start, 0)},
+	}); err != nil {
+		return err
+	}
+	return s.log(op, EncodeWindowKey(kb, start, 0), nil, ts)
+}
+
+func (s *windowStore[K, V]) Delete(key K, windowStart int64) error {
+	const op = "delete"
+	if err := s.ready(op); err != nil {
+		return err
+	}
+	kb, err := s.serializeKey(op, key)
+	if err != nil {
+		return err
+	}
+	ts := s.ctx.RecordTimestamp()
+	if !s.dups {
+		return s.deleteOne(op, kb, windowStart, ts)
+	}
+	seqs, err := s.duplicates(kb, windowStart)
+	if err != nil {
+		return err
+	}
+	dels := make([]KeyValue[[]byte, []byte], 0, 2*len(seqs))
+	for _, seq := range seqs {
+		dels = append(dels, KeyValue[[]byte, []byte]{Key: windowKeyFirst(kb, windowStart, seq)},
+			KeyValue[[]byte, []byte]{Key: windowTimeFirst(kb, windowStart, seq)})
+	}
+	if err := s.inner.PutAll(dels); err != nil {
+		return err
+	}
+	for _, seq := range seqs {
+		if err := s.log(op, EncodeWindowKey(kb, windowStart, int32(seq)), nil, ts); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// duplicates lists the sequence numbers stored for a key and window start.
+func (s *windowStore[K, V]) duplicates(kb []byte, start int64) ([]uint32, error) {
+	lo, hi := windowKeyFirst(kb, start, 0), windowKeyFirst(kb, start, math.MaxUint32)
+	it, err := s.inner.Range(lo, hi)
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	var seqs []uint32
+	for it.Next() {
+		if k := it.Key(); len(k) == len(lo) {
+			seqs = append(seqs, binary.BigEndian.Uint32(k[len(k)-windowSeqSize:]))
+		}
+	}
+	return seqs, it.Err()
+}
+
+func (s *windowStore[K, V]) Fetch(key K, windowStart int64) (V, bool, error) {
+	const op = "fetch"
+	var zero V
+	if err := s.ready(op); err != nil {
+		return zero, false, err
+	}
+	kb, err := s.serializeKey(op, key)
+	if err != nil {
+		return zero, false, err
+	}
+	var stored []byte
+	if !s.dups {
+		if stored, err = s.inner.Get(windowKeyFirst(kb, windowStart, 0)); err != nil {
+			return zero, false, err
+		}
+	} else {
+		lo, hi := windowKeyFirst(kb, windowStart, 0), windowKeyFirst(kb, windowStart, math.MaxUint32)
+		it, err := s.inner.Range(lo, hi)
+		if err != nil {
+			return zero, false, err
+		}
+		for it.Next() {
+			if len(it.Key()) == len(lo) {
+				stored = it.Value()
+				break
+			}
+		}
+		err = it.Err()
+		it.Close()
+		if err != nil {
+			return zero, false, err
+		}
+	}
+	if stored == nil {
+		return zero, false, nil
+	}
+	v, err := s.codec.decode(s.topic, stored)
+	if err != nil {
+		return zero, false, s.errorf(op, "%w", err)
+	}
+	return v, true, nil
+}
+
+func (s *windowStore[K, V]) FetchRange(key K, timeFrom, timeTo int64) (KeyValueIterator[int64, V], error) {
+	const op = "fetch range"
+	if err := s.ready(op); err != nil {
+		return nil, err
+	}
+	kb, err := s.serializeKey(op, key)
+	if err != nil {
+		return nil, err
+	}
+	lo, hi := windowKeyFirst(kb, timeFrom, 0), windowKeyFirst(kb, timeTo, math.MaxUint32)
+	inner, err := s.inner.Range(lo, hi)
+	if err != nil {
+		return nil, err
+	}
+	width := len(lo)
+	return &entryIterator[int64, V]{
+		inner: inner,
+		accept: func(k, v []byte) (windowedEntry, bool, error) {
+			// Between bounds that share the key's bytes, an entry of the
+			// same length is an entry of this key.
+			if len(k) != width {
+				return windowedEntry{}, false, nil
+			}
+			return windowedEntry{start: readOrderedTime(k[width-windowSuffix:]), value: v}, true, nil
+		},
+		key:   func(e windowedEntry) (int64, error) { return e.start, nil },
+		value: s.decodeValue,
+	}, nil
+}
+
+func (s *windowStore[K, V]) FetchAll(timeFrom, timeTo int64) (KeyValueIterator[window.Windowed[K], V], error) {
+	const op = "fetch all"
+	if err := s.ready(op); err != nil {
+		return nil, err
+	}
+	lo, hi := timeFirstBounds(timeFrom, timeTo)
+	inner, err := s.inner.Range(lo, hi)
+	if err != nil {
+		return nil, err
+	}
+	return &entryIterator[window.Windowed[K], V]{
+		inner: inner,
+		accept: func(k, _ []byte) (windowedEntry, bool, error) {
+			key, start, seq, ok := decodeWindowTimeFirst(k)
+			if !ok {
+				return windowedEntry{}, false, s.errorf("iterate", "malformed index entry %x", k)
+			}
+			v, err := s.inner.Get(windowKeyFirst(key, start, seq))
+			if err != nil || v == nil {
+				// nil: deleted since the scan began.
+				return windowedEntry{}, false, err
+			}
+			return windowedEntry{key: key, start: start, end: addSat(start, s.size), value: v}, true, nil
+		},
+		key:   s.windowedKey,
+		value: s.decodeValue,
+	}, nil
+}
+
+func (s *windowStore[K, V]) All() (KeyValueIterator[window.Windowed[K], V], error) {
+	return s.FetchAll(math.MinInt64, math.MaxInt64)
+}
+
+func (s *windowStore[K, V]) decodeValue(b []byte) (V, error) {
+	v, err := s.codec.decode(s.topic, b)
+	if err != nil {
+		return v, s.errorf("iterate", "%w", err)
+	}
+	return v, nil
+}
+
+func (s *windowStore[K, V]) windowedKey(e windowedEntry) (window.Windowed[K], error) {
+	k, err := s.deserializeKey(e.key)
+	if err != nil {
+		return window.Windowed[K]{}, err
+	}
+	return window.Windowed[K]{Key: k, Window: window.Window{Start: e.start, End: e.end}}, nil
+}
+
+func (s *windowStore[K, V]) Expire(frontier int64) error {
+	return s.expire(frontier, func(tk []byte) ([]byte, bool) {
+		key, start, seq, ok := decodeWindowTimeFirst(tk)
+		return windowKeyFirst(key, start, seq), ok
+	})
+}
+
+// Restore applies changelog records in Kafka Streams' layout (see
+// WindowStore): each key is split into key, start and sequence number and
+// written to both indexes, a nil value deleting. It needs no Init, and checks
+// every record before writing any. Records for windows already expired are
+// skipped; Restore does not expire by itself, so call Expire with the
+// restored frontier afterwards. When duplicates are retained, later puts
+// continue from the largest restored sequence number, so they do not
+// overwrite restored duplicates (Kafka Streams restarts from 0).
+func (s *windowStore[K, V]) Restore(records []ChangelogRecord) error {
+	entries := make([]KeyValue[[]byte, []byte], 0, 2*len(records))
+	var maxSeq uint32
+	for i, r := range records {
+		key, start, seq, err := DecodeWindowKey(r.Key)
+		if err != nil {
+			return s.errorf("restore", "record %d: %w", i, err)
+		}
+		if s.expired(start) {
+			continue
+		}
+		useq := uint32(seq)
+		maxSeq = max(maxSeq, useq&math.MaxInt32)
+		stored := s.codec.fromChangelog(r.Value, r.Timestamp)
+		kf, tf := windowKeyFirst(key, start, useq), windowTimeFirst(key, start, useq)
+		if stored == nil {
+			entries = append(entries, KeyValue[[]byte, []byte]{Key: kf}, KeyValue[[]byte, []byte]{Key: tf})
+		} else {
+			entries = append(entries, KeyValue[[]byte, []byte]{Key: kf, Value: stored}, KeyValue[[]byte, []byte]{Key: tf, Value: timeIndexValue})
+		}
+	}
+	if err := s.inner.PutAll(entries); err != nil {
+		return err
+	}
+	if s.dups {
+		for {
+			old := s.seq.Load()
+			if old >= maxSeq || s.seq.CompareAndSwap(old, maxSeq) {
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// windowedEntry is one entry of a window or session scan, before its key
+// and value are deserialized. end is the window end (start + size for
+// window stores). key and value alias the scan's copies.
+type windowedEntry struct {
+	key        []byte
+	start, end int64
+	value      []byte
+}
+
+// entryIterator turns a byte-store scan into typed entries. accept filters
+// and splits each raw entry; key and value deserialize lazily, so a scan
+// that reads only keys never pays for values. A failure ends the iteration
+// and shows in Err.
+type entryIterator[KOut, V any] struct {
+	inner  BytesIterator
+	accept func(key, value []byte) (windowedEntry, bool, error)
+	key    func(windowedEntry) (KOut, error)
+	value  func([]byte) (V, error)
+
+	cur      windowedEntry
+	valid    bool
+	k        KOut
+	v        V
+	hasK     bool
+	hasV     bool
+	err      error
+	finished bool
+}
+
+func (it *entryIterator[KOut, V]) Next() bool {
+	var zk KOut
+	var zv V
+	it.k, it.v, it.hasK, it.hasV, it.valid = zk, zv, false, false, false
+	if it.err != nil || it.finished {
+		return false
+	}
+	for it.inner.Next() {
+		e, ok, err := it.accept(it.inner.Key(), it.inner.Value())
+		if err != nil {
+			it.err = err
+			return false
+		}
+		if ok {
+			it.cur, it.valid = e, true
+			return true
+		}
+	}
+	it.finished = true
+	return false
+}
+
+func (it *entryIterator[KOut, V]) Key() KOut {
+	if it.valid && !it.hasK && it.err == nil {
+		k, err := it.key(it.cur)
+		if err != nil {
+			it.err = err
+			return it.k
+		}
+		it.k, it.hasK = k, true
+	}
+	return it.k
+}
+
+func (it *entryIterator[KOut, V]) Value() V {
+	if it.valid && !it.hasV && it.err == nil {
+		v, err := it.value(it.cur.value)
+		if err != nil {
+			it.err = err
+			return it.v
+		}
+		it.v, it.hasV = v, true
+	}
+	return it.v
+}
+
+func (it *entryIterator[KOut, V]) Err() error {
+	if it.err != nil {
+		return it.err
+	}
+	return it.inner.Err()
+}
+
+func (it *entryIterator[KOut, V]) Close() error { return it.inner.Close() }
