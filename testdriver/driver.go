@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stoatflow/stoatctl/engine/config"
+	"github.com/stoatflow/stoatctl/engine/lane"
 	"github.com/stoatflow/stoatctl/engine/metrics"
 	"github.com/stoatflow/stoatctl/engine/state"
 	"github.com/stoatflow/stoatctl/engine/task"
@@ -29,12 +30,15 @@ var ErrWatermarkBackwards = errors.New("watermark cannot move backwards")
 
 // Driver runs a topology in the calling goroutine.
 type Driver struct {
-	built   *topology.Built
-	cfg     config.Config
-	clock   *task.StreamClock
-	wall    int64
-	tasks   []*task.Task
-	global  *task.Task
+	built  *topology.Built
+	cfg    config.Config
+	clock  *task.StreamClock
+	wall   int64
+	tasks  []*task.Task
+	global *task.Task
+	// timed are the tasks with timer-aware processors, the global one
+	// included: a global store's processor may time its keys too.
+	timed   []*task.Task
 	metrics *metrics.Registry
 	log     *slog.Logger
 
@@ -60,6 +64,7 @@ type Option func(*options)
 type options struct {
 	wallClock int64
 	logger    *slog.Logger
+	lanes     int
 }
 
 // WithWallClock sets the initial wall-clock time in epoch milliseconds
@@ -68,6 +73,45 @@ func WithWallClock(ms int64) Option { return func(o *options) { o.wallClock = ms
 
 // WithLogger sets the logger (default: discard).
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
+
+// WithNumberOfLanes sets the lane count the timer lane checks judge splits
+// over (the numberOfLanes override). Without it: config
+// test.driver.number-of-lanes, else num.stream.threads, else 16 — never
+// the machine's core count, so a test gives the same answer everywhere.
+// The driver stays single-threaded; it computes lanes, it does not run
+// them.
+func WithNumberOfLanes(n int) Option { return func(o *options) { o.lanes = n } }
+
+// laneCount resolves the lane count, see WithNumberOfLanes. Only timers
+// are judged over lanes, so a bad lane setting refuses only a topology
+// with timers.
+func laneCount(o options, c config.Config, b *topology.Built) (int, error) {
+	if o.lanes > 0 {
+		return o.lanes, nil
+	}
+	n, err := configuredLanes(c)
+	if err != nil {
+		if slices.ContainsFunc(slices.Collect(maps.Values(b.Nodes)), func(n *topology.Node) bool { return n.Timers != nil }) {
+			return 0, err
+		}
+		return lane.ReferenceCount, nil
+	}
+	return n, nil
+}
+
+func configuredLanes(c config.Config) (int, error) {
+	if !c.IsSet(config.TestDriverNumberOfLanes) {
+		return lane.Configured(c)
+	}
+	n, err := c.Int(config.TestDriverNumberOfLanes, 0)
+	if err != nil {
+		return 0, err
+	}
+	if n < 1 {
+		return 0, fmt.Errorf("config %s: %d lanes: need at least 1", config.TestDriverNumberOfLanes, n)
+	}
+	return int(n), nil
+}
 
 // New builds topo with cfg and initialises its tasks. cfg needs at least
 // application.id; "test-driver" is used when it is missing, as the driver
@@ -89,6 +133,13 @@ func New(topo *topology.Topology, cfg map[string]string, opts ...Option) (*Drive
 	if err != nil {
 		return nil, err
 	}
+	lanes, err := laneCount(o, c, built)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range built.Warnings {
+		o.logger.Warn(w.String(), "rule", w.Rule, "node", w.Node)
+	}
 	d := &Driver{
 		built:         built,
 		cfg:           c,
@@ -109,7 +160,7 @@ func New(topo *topology.Topology, cfg map[string]string, opts ...Option) (*Drive
 	})
 	var globalStores map[string]state.Store
 	if built.Global != nil {
-		g, err := task.New(built, built.Global, task.Options{ID: "global", Collector: collector, Time: d.clock, Logger: d.log, Metrics: d.metrics})
+		g, err := task.New(built, built.Global, task.Options{ID: "global", Collector: collector, Time: d.clock, Logger: d.log, Metrics: d.metrics, Lanes: lanes})
 		if err != nil {
 			return nil, err
 		}
@@ -120,7 +171,7 @@ func New(topo *topology.Topology, cfg map[string]string, opts ...Option) (*Drive
 		globalStores = g.Stores()
 	}
 	for _, st := range built.Subtopologies {
-		t, err := task.New(built, st, task.Options{Collector: collector, Time: d.clock, Logger: d.log, Metrics: d.metrics, GlobalStores: globalStores})
+		t, err := task.New(built, st, task.Options{Collector: collector, Time: d.clock, Logger: d.log, Metrics: d.metrics, GlobalStores: globalStores, Lanes: lanes})
 		if err != nil {
 			d.Close()
 			return nil, err
@@ -129,6 +180,11 @@ func New(topo *topology.Topology, cfg map[string]string, opts ...Option) (*Drive
 		if err := t.Init(); err != nil {
 			d.Close()
 			return nil, err
+		}
+	}
+	for _, t := range append(slices.Clone(d.tasks), d.global) {
+		if t != nil && t.HasTimers() {
+			d.timed = append(d.timed, t)
 		}
 	}
 	// Processors may write (to stores, and so to changelogs) in Init.
@@ -237,17 +293,29 @@ func (d *Driver) drain() error {
 
 // advance runs what the event-time clock has made due: if the watermark
 // moved past what was last flushed, every task's final emissions, then the
-// stream-time punctuators. Both are judged against the watermark the
-// previous advance flushed.
+// event-time timers, then the stream-time punctuators. Final emissions and
+// punctuators are judged against the watermark the previous advance
+// flushed, timers against the watermark of the last commit barrier, as in
+// the engine.
 func (d *Driver) advance() error {
 	floor := d.flushed
-	if w := d.clock.StreamTime(); w > d.flushed {
+	w := d.clock.StreamTime()
+	if w > d.flushed {
 		for _, t := range d.tasks {
 			if err := t.AdvanceWatermark(w, floor); err != nil {
 				return err
 			}
 		}
 		d.flushed = w
+	}
+	if w != task.Unknown {
+		d.capture(floor)
+		for _, t := range d.timed {
+			if _, err := t.FireEventTimers(w, d.barrierMark); err != nil {
+				return err
+			}
+		}
+		d.capture(d.barrierMark)
 	}
 	for _, t := range d.tasks {
 		if _, err := t.PunctuateStreamTime(floor); err != nil {
@@ -360,7 +428,8 @@ func (d *Driver) AdvanceWatermark(ts int64) error {
 // or advanced to, -1 before any.
 func (d *Driver) Watermark() int64 { return d.clock.StreamTime() }
 
-// AdvanceWallClockTime moves the wall clock, fires the wall-clock
+// AdvanceWallClockTime moves the wall clock, fires the processing-time
+// timers (judged against the last barrier's watermark) and the wall-clock
 // punctuators that are due, then commits a barrier. It never moves event
 // time.
 func (d *Driver) AdvanceWallClockTime(by time.Duration) error {
@@ -368,6 +437,13 @@ func (d *Driver) AdvanceWallClockTime(by time.Duration) error {
 		return fmt.Errorf("advance wall clock by %s: negative duration", by)
 	}
 	d.wall += by.Milliseconds()
+	for _, t := range d.timed {
+		if _, err := t.FireProcessingTimers(d.wall, d.barrierMark); err != nil {
+			d.abort()
+			return err
+		}
+	}
+	d.capture(d.barrierMark)
 	for _, t := range d.tasks {
 		if _, err := t.PunctuateWallClock(d.flushed); err != nil {
 			d.abort()

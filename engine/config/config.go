@@ -30,6 +30,28 @@ const (
 	WatermarkIdlenessTimeoutMs   = "stoatflow.watermark.idleness-timeout-ms"
 	WatermarkAutoIntervalMs      = "stoatflow.watermark.auto-interval-ms"
 	TimestampCoordinationMode    = "stoatflow.processing.timestamp-coordination-mode"
+
+	// The three timer lane-affinity checks, each off, warn or error: the
+	// build-time rule, the runtime guard on timers registered or deleted
+	// for the key being processed, and the sampled record-key check.
+	TimerKeyLaneAffinityRule      = "stoatflow.topology.validation.timer-key-lane-affinity"
+	TimerLaneAffinityGuard        = "stoatflow.processing.timer-lane-affinity-guard"
+	TimerLaneAffinitySampledCheck = "stoatflow.processing.timer-lane-affinity-sampled-check"
+	// TimerLaneAffinitySampledCheckAlias is the test driver's short name
+	// for the sampled check; the full key wins when both are set.
+	TimerLaneAffinitySampledCheckAlias = "timer.lane-affinity.sampled-check"
+	// TestDriverNumberOfLanes is the lane count the test driver judges lane
+	// splits over (its numberOfLanes override); unset, num.stream.threads,
+	// else 16.
+	TestDriverNumberOfLanes = "test.driver.number-of-lanes"
+)
+
+// Verdicts of the checks that can be switched off, made to warn or made to
+// fail.
+const (
+	VerdictOff   = "off"
+	VerdictWarn  = "warn"
+	VerdictError = "error"
 )
 
 // Timestamp coordination modes.
@@ -60,6 +82,10 @@ var Defaults = map[string]string{
 	WatermarkIdlenessTimeoutMs:   "300000",
 	WatermarkAutoIntervalMs:      "200",
 	TimestampCoordinationMode:    CoordinationAuto,
+
+	TimerKeyLaneAffinityRule:      VerdictWarn,
+	TimerLaneAffinityGuard:        VerdictError,
+	TimerLaneAffinitySampledCheck: VerdictWarn,
 }
 
 // Config is an application's merged configuration. The zero value is usable
@@ -145,6 +171,26 @@ func (c Config) OneOf(key string, allowed ...string) (string, error) {
 		return v, nil
 	}
 	return "", fmt.Errorf("config %s: %q is not one of %s", key, v, strings.Join(allowed, ", "))
+}
+
+// Verdict returns the off|warn|error value of key. An alias set
+// explicitly stands in for key when key itself is not set explicitly, so
+// that a short name works without hiding the full one.
+func (c Config) Verdict(key string, aliases ...string) (string, error) {
+	if !c.IsSet(key) {
+		for _, a := range aliases {
+			if c.IsSet(a) {
+				key = a
+				break
+			}
+		}
+	}
+	v := strings.ToLower(strings.TrimSpace(c.String(key)))
+	switch v {
+	case VerdictOff, VerdictWarn, VerdictError:
+		return v, nil
+	}
+	return "", fmt.Errorf("config %s: %q is not one of off, warn, error", key, c.String(key))
 }
 
 // Keys returns the explicitly set keys, sorted.

@@ -62,6 +62,22 @@ func (e *erased[KIn, VIn, KOut, VOut]) Close() error { return e.p.Close() }
 // that erasing a processor does not hide them from the runtime.
 func (e *erased[KIn, VIn, KOut, VOut]) Listeners() any { return e.p }
 
+// timerHandler delivers timers to the wrapped processor's
+// OnTimer(Timer[KIn]), converting the key at the edge (see OnTimerOf).
+func (e *erased[KIn, VIn, KOut, VOut]) timerHandler() (func(Timer[any]) error, bool) {
+	tp, ok := any(e.p).(TimerProcessor[KIn])
+	if !ok {
+		return nil, false
+	}
+	return func(t Timer[any]) error {
+		typed, err := narrowTimer[KIn](e.node, t)
+		if err != nil {
+			return err
+		}
+		return tp.OnTimer(typed)
+	}, true
+}
+
 type erasedFixed[K, VIn, VOut any] struct {
 	p    FixedKeyProcessor[K, VIn, VOut]
 	node string
@@ -84,6 +100,26 @@ func (e *erasedFixed[K, VIn, VOut]) Close() error { return e.p.Close() }
 
 // Listeners reports the wrapped processor, see erased.Listeners.
 func (e *erasedFixed[K, VIn, VOut]) Listeners() any { return e.p }
+
+// PreservesKey is true: a fixed-key processor cannot change the key, so
+// the timer key serde resolution looks through it.
+func (e *erasedFixed[K, VIn, VOut]) PreservesKey() bool { return true }
+
+// timerHandler delivers timers to the wrapped processor's
+// OnTimer(Timer[K]), see erased.timerHandler.
+func (e *erasedFixed[K, VIn, VOut]) timerHandler() (func(Timer[any]) error, bool) {
+	tp, ok := any(e.p).(TimerProcessor[K])
+	if !ok {
+		return nil, false
+	}
+	return func(t Timer[any]) error {
+		typed, err := narrowTimer[K](e.node, t)
+		if err != nil {
+			return err
+		}
+		return tp.OnTimer(typed)
+	}, true
+}
 
 // Unwrap returns the processor an erased one wraps (or p itself), for the
 // runtime to find the listener interfaces it implements.
@@ -137,6 +173,10 @@ func Typed[KOut, VOut any](ctx Context[any, any]) Context[KOut, VOut] {
 }
 
 type typedContext[KOut, VOut any] struct{ Context[any, any] }
+
+// Unwrap returns the erased context, so that helpers such as Timers reach
+// the runtime methods a typed view does not show.
+func (c typedContext[KOut, VOut]) Unwrap() Context[any, any] { return c.Context }
 
 func (c typedContext[KOut, VOut]) Forward(rec Record[KOut, VOut]) {
 	c.Context.Forward(Widen(rec))

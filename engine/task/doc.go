@@ -12,6 +12,17 @@
 //     number between its tasks.
 //   - The collector receives everything a task writes: sink records,
 //     changelog records and records crossing a boundary.
+//   - A timer store holds a timer-aware processor's keyed timers,
+//     changelogged like any store (timers.go documents its layout). The
+//     caller fires them: FireEventTimers as the event-time clock moves,
+//     FireProcessingTimers as the wall clock does, each with the floor
+//     what they forward is judged against.
+//   - Lane bytes are the bytes the work in progress was laned by (the raw
+//     key bytes of the record, or a timer's key bytes). Over Options.Lanes,
+//     the guard refuses a timer for the key being processed whose key
+//     bytes pick another lane, and the sampled check re-serialises record
+//     keys before a timer-aware processor sees them; both compare lanes,
+//     not bytes, and neither runs with one lane.
 //
 // A record is processed depth first: Forward runs the children before it
 // returns. A processor's error goes to the processing exception handler; a

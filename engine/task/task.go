@@ -70,6 +70,10 @@ type Options struct {
 	// PartitionCount reports a topic's partition count for custom
 	// partitioners; nil means 1.
 	PartitionCount func(topic string) int32
+	// Lanes is the lane count of the sub-topology, over which the timer
+	// lane checks judge a split; 0 means the configured count
+	// (lane.Configured).
+	Lanes int
 }
 
 // Task runs one sub-topology.
@@ -103,6 +107,8 @@ type Task struct {
 	wallPunct   punctuationQueue
 	punctSeq    int
 
+	timers timerState
+
 	initialized bool
 	closed      bool
 	// Whether any processor listens for watermarks or barriers: most
@@ -121,6 +127,15 @@ type recordContext struct {
 	hasMeta   bool
 	timestamp int64
 	headers   processor.Headers
+	// key is the key of the record at the node being run (or of the timer
+	// being fired): the timer service's current key.
+	key any
+	// laneBytes are the bytes the work was laned by: the raw key bytes the
+	// record arrived with, or the timer's key bytes. laned is false where
+	// no key hash picked the lane (a punctuator, a null key, a custom
+	// partitioner), and then no lane check runs.
+	laneBytes []byte
+	laned     bool
 }
 
 type node struct {
@@ -130,6 +145,8 @@ type node struct {
 	children []*node
 	byName   map[string]*node
 	ctx      *nodeContext
+	// timers is set for a timer-aware processor.
+	timers *timerNode
 }
 
 // New instantiates sub-topology st of b. Call Init before processing.
@@ -179,6 +196,9 @@ func New(b *topology.Built, st *topology.Subtopology, opts Options) (*Task, erro
 	t.dlqTopic = b.Config.String(config.DeadLetterQueueTopic)
 	if t.deserHandler == handlerDeadLetter && t.dlqTopic == "" {
 		return nil, fmt.Errorf("task: config %s is dead-letter but %s is not set", config.DeserializationHandler, config.DeadLetterQueueTopic)
+	}
+	if err := t.configureTimers(opts.Lanes); err != nil {
+		return nil, err
 	}
 
 	for _, n := range st.Nodes {
@@ -250,12 +270,16 @@ func (t *Task) Init() error {
 		}
 		t.stores[name] = s
 	}
-	for _, n := range t.sub.Nodes {
+	for i, n := range t.sub.Nodes {
 		nd := t.nodes[n.Name]
 		if n.Kind != topology.ProcessorNode {
 			continue
 		}
 		nd.proc = n.Supplier()
+		// Before Init: a processor fetches its timer service there.
+		if err := t.attachTimers(nd, i); err != nil {
+			return err
+		}
 		prev := t.current
 		t.current = nd
 		err := nd.proc.Init(nd.ctx)
@@ -368,6 +392,8 @@ func (t *Task) processDecoded(src *node, in Input, key, value any) error {
 		hasMeta:   true,
 		timestamp: ts,
 		headers:   in.Headers,
+		laneBytes: in.Key,
+		laned:     in.Key != nil && (src.spec.Boundary == nil || src.spec.Boundary.Partitioner == nil),
 	}
 	defer func() { t.rc = prev }()
 	t.failed = nil
@@ -405,6 +431,7 @@ func (t *Task) eventTime(src *node, in Input, key, value any, partitionTime int6
 func (t *Task) takeFailure() error {
 	err := t.failed
 	t.failed = nil
+	t.timers.fault = nil
 	return err
 }
 
@@ -414,9 +441,9 @@ func (t *Task) run(nd *node, rec processor.Erased) {
 	if t.failed != nil {
 		return
 	}
-	prevTS, prevHeaders := t.rc.timestamp, t.rc.headers
-	t.rc.timestamp, t.rc.headers = rec.Timestamp, rec.Headers
-	defer func() { t.rc.timestamp, t.rc.headers = prevTS, prevHeaders }()
+	prevTS, prevHeaders, prevKey := t.rc.timestamp, t.rc.headers, t.rc.key
+	t.rc.timestamp, t.rc.headers, t.rc.key = rec.Timestamp, rec.Headers, rec.Key
+	defer func() { t.rc.timestamp, t.rc.headers, t.rc.key = prevTS, prevHeaders, prevKey }()
 	var err error
 	switch nd.spec.Kind {
 	case topology.SinkNode:
@@ -426,7 +453,15 @@ func (t *Task) run(nd *node, rec processor.Erased) {
 		// record per node.
 		prev := t.current
 		t.current = nd
-		err = nd.proc.Process(rec)
+		if nd.timers != nil {
+			err = t.sampleTimerLane(nd.timers, rec)
+		}
+		if err == nil {
+			err = nd.proc.Process(rec)
+		}
+		if t.timers.fault != nil {
+			err = t.takeTimerFault(err)
+		}
 		t.current = prev
 	default:
 		err = fmt.Errorf("node %s: a source cannot be forwarded to", nd.name)

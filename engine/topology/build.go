@@ -36,6 +36,9 @@ type Built struct {
 	EventTime bool
 	// DefaultWatermark is the strategy of sources that declare none.
 	DefaultWatermark watermark.Strategy
+	// Warnings are what validation rules set to warn found; runtimes log
+	// them when they start.
+	Warnings []Warning
 }
 
 // Watermark is the event-time strategy of a source node.
@@ -178,6 +181,10 @@ func (t *Topology) Build(cfg config.Config) (*Built, error) {
 		}
 	}
 
+	// Timer-aware processors get their timer stores before grouping, so the
+	// stores land in their sub-topologies like any other.
+	warnings := t.resolveTimers(appID, cfg, nodes, stores, defKey, &errs, fail)
+
 	subs, global := group(t.order, nodes, stores)
 	for _, st := range append(slices.Clone(subs), global) {
 		if st == nil {
@@ -212,6 +219,7 @@ func (t *Topology) Build(cfg config.Config) (*Built, error) {
 		SourceTopics:     sourceTopics,
 		EventTime:        eventTime,
 		DefaultWatermark: defWatermark,
+		Warnings:         warnings,
 	}, nil
 }
 

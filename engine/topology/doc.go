@@ -15,9 +15,22 @@
 //     boundary always has serdes.
 //   - A co-partition group is a set of sources whose records must meet on
 //     the same lane for equal keys (the inputs of a join).
+//   - A timer-aware processor implements OnTimer. Build gives it a timer
+//     store ("<node>-timers", changelogged) and resolves its timer key
+//     serde (TimerSpec): the key serde declared upstream (a source's
+//     Consumed, a boundary), else downstream before any key change (a
+//     sink's Produced, a boundary), else default.key.serde. A source
+//     declared with a deserializer only (ConsumedWithDeserializers)
+//     declares no key serde.
 //
 // Build refuses, naming the node: unknown parents, duplicate names, cycles,
 // sinks and sources without serdes where no default is configured, a
-// processor that reaches a store it is not connected to, and joins whose
-// inputs cannot be co-partitioned.
+// processor that reaches a store it is not connected to, joins whose
+// inputs cannot be co-partitioned, and a timer-aware processor without a
+// timer key serde. The timer-key-lane-affinity rule
+// (stoatflow.topology.validation.timer-key-lane-affinity, off|warn|error,
+// default warn) reports a timer-aware processor whose timer key bytes may
+// differ from the bytes its records were laned by: behind a source whose
+// key serde was not declared, or across a boundary laned by another key
+// serde. Under warn its findings are Built.Warnings.
 package topology

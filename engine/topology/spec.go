@@ -47,8 +47,13 @@ type SourceSpec struct {
 	// KeySerde and ValueSerde are nil when the default serdes apply.
 	KeySerde   serde.Any
 	ValueSerde serde.Any
-	Extractor  TimestampExtractor
-	Reset      OffsetReset
+	// KeyDeserializerOnly marks a KeySerde given as a deserializer only
+	// (ConsumedWithDeserializers): it reads the topic's keys but declares
+	// nothing about the bytes a key is written as, so the timer key serde
+	// does not come from it.
+	KeyDeserializerOnly bool
+	Extractor           TimestampExtractor
+	Reset               OffsetReset
 	// Watermark is the source's declared event-time strategy, or nil for
 	// the configured default (stoatflow.watermark.*). Its assigner, when
 	// set, replaces the timestamp extractor.
@@ -92,6 +97,9 @@ type Consumed[K, V any] struct {
 	reset      OffsetReset
 	name       string
 	watermark  *watermark.Strategy
+	// keyDeserializerOnly: keySerde wraps a deserializer and declares no
+	// key bytes (ConsumedWithDeserializers).
+	keyDeserializerOnly bool
 }
 
 // ConsumedWith returns a Consumed with the given serdes.
@@ -137,12 +145,13 @@ func (c Consumed[K, V]) ValueSerde() serde.Serde[V] { return c.valueSerde }
 // Spec erases c for a source node reading topics.
 func (c Consumed[K, V]) Spec(topics ...string) SourceSpec {
 	return SourceSpec{
-		Topics:     topics,
-		KeySerde:   eraseOrNil(c.keySerde),
-		ValueSerde: eraseOrNil(c.valueSerde),
-		Extractor:  c.extractor,
-		Reset:      c.reset,
-		Watermark:  c.watermark,
+		Topics:              topics,
+		KeySerde:            eraseOrNil(c.keySerde),
+		ValueSerde:          eraseOrNil(c.valueSerde),
+		KeyDeserializerOnly: c.keyDeserializerOnly,
+		Extractor:           c.extractor,
+		Reset:               c.reset,
+		Watermark:           c.watermark,
 	}
 }
 

@@ -50,6 +50,9 @@ type Node struct {
 	// "suppress", "stream-stream join", "event-time timer", "stream-time
 	// punctuator"), or is "" when it does not.
 	EventTime string
+	// Timers is set by Build on a timer-aware processor (one implementing
+	// OnTimer): its timer store and resolved timer key serde.
+	Timers *TimerSpec
 	// Subtopology is assigned by Build.
 	Subtopology int
 	order       int
