@@ -1,0 +1,50 @@
+package cmd
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stoatflow/stoatctl/fixtures/examples"
+	"github.com/stoatflow/stoatctl/internal/output"
+)
+
+// exampleSummary is one row of `topology list`.
+type exampleSummary struct {
+	Name         string   `json:"name"`
+	Description  string   `json:"description"`
+	InputTopics  []string `json:"input_topics"`
+	OutputTopics []string `json:"output_topics"`
+}
+
+func newTopologyListCommand() *cobra.Command {
+	format := output.NewFormat(output.Text, output.JSON)
+	c := &cobra.Command{
+		Use:   "list",
+		Short: "List the example topologies",
+		Args:  noArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			var rows []exampleSummary
+			for _, ex := range examples.All() {
+				rows = append(rows, exampleSummary{
+					Name:         ex.Name,
+					Description:  ex.Description,
+					InputTopics:  ex.InputTopics(),
+					OutputTopics: ex.OutputTopics(),
+				})
+			}
+			return format.Write(c.OutOrStdout(), rows, func(w io.Writer) error {
+				tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+				fmt.Fprintln(tw, "NAME\tDESCRIPTION")
+				for _, r := range rows {
+					fmt.Fprintf(tw, "%s\t%s\n", r.Name, r.Description)
+				}
+				return tw.Flush()
+			})
+		},
+	}
+	addOutputFlag(c, format)
+	return c
+}

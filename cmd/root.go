@@ -1,0 +1,185 @@
+// Package cmd is stoatctl's command line: one file per command, each built
+// by an unexported constructor and assembled by NewRootCommand. Commands
+// parse flags and print; what they print comes from importable packages
+// (fixtures/examples, internal/buildinfo, internal/output).
+//
+// Commands write data to cmd.OutOrStdout() and nothing else there, so tests
+// run them against buffers and scripts can pipe them. Errors go to stderr
+// through Run, which also maps them to exit codes: 0 success, 1 failure,
+// 2 usage error.
+package cmd
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stoatflow/stoatctl/internal/buildinfo"
+)
+
+// Exit codes.
+const (
+	ExitOK      = 0
+	ExitFailure = 1
+	ExitUsage   = 2
+)
+
+// Option configures the root command.
+type Option func(*options)
+
+type options struct {
+	stamp buildinfo.Stamp
+}
+
+// WithStamp passes the version and commit set at link time (main.version,
+// main.commit) to the version command.
+func WithStamp(version, commit string) Option {
+	return func(o *options) { o.stamp = buildinfo.Stamp{Version: version, Commit: commit} }
+}
+
+// NewRootCommand assembles the command tree.
+func NewRootCommand(opts ...Option) *cobra.Command {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	root := &cobra.Command{
+		Use:   "stoatctl",
+		Short: "Run, test and inspect Kafka Streams-style stream processing in Go",
+		Long: `stoatctl is a stream-processing engine for Apache Kafka with Kafka Streams'
+programming model: topologies of sources, processors and sinks, state stores
+backed by changelogs, stream time and punctuators.
+
+Today it describes and runs the bundled example topologies through the test
+driver; the live engine, replay, migration and the watermark view are coming.`,
+		Args:          cobra.ArbitraryArgs,
+		RunE:          runGroup,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+	}
+	// Group commands are runnable only to refuse unknown subcommands (see
+	// runGroup); their usage shows the subcommands, not "stoatctl [flags]".
+	root.SetUsageTemplate(strings.Replace(root.UsageTemplate(),
+		"Usage:{{if .Runnable}}", "Usage:{{if and .Runnable (not .HasAvailableSubCommands)}}", 1))
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.AddCommand(
+		newVersionCommand(o.stamp),
+		newTopologyCommand(),
+	)
+	markFailures(root)
+	return root
+}
+
+// Run executes stoatctl with args, writing data to stdout and errors to
+// stderr, and returns the exit code.
+func Run(args []string, stdout, stderr io.Writer, opts ...Option) int {
+	root := NewRootCommand(opts...)
+	// A nil slice would make cobra read os.Args.
+	root.SetArgs(append([]string{}, args...))
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	c, err := root.ExecuteC()
+	if err == nil {
+		return ExitOK
+	}
+	path := "stoatctl"
+	if c != nil {
+		path = c.CommandPath()
+	}
+	fmt.Fprintf(stderr, "%s: %v\n", path, err)
+	code := ExitCode(err)
+	if code == ExitUsage {
+		fmt.Fprintf(stderr, "run '%s --help' for usage\n", path)
+	}
+	return code
+}
+
+// ExitCode is the exit code for an error Execute returned: 0 for nil, 1
+// for a command that ran and failed, 2 for anything cobra refused before
+// running a command (an unknown command, flag or argument).
+func ExitCode(err error) int {
+	if err == nil {
+		return ExitOK
+	}
+	var f failure
+	if errors.As(err, &f) {
+		return ExitFailure
+	}
+	return ExitUsage
+}
+
+// usageError is a command line that cannot run: a bad flag, argument or
+// command.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usageErrorf(format string, args ...any) error {
+	return usageError{fmt.Errorf(format, args...)}
+}
+
+// failure is an error from a command that ran.
+type failure struct{ err error }
+
+func (e failure) Error() string { return e.err.Error() }
+func (e failure) Unwrap() error { return e.err }
+
+// markFailures wraps every command's RunE so that the errors it returns,
+// other than usage errors, are failures (exit 1). Errors that never went
+// through a RunE come from cobra's parsing and are usage errors.
+func markFailures(c *cobra.Command) {
+	if run := c.RunE; run != nil {
+		c.RunE = func(c *cobra.Command, args []string) error {
+			err := run(c, args)
+			var u usageError
+			if err == nil || errors.As(err, &u) {
+				return err
+			}
+			return failure{err}
+		}
+	}
+	for _, sub := range c.Commands() {
+		markFailures(sub)
+	}
+}
+
+// runGroup is the RunE of a command that only groups others: alone it
+// prints help; followed by anything else it is an unknown command.
+func runGroup(c *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return c.Help()
+	}
+	msg := fmt.Sprintf("unknown command %q", args[0])
+	if c.SuggestionsMinimumDistance <= 0 {
+		c.SuggestionsMinimumDistance = 2
+	}
+	if s := c.SuggestionsFor(args[0]); len(s) > 0 {
+		msg += "; did you mean " + strings.Join(s, " or ") + "?"
+	}
+	return usageError{errors.New(msg)}
+}
+
+// exactArg accepts exactly one positional argument, described by what.
+func exactArg(what string) cobra.PositionalArgs {
+	return func(_ *cobra.Command, args []string) error {
+		switch len(args) {
+		case 1:
+			return nil
+		case 0:
+			return usageErrorf("missing argument: %s", what)
+		}
+		return usageErrorf("too many arguments: want one %s, got %d (%s)", what, len(args), strings.Join(args, " "))
+	}
+}
+
+// noArgs refuses positional arguments.
+func noArgs(_ *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usageErrorf("unexpected argument %q: this command takes none", args[0])
+	}
+	return nil
+}

@@ -1,0 +1,45 @@
+package buildinfo
+
+import (
+	"reflect"
+	"runtime"
+	"runtime/debug"
+	"testing"
+)
+
+func TestFromBuildInfo(t *testing.T) {
+	platform := runtime.GOOS + "/" + runtime.GOARCH
+	full := &debug.BuildInfo{
+		GoVersion: "go1.99.1",
+		Main:      debug.Module{Path: "example.com/m", Version: "v1.2.3"},
+		Settings: []debug.BuildSetting{
+			{Key: "vcs.revision", Value: "0123456789abcdef0123"},
+			{Key: "vcs.modified", Value: "true"},
+		},
+	}
+	tests := []struct {
+		name  string
+		stamp Stamp
+		bi    *debug.BuildInfo
+		want  Info
+	}{
+		{"no build info", Stamp{}, nil,
+			Info{Module: modulePath, Version: Unknown, Commit: Unknown, GoVersion: runtime.Version()}},
+		{"build info only", Stamp{}, full,
+			Info{Module: "example.com/m", Version: "v1.2.3", Commit: "0123456789ab-dirty", GoVersion: "go1.99.1"}},
+		{"stamp wins", Stamp{Version: "v2.0.0", Commit: "abc1234"}, full,
+			Info{Module: "example.com/m", Version: "v2.0.0", Commit: "abc1234", GoVersion: "go1.99.1"}},
+		{"devel build, stamped commit", Stamp{Commit: "abc1234"},
+			&debug.BuildInfo{GoVersion: "go1.99.1", Main: debug.Module{Path: "example.com/m", Version: "(devel)"}},
+			Info{Module: "example.com/m", Version: "(devel)", Commit: "abc1234", GoVersion: "go1.99.1"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.want.Platform = platform
+			tc.want.StateBackends = []string{"in-memory"}
+			if got := fromBuildInfo(tc.stamp, tc.bi); !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("got  %+v\nwant %+v", got, tc.want)
+			}
+		})
+	}
+}

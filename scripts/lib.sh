@@ -1,0 +1,48 @@
+# shellcheck shell=bash
+# Helpers shared by the scripts in this directory; source it, don't run it.
+# Written for a fresh Debian machine where only Go is installed: no make, no
+# git configuration, maybe not even go on PATH.
+
+# log prints a step heading to stderr.
+log() { printf '\n==> %s\n' "$*" >&2; }
+
+# note prints a remark to stderr.
+note() { printf 'note: %s\n' "$*" >&2; }
+
+# die prints an error to stderr and exits 1.
+die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+# find_go puts the Go toolchain on PATH: the one already there, else the
+# standard tarball location.
+find_go() {
+	if ! command -v go >/dev/null 2>&1; then
+		if [[ -x /usr/local/go/bin/go ]]; then
+			PATH="/usr/local/go/bin:$PATH"
+		else
+			die "go is not installed (looked on PATH and in /usr/local/go/bin)"
+		fi
+	fi
+	export PATH
+}
+
+# need_pkg installs the Debian packages given that are not installed yet,
+# as root or through sudo. It fails when it cannot.
+need_pkg() {
+	local missing=() pkg
+	for pkg in "$@"; do
+		dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
+	done
+	((${#missing[@]} == 0)) && return 0
+	local sudo=()
+	if ((EUID != 0)); then
+		if command -v sudo >/dev/null 2>&1; then
+			sudo=(sudo)
+		else
+			printf 'error: need Debian packages %s: not root and no sudo\n' "${missing[*]}" >&2
+			return 1
+		fi
+	fi
+	log "installing Debian packages: ${missing[*]}"
+	"${sudo[@]}" apt-get update -qq &&
+		DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Everything CI checks, in order: formatting, go vet, staticcheck, the
+# tests under the race detector, and a short fuzz run of every Fuzz target.
+# Installs the Debian packages the tests need when they are missing.
+#
+#   FUZZTIME=5s      how long each fuzz target runs (0 skips fuzzing)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/lib.sh
+find_go
+
+# staticcheck's release for Go 1.26 (2026.2.2); `go run pkg@version` needs
+# no change to go.mod.
+STATICCHECK=honnef.co/go/tools/cmd/staticcheck@v0.8.2
+FUZZTIME=${FUZZTIME:-5s}
+
+start=$SECONDS
+declare -a timings=()
+step() {
+	local name=$1 t0=$SECONDS
+	shift
+	log "$name"
+	"$@"
+	timings+=("$(printf '%-12s %4ds' "$name" $((SECONDS - t0)))")
+}
+
+setup() {
+	# The race detector needs cgo, so a C compiler.
+	if ! command -v gcc >/dev/null 2>&1; then
+		need_pkg gcc libc6-dev || die "the race detector needs gcc"
+	fi
+	# Shell completion tests drive real shells; they skip shells that are
+	# missing, so these are wanted, not needed.
+	need_pkg bash-completion zsh fish || note "shell completion tests will skip the shells that are missing"
+	go version
+	go env CGO_ENABLED | grep -qx 1 || die "cgo is disabled (CGO_ENABLED=$(go env CGO_ENABLED)); the race detector needs it"
+}
+
+check_gofmt() {
+	local files
+	files=$(gofmt -l .)
+	if [[ -n $files ]]; then
+		printf 'these files are not gofmt-ed (run gofmt -w on them):\n%s\n' "$files" >&2
+		return 1
+	fi
+}
+
+fuzz_smoke() {
+	if [[ $FUZZTIME == 0 ]]; then
+		note "FUZZTIME=0: fuzzing skipped"
+		return 0
+	fi
+	local file dir name count=0
+	# Every func FuzzXxx(f *testing.F) in a test file, wherever it is.
+	while IFS= read -r file; do
+		dir=$(dirname "$file")
+		while IFS= read -r name; do
+			echo "--- fuzz $name in $dir for $FUZZTIME"
+			go test -run '^$' -fuzz "^${name}\$" -fuzztime="$FUZZTIME" "./${dir#./}"
+			count=$((count + 1))
+		done < <(grep -oE '^func Fuzz[A-Za-z0-9_]*\(' "$file" | sed -E 's/^func //; s/\($//')
+	done < <(grep -rlE --include='*_test.go' --exclude-dir=.git --exclude-dir=testdata '^func Fuzz[A-Za-z0-9_]*\(' . | sort)
+	echo "fuzzed $count targets"
+}
+
+step setup setup
+step gofmt check_gofmt
+step vet go vet ./...
+step staticcheck go run "$STATICCHECK" ./...
+step test go test -race -count=1 ./...
+step fuzz fuzz_smoke
+
+log "done in $((SECONDS - start))s"
+printf '%s\n' "${timings[@]}" >&2
