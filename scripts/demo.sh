@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds bin/stoatctl and runs the demo: the "uppercase" example topology on
+# Builds bin/stoatctl and runs the demo: the "word-count" example topology on
 # its sample input, through the test driver. (When the live engine lands,
 # this runs it against an embedded broker instead.)
 set -euo pipefail
@@ -12,8 +12,8 @@ log "building bin/stoatctl"
 log "bin/stoatctl version"
 bin/stoatctl version
 
-log "bin/stoatctl topology describe uppercase"
-bin/stoatctl topology describe uppercase
+log "bin/stoatctl topology describe word-count"
+bin/stoatctl topology describe word-count
 
-log "bin/stoatctl topology try uppercase"
-bin/stoatctl topology try uppercase
+log "bin/stoatctl topology try word-count"
+bin/stoatctl topology try word-count
