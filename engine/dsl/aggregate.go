@@ -135,6 +135,58 @@ func aggregateStream[K, V, VA any](g KGroupedStream[K, V], prefix string, m Mate
 	return KTable[K, VA]{b: b, node: name, keySerde: keySerde, valueSerde: valueSerde, meta: &tableMeta{store: storeName}, sources: sources}
 }
 
+// aggregation is how Count, Reduce and Aggregate fold a value into an
+// aggregate, split so that every form reuses it: init is a new key's (or
+// window's, or session's) aggregate before its first value, none for
+// Reduce; add folds one value in. The windowed and cogrouped aggregations
+// take the same two parts.
+type aggregation[K, V, VA any] struct {
+	init func() aggValue[VA]
+	add  func(key K, value V, agg aggValue[VA]) VA
+}
+
+// fold is the streamFold of a: a key without an aggregate starts from
+// init, which is also the old value forwarded (Kafka Streams forwards the
+// initial aggregate of a new key as its old value, not a null).
+func (a aggregation[K, V, VA]) fold(key K, value V, cur aggValue[VA]) (VA, aggValue[VA]) {
+	if !cur.ok {
+		cur = a.init()
+	}
+	return a.add(key, value, cur), cur
+}
+
+// counting is Count's aggregation: from 0, plus one per record.
+func counting[K, V any]() aggregation[K, V, int64] {
+	return aggregation[K, V, int64]{
+		init: func() aggValue[int64] { return aggValue[int64]{ok: true} },
+		add:  func(_ K, _ V, agg aggValue[int64]) int64 { return agg.v + 1 },
+	}
+}
+
+// reducing is Reduce's aggregation: the first value as is, then
+// reducer(aggregate, value).
+func reducing[K, V any](reducer func(agg, value V) V) aggregation[K, V, V] {
+	return aggregation[K, V, V]{
+		init: func() aggValue[V] { return aggValue[V]{} },
+		add: func(_ K, v V, agg aggValue[V]) V {
+			if !agg.ok {
+				return v
+			}
+			return reducer(agg.v, v)
+		},
+	}
+}
+
+// aggregating is Aggregate's aggregation: from initializer(), folded by
+// adder. A null initial aggregate is none, but adder still sees it, as
+// Kafka Streams' aggregator sees the initializer's null.
+func aggregating[K, V, VA any](initializer func() VA, adder func(key K, value V, agg VA) VA) aggregation[K, V, VA] {
+	return aggregation[K, V, VA]{
+		init: func() aggValue[VA] { return aggOf(initializer()) },
+		add:  func(k K, v V, agg aggValue[VA]) VA { return adder(k, v, agg.v) },
+	}
+}
+
 // Count counts the records of each key. The count is kept in a timestamped
 // store (int64 values unless materialized says otherwise), changelogged
 // unless materialized disables it.
@@ -146,12 +198,7 @@ func (g KGroupedStream[K, V]) Count(materialized ...Materialized[K, int64]) KTab
 		g.s.b.t.NextIndex()
 	}
 	values := orSerde(m.valueSerde, serde.Int64())
-	return aggregateStream(g, streamAggregatePrefix, m, values, func(_ K, _ V, cur aggValue[int64]) (int64, aggValue[int64]) {
-		// Kafka Streams forwards the initial aggregate as the old value of
-		// a new key, not a null.
-		old := aggValue[int64]{v: cur.v, ok: true}
-		return old.v + 1, old
-	})
+	return aggregateStream(g, streamAggregatePrefix, m, values, counting[K, V]().fold)
 }
 
 // Reduce combines the values of each key with reducer(aggregate, value);
@@ -160,12 +207,7 @@ func (g KGroupedStream[K, V]) Count(materialized ...Materialized[K, int64]) KTab
 func (g KGroupedStream[K, V]) Reduce(reducer func(agg, value V) V, materialized ...Materialized[K, V]) KTable[K, V] {
 	m, _ := firstMaterialized(materialized)
 	values := orSerde(m.valueSerde, g.valueSerde)
-	return aggregateStream(g, streamReducePrefix, m, values, func(_ K, v V, cur aggValue[V]) (V, aggValue[V]) {
-		if !cur.ok {
-			return v, cur
-		}
-		return reducer(cur.v, v), cur
-	})
+	return aggregateStream(g, streamReducePrefix, m, values, reducing[K](reducer).fold)
 }
 
 // Aggregate folds the values of each key into an aggregate that starts as
@@ -173,12 +215,5 @@ func (g KGroupedStream[K, V]) Reduce(reducer func(agg, value V) V, materialized 
 // materialized's, or the configured default value serde.
 func Aggregate[K, V, VA any](g KGroupedStream[K, V], initializer func() VA, adder func(key K, value V, agg VA) VA, materialized ...Materialized[K, VA]) KTable[K, VA] {
 	m, _ := firstMaterialized(materialized)
-	return aggregateStream(g, streamAggregatePrefix, m, m.valueSerde, func(k K, v V, cur aggValue[VA]) (VA, aggValue[VA]) {
-		if !cur.ok {
-			// As in Kafka Streams, the initial aggregate is forwarded as
-			// the old value of a new key.
-			cur = aggOf(initializer())
-		}
-		return adder(k, v, cur.v), cur
-	})
+	return aggregateStream(g, streamAggregatePrefix, m, m.valueSerde, aggregating(initializer, adder).fold)
 }

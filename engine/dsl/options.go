@@ -50,6 +50,10 @@ type Materialized[K, V any] struct {
 	logging    bool
 	logConfig  map[string]string
 	loggingSet bool
+	// retention is how long a window or session store keeps what it holds
+	// (WithRetention, in windowed.go); nil for the window definition's
+	// default.
+	retention *time.Duration
 }
 
 // MaterializedAs names the store.
