@@ -301,12 +301,22 @@ func (d *Driver) advance() error {
 	floor := d.flushed
 	w := d.clock.StreamTime()
 	if w > d.flushed {
+		// Marked flushed first: the records processed below come back here
+		// and must not flush again.
+		d.flushed = w
 		for _, t := range d.tasks {
 			if err := t.AdvanceWatermark(w, floor); err != nil {
 				return err
 			}
+			// Final results crossing a boundary reach the downstream
+			// sub-topology before the same watermark closes its windows,
+			// so a window over a window loses nothing. (The engine gets
+			// the same order from its barrier lag per hop.)
+			d.capture(floor)
+			if err := d.drain(); err != nil {
+				return err
+			}
 		}
-		d.flushed = w
 	}
 	if w != task.Unknown {
 		d.capture(floor)
