@@ -43,13 +43,6 @@ func (e EmitStrategy) String() string {
 	return "ON_WINDOW_UPDATE"
 }
 
-// The reason labels of dropped.records.total for records a windowed
-// aggregation drops because their window (or merged session) had closed.
-const (
-	lateWindowReason  = "late_window"
-	lateSessionReason = "late_session"
-)
-
 // emitFrontierSuffix names the companion store that holds an
 // onWindowClose aggregation's emit frontier: "<store>-emitfrontier".
 const emitFrontierSuffix = "-emitfrontier"

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/stoatflow/stoatctl/engine/metrics"
 	"math"
 	"slices"
 	"time"
@@ -43,11 +44,6 @@ const (
 	streamJoinOuterOtherPrefix  = "KSTREAM-OUTEROTHER-"
 	streamJoinOuterSharedPrefix = "KSTREAM-OUTERSHARED-"
 )
-
-// streamJoinLateReason labels the records a stream-stream join drops because
-// their window has closed: the late_window reason every windowed operator
-// counts under.
-const streamJoinLateReason = "late_window"
 
 // streamJoinEventTime is why a stream-stream join needs a moving watermark.
 const streamJoinEventTime = "stream-stream join"
@@ -503,7 +499,7 @@ func (p *joinWindowed[K, V]) Process(rec processor.Erased) error {
 	// floor, so a result it took part in could reach a window downstream
 	// that has already been emitted.
 	if p.span.closeTime(rec.Timestamp) <= p.ctx.Floor() {
-		countDropped(p.ctx, streamJoinLateReason)
+		countDropped(p.ctx, metrics.ReasonLateWindow)
 		return nil
 	}
 	k, v, err := narrow[K, V](rec)

@@ -3,6 +3,7 @@ package dsl
 import (
 	"errors"
 	"fmt"
+	"github.com/stoatflow/stoatctl/engine/metrics"
 	"maps"
 	"math"
 	"reflect"
@@ -119,10 +120,6 @@ func (t KTable[K, V]) Suppress(s Suppressed, opts ...Named) KTable[K, V] {
 
 // suppressPrefix is Kafka Streams' prefix for suppress nodes and stores.
 const suppressPrefix = "KTABLE-SUPPRESS-"
-
-// suppressLateWindow labels dropped.records.total for records whose window
-// had closed: the reason windowed aggregations use too.
-const suppressLateWindow = "late_window"
 
 // Errors of Suppress, reported by Build against the suppress node.
 var (
@@ -527,7 +524,7 @@ func (p *timeSuppress) Process(rec processor.Erased) error {
 		// The one late rule: a window whose close is at or before the
 		// floor is closed, and a closed window never changes again.
 		if release = p.opt.closeTime(w); release <= p.ctx.Floor() {
-			countDropped(p.ctx, suppressLateWindow)
+			countDropped(p.ctx, metrics.ReasonLateWindow)
 			return nil
 		}
 		bufferTime = w.End

@@ -3,6 +3,7 @@ package dsl
 import (
 	"errors"
 	"fmt"
+	"github.com/stoatflow/stoatctl/engine/metrics"
 	"math"
 	"time"
 
@@ -604,7 +605,7 @@ func (p *timeWindowAggregate[K, V, VA]) Process(rec processor.Erased) error {
 	tw, floor := p.plan.time, p.ctx.Floor()
 	for _, w := range tw.WindowsFor(rec.Timestamp) {
 		if c := tw.CloseTime(w); c <= floor {
-			dropLate(p.ctx, lateWindowReason, rec, w, c)
+			dropLate(p.ctx, metrics.ReasonLateWindow, rec, w, c)
 			continue
 		}
 		if err := p.update(k, v, w, rec); err != nil {
@@ -697,7 +698,7 @@ func (p *slidingWindowAggregate[K, V, VA]) Process(rec processor.Erased) error {
 	// one has closed, all have, and the record is dropped whole (Kafka
 	// Streams' first check).
 	if w := (window.Window{Start: ts, End: ts + d}); p.plan.closeTime(w) <= p.ctx.Floor() {
-		dropLate(p.ctx, lateWindowReason, rec, window.Window{Start: ts - d, End: ts}, p.plan.closeTime(w))
+		dropLate(p.ctx, metrics.ReasonLateWindow, rec, window.Window{Start: ts - d, End: ts}, p.plan.closeTime(w))
 		return nil
 	}
 	if ts < d {
@@ -853,7 +854,7 @@ func (p *slidingWindowAggregate[K, V, VA]) processEarly(k K, v V, rec processor.
 // unless w has closed.
 func (p *slidingWindowAggregate[K, V, VA]) update(k K, v V, w window.Window, cur slot[VA], rec processor.Erased) error {
 	if c := p.plan.closeTime(w); c <= p.ctx.Floor() {
-		dropLate(p.ctx, lateWindowReason, rec, w, c)
+		dropLate(p.ctx, metrics.ReasonLateWindow, rec, w, c)
 		return nil
 	}
 	ts := rec.Timestamp

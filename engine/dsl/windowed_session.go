@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"github.com/stoatflow/stoatctl/engine/metrics"
 	"math"
 	"slices"
 
@@ -162,7 +163,7 @@ func (p *sessionWindowAggregate[K, V, VA]) Process(rec processor.Erased) error {
 		return fmt.Errorf("find sessions: %w", err)
 	}
 	if c := def.CloseTime(merged.End); c <= floor {
-		dropLate(p.ctx, lateSessionReason, rec, merged, c)
+		dropLate(p.ctx, metrics.ReasonLateSession, rec, merged, c)
 		return nil
 	}
 	// A record equal to the only session it found overwrites it; otherwise

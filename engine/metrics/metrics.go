@@ -20,6 +20,8 @@ const (
 	ReasonNoEventTime     = "no_event_time"
 	ReasonNullKey         = "null_key"
 	ReasonNullValue       = "null_value"
+	ReasonLateWindow      = "late_window"
+	ReasonLateSession     = "late_session"
 )
 
 // Registry holds counters. It is safe for concurrent use.

@@ -235,7 +235,18 @@ func (s *memoryStore) scan(from, to, prefix []byte, reverse bool) (BytesIterator
 		it.exhausted = true
 		return it, nil
 	}
-	it.snap = s.tree.Clone()
+	// Most scans are short (a key's windows, a session merge): read the
+	// first batch from the live tree under the lock, and pay for a
+	// copy-on-write snapshot only when more remains. A clone makes the next
+	// writes copy tree nodes, which on a write-heavy store costs more than
+	// the scan itself.
+	it.snap = s.tree
+	it.fill()
+	if it.exhausted {
+		it.snap = nil
+	} else {
+		it.snap = s.tree.Clone()
+	}
 	return it, nil
 }
 

@@ -712,3 +712,6 @@ func (s storeContext) LogChange(store string, key, value []byte, timestamp int64
 // Metrics is the registry the task counts into; DSL processors reach it
 // through their context to count drops.
 func (c *nodeContext) Metrics() *metrics.Registry { return c.t.metrics }
+
+// Logger is the task's logger; DSL processors log their drops through it.
+func (c *nodeContext) Logger() *slog.Logger { return c.t.log }

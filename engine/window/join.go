@@ -59,5 +59,5 @@ func (w JoinWindows) Validate() error {
 	var v validation
 	v.check(w.Size() >= 0, "before + after must not be negative")
 	v.check(w.graceMs >= 0, "grace must not be negative")
-	return v.err(w.String())
+	return v.err(w.String)
 }

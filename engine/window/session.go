@@ -41,7 +41,7 @@ func (w SessionWindows) Validate() error {
 	var v validation
 	v.check(w.gapMs > 0, "inactivity gap must be positive")
 	v.check(w.graceMs >= 0, "grace must not be negative")
-	return v.err(w.String())
+	return v.err(w.String)
 }
 
 // CloseTime is the event time at which a session whose merged end is

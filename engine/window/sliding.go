@@ -42,7 +42,7 @@ func (w SlidingWindows) Validate() error {
 	var v validation
 	v.check(w.timeDifferenceMs >= 0, "time difference must not be negative")
 	v.check(w.graceMs >= 0, "grace must not be negative")
-	return v.err(w.String())
+	return v.err(w.String)
 }
 
 // CloseTime is the stream time at which win closes: Start + D + 1 + grace,

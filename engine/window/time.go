@@ -55,7 +55,7 @@ func (w TimeWindows) Validate() error {
 	v.check(w.sizeMs > 0, "size must be positive")
 	v.check(w.advanceMs > 0 && w.advanceMs <= w.sizeMs, "advance must lie within (0, size]")
 	v.check(w.graceMs >= 0, "grace must not be negative")
-	return v.err(w.String())
+	return v.err(w.String)
 }
 
 // WindowsFor returns the windows that contain timestamp ts, in start order.

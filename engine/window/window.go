@@ -46,11 +46,11 @@ func (v *validation) check(ok bool, problem string) {
 
 // err returns nil when there is nothing wrong, so that a nil *InvalidError
 // never hides in a non-nil error interface.
-func (v *validation) err(windows string) error {
+func (v *validation) err(windows func() string) error {
 	if len(v.problems) == 0 {
 		return nil
 	}
-	return &InvalidError{Windows: windows, Problems: v.problems}
+	return &InvalidError{Windows: windows(), Problems: v.problems}
 }
 
 // millis converts a constructor argument to whole milliseconds, dropping any
