@@ -234,3 +234,24 @@ func TestAssignerAndNoEventTime(t *testing.T) {
 		t.Fatalf("strict extractor error %v", err)
 	}
 }
+
+func TestAlignmentGroupsMustAgree(t *testing.T) {
+	a := watermark.ForMonotonousTimestamps().WithWatermarkAlignment("orders", time.Minute, time.Second)
+	b := watermark.ForMonotonousTimestamps().WithWatermarkAlignment("orders", 2*time.Minute, time.Second)
+	topo := topology.New().
+		AddSource("a", topology.ConsumedWith(str, str).WithWatermarkStrategy(a).Spec(), "in-a").
+		AddSource("b", topology.ConsumedWith(str, str).WithWatermarkStrategy(b).Spec(), "in-b").
+		AddProcessor("p", passThrough(), "a", "b")
+	_, err := testdriver.New(topo, nil)
+	want := "node b: alignment group orders: maximum drift 2m0s and update interval 1s differ from source a's 1m0s and 1s"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("error %v\nwant %q", err, want)
+	}
+	same := topology.New().
+		AddSource("a", topology.ConsumedWith(str, str).WithWatermarkStrategy(a).Spec(), "in-a").
+		AddSource("b", topology.ConsumedWith(str, str).WithWatermarkStrategy(a).Spec(), "in-b").
+		AddProcessor("p", passThrough(), "a", "b")
+	if _, err := testdriver.New(same, nil); err != nil {
+		t.Fatal(err)
+	}
+}

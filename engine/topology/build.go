@@ -242,6 +242,11 @@ func checkEventTime(order []string, nodes map[string]*Node, cfg config.Config, e
 
 	declared := false
 	var frozen []string // sources whose watermark never moves
+	type alignmentDecl struct {
+		watermark.Alignment
+		source string
+	}
+	groups := map[string]alignmentDecl{}
 	for _, name := range order {
 		n := nodes[name]
 		if n.Kind != SourceNode || n.Global || n.Source.Watermark == nil {
@@ -253,6 +258,14 @@ func checkEventTime(order []string, nodes map[string]*Node, cfg config.Config, e
 		}
 		if !n.Source.Watermark.AdvancesWatermark() {
 			frozen = append(frozen, name)
+		}
+		if a := n.Source.Watermark.AlignmentGroup(); a != nil {
+			if first, ok := groups[a.Group]; ok && (first.MaxDrift != a.MaxDrift || first.UpdateInterval != a.UpdateInterval) {
+				fail(name, "alignment group %s: maximum drift %s and update interval %s differ from source %s's %s and %s; every member of a group must declare the same",
+					a.Group, a.MaxDrift, a.UpdateInterval, first.source, first.MaxDrift, first.UpdateInterval)
+			} else if !ok {
+				groups[a.Group] = alignmentDecl{Alignment: *a, source: name}
+			}
 		}
 	}
 	needs := false
