@@ -36,6 +36,8 @@ type Driver struct {
 	wall   int64
 	tasks  []*task.Task
 	global *task.Task
+	// flushOrder is tasks with every sub-topology after those feeding it.
+	flushOrder []*task.Task
 	// timed are the tasks with timer-aware processors, the global one
 	// included: a global store's processor may time its keys too.
 	timed   []*task.Task
@@ -187,6 +189,7 @@ func New(topo *topology.Topology, cfg map[string]string, opts ...Option) (*Drive
 			d.timed = append(d.timed, t)
 		}
 	}
+	d.flushOrder = flushOrder(built, d.tasks)
 	// Processors may write (to stores, and so to changelogs) in Init.
 	d.capture(unpinned)
 	return d, nil
@@ -214,6 +217,48 @@ func (d *Driver) taskFor(topic string) (*task.Task, bool) {
 		return d.global, true
 	}
 	return nil, false
+}
+
+// flushOrder orders tasks so that every sub-topology comes after those that
+// feed it through boundaries: sub-topology numbers follow source names, not
+// the flow, and a downstream window must not close before the upstream's
+// final results for the same watermark have reached it.
+func flushOrder(b *topology.Built, tasks []*task.Task) []*task.Task {
+	n := len(tasks)
+	feeds := make([][]int, n)
+	indeg := make([]int, n)
+	for _, bd := range b.Boundaries {
+		from, to := b.Nodes[bd.SinkNode].Subtopology, b.Nodes[bd.SourceNode].Subtopology
+		if from >= 0 && to >= 0 && from < n && to < n && from != to {
+			feeds[from] = append(feeds[from], to)
+			indeg[to]++
+		}
+	}
+	var order []*task.Task
+	done := make([]bool, n)
+	for len(order) < n {
+		progressed := false
+		for i := 0; i < n; i++ {
+			if done[i] || indeg[i] > 0 {
+				continue
+			}
+			done[i], progressed = true, true
+			order = append(order, tasks[i])
+			for _, j := range feeds[i] {
+				indeg[j]--
+			}
+			break
+		}
+		if !progressed { // a cycle, which Build refuses; keep the rest in order
+			for i := 0; i < n; i++ {
+				if !done[i] {
+					done[i] = true
+					order = append(order, tasks[i])
+				}
+			}
+		}
+	}
+	return order
 }
 
 // pipe processes one input record and everything it leads to.
@@ -304,7 +349,7 @@ func (d *Driver) advance() error {
 		// Marked flushed first: the records processed below come back here
 		// and must not flush again.
 		d.flushed = w
-		for _, t := range d.tasks {
+		for _, t := range d.flushOrder {
 			if err := t.AdvanceWatermark(w, floor); err != nil {
 				return err
 			}

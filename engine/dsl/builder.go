@@ -62,7 +62,13 @@ const (
 type funcProc struct {
 	ctx processor.Context[any, any]
 	fn  func(ctx processor.Context[any, any], rec processor.Erased) error
+	// keeps says the function never changes the key, so that a timer
+	// processor behind it still takes its timer key serde from upstream.
+	keeps bool
 }
+
+// PreservesKey implements processor.KeyPreserving.
+func (p *funcProc) PreservesKey() bool { return p.keeps }
 
 func (p *funcProc) Init(ctx processor.Context[any, any]) error { p.ctx = ctx; return nil }
 func (p *funcProc) Process(rec processor.Erased) error         { return p.fn(p.ctx, rec) }
@@ -70,6 +76,12 @@ func (p *funcProc) Close() error                               { return nil }
 
 func stateless(fn func(ctx processor.Context[any, any], rec processor.Erased) error) processor.Supplier {
 	return func() processor.Untyped { return &funcProc{fn: fn} }
+}
+
+// keyKeeping is stateless for operations that forward records under the
+// key they received.
+func keyKeeping(fn func(ctx processor.Context[any, any], rec processor.Erased) error) processor.Supplier {
+	return func() processor.Untyped { return &funcProc{fn: fn, keeps: true} }
 }
 
 // narrow converts an erased record's key and value to K and V.

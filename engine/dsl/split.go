@@ -33,7 +33,7 @@ func (s KStream[K, V]) Split(named ...Named) *BranchedStream[K, V] {
 	if n := named_(named); n != "" {
 		bs.prefix = n
 	}
-	s.b.t.AddProcessor(splitter, stateless(func(ctx processor.Context[any, any], rec processor.Erased) error {
+	s.b.t.AddProcessor(splitter, keyKeeping(func(ctx processor.Context[any, any], rec processor.Erased) error {
 		k, v, err := narrow[K, V](rec)
 		if err != nil {
 			return err
@@ -60,7 +60,7 @@ func (bs *BranchedStream[K, V]) add(pred func(K, V) bool, branched []Branched) {
 	if len(branched) > 0 && branched[0].name != "" {
 		name = bs.prefix + branched[0].name
 	}
-	bs.s.b.t.AddProcessor(name, stateless(func(ctx processor.Context[any, any], rec processor.Erased) error {
+	bs.s.b.t.AddProcessor(name, keyKeeping(func(ctx processor.Context[any, any], rec processor.Erased) error {
 		ctx.Forward(rec)
 		return nil
 	}), bs.splitter)

@@ -60,7 +60,12 @@ func (s KStream[K, V]) derive(node string) KStream[K, V] {
 
 func (s KStream[K, V]) add(prefix string, opts []Named, fn func(processor.Context[any, any], processor.Erased) error) string {
 	name := s.b.newName(prefix, opts)
-	s.b.t.AddProcessor(name, stateless(fn), s.node)
+	supplier := stateless(fn)
+	switch prefix {
+	case filterPrefix, peekPrefix, foreachPrefix, mapValuesPrefix, flatMapValuesPrefix:
+		supplier = keyKeeping(fn)
+	}
+	s.b.t.AddProcessor(name, supplier, s.node)
 	return name
 }
 
@@ -115,7 +120,7 @@ func (s KStream[K, V]) Foreach(fn func(K, V), named ...Named) {
 // Merge interleaves s and other into one stream, in processing order.
 func (s KStream[K, V]) Merge(other KStream[K, V], named ...Named) KStream[K, V] {
 	name := s.b.newName(mergePrefix, named)
-	s.b.t.AddProcessor(name, stateless(func(ctx processor.Context[any, any], rec processor.Erased) error {
+	s.b.t.AddProcessor(name, keyKeeping(func(ctx processor.Context[any, any], rec processor.Erased) error {
 		ctx.Forward(rec)
 		return nil
 	}), s.node, other.node)

@@ -145,7 +145,7 @@ func (p *tableSource[K, V]) Close() error { return nil }
 // delete becomes a record with a null value.
 func (t KTable[K, V]) ToStream(named ...Named) KStream[K, V] {
 	name := t.b.newName(toStreamPrefix, named)
-	t.b.t.AddProcessor(name, stateless(func(ctx processor.Context[any, any], rec processor.Erased) error {
+	t.b.t.AddProcessor(name, keyKeeping(func(ctx processor.Context[any, any], rec processor.Erased) error {
 		c, _ := rec.Value.(change)
 		rec.Value = c.New
 		ctx.Forward(rec)

@@ -4,28 +4,55 @@
 // values, range and prefix scans, no serdes. It is the seam for backends (the
 // in-memory store here, RocksDB later) and for the live engine's per-epoch
 // write layers, which stack uncommitted writes over committed state. The
-// typed stores (KeyValueStore, TimestampedKeyValueStore) sit on top: they
-// serialize with the store's serdes and, when logging is enabled, send every
-// change to the store's changelog topic.
+// typed stores sit on top: they serialize with the store's serdes and, when
+// logging is enabled, send every change to the store's changelog topic.
+//
+// Terms:
+//   - A key-value store (KeyValueStore) maps keys to values; a timestamped
+//     one (TimestampedKeyValueStore) keeps each value with the timestamp of
+//     the record that wrote it.
+//   - A window store (WindowStore, TimestampedWindowStore) keeps values by
+//     key and window start, one per key and window, or every put when it
+//     retains duplicates (stream-stream joins). A session store
+//     (SessionStore) keeps aggregates by key and session [start, end].
+//   - Retention is how long a window or session store keeps a window past
+//     the frontier. Expiry is explicit: a store drops nothing by itself, its
+//     owner calls Expire(frontier), and a later write for a window already
+//     past retention is dropped.
+//   - The changelog layout is what a store writes to its changelog topic;
+//     the byte-store layout is how it lays its entries out in the
+//     KeyValueBytesStore. They differ for window and session stores.
 //
 // Changelog layouts match Kafka Streams', because migration reads Kafka
-// Streams changelogs into our stores: the changelog key is the serialized key,
-// the value the serialized value (nil for a delete); a timestamped store's
-// timestamp travels as the record timestamp, not in the value.
+// Streams changelogs into our stores: the changelog key is the serialized key
+// (for window stores followed by the window start and a sequence number, for
+// session stores by the session end and start, see EncodeWindowKey and
+// EncodeSessionKey), the value the serialized value (nil for a delete); a
+// timestamped store's timestamp travels as the record timestamp, not in the
+// value.
+//
+// Window and session stores keep two indexes in one byte store, told apart
+// by their first byte: key first, for a key's windows, and time first (by
+// window start, or session end), so that scans by time and expiry need not
+// read every key. window.go and session.go document the layouts.
 //
 // Changes are logged synchronously, through Context.LogChange, as each write
 // happens; there is no caching layer. A plain store's changelog records carry
 // the timestamp of the record being processed; a timestamped store's carry
-// the value's own timestamp, and its deletes the record's. Restorer replays a
-// changelog into a store without logging it again; the timestamped store puts
-// the timestamp back in front of each value as it does so.
+// the value's own timestamp, and its deletes the record's. Expiry is not
+// logged. Restorer replays a changelog into a store without logging it
+// again; the timestamped stores put the timestamp back in front of each
+// value as they do so.
 //
-// InMemory is the in-memory backend: a B-tree ordered by unsigned bytes.
-// Its iterators read a copy-on-write snapshot taken when they are opened, so
-// they see the store as it was then, whatever the caller writes meanwhile.
+// InMemory is the in-memory backend, ordered by unsigned bytes. An
+// iterator's keys are fixed when it is opened: writes through the store
+// while it is open, which processors make as they scan, neither break it nor
+// add keys to it. Whether it sees a value written, or a key deleted, after
+// it was opened is not part of the contract.
 //
 // A StoreBuilder describes a store in a topology; the runtime calls Build once
-// per task that owns the store. KeyValueStoreBuilder and
-// TimestampedKeyValueStoreBuilder are the builders for the typed stores;
-// logging is on unless disabled, as in Kafka Streams.
+// per task that owns the store. KeyValueStoreBuilder,
+// TimestampedKeyValueStoreBuilder, WindowStoreBuilder,
+// TimestampedWindowStoreBuilder and SessionStoreBuilder are the builders for
+// the typed stores; logging is on unless disabled, as in Kafka Streams.
 package state

@@ -4,19 +4,31 @@
 // it and in how they schedule calls to it.
 //
 // Terms:
-//   - A task is an instance of a sub-topology: its processors, its stores
-//     and its punctuation schedule. The driver makes one task per
-//     sub-topology; the engine makes one per sub-topology and lane.
-//   - Stream time is the largest timestamp of the records processed, read
-//     through the Time the task was given, so that a driver can share one
-//     number between its tasks.
+//   - A task is an instance of a sub-topology: its processors, its stores,
+//     its punctuation schedule and its timers. The driver makes one task per
+//     sub-topology; the engine will make one per sub-topology and lane.
+//   - The watermark is the event-time clock, read through the Time the task
+//     was given (Time.StreamTime): it closes windows and fires event-time
+//     timers and stream-time punctuators. In the driver it is the largest
+//     timestamp processed, one number shared by every task.
+//   - The floor is the watermark the work in progress is judged against for
+//     lateness (processor.Context.Floor). Each entry point runs under one:
+//     Process reads it from Time.Floor; AdvanceWatermark, Barrier,
+//     PunctuateStreamTime, PunctuateWallClock, FireEventTimers and
+//     FireProcessingTimers take it as an argument. The caller picks the
+//     number; a StreamClock can pin it while records a flush produced are
+//     processed.
+//   - The frontier is what AdvanceWatermark hands every
+//     processor.WatermarkListener, in topological order: the watermark up to
+//     which everything that can contribute has been processed. Barrier
+//     calls every processor.BarrierListener at a commit barrier. The task
+//     skips both when no processor listens.
 //   - The collector receives everything a task writes: sink records,
 //     changelog records and records crossing a boundary.
 //   - A timer store holds a timer-aware processor's keyed timers,
 //     changelogged like any store (timers.go documents its layout). The
 //     caller fires them: FireEventTimers as the event-time clock moves,
-//     FireProcessingTimers as the wall clock does, each with the floor
-//     what they forward is judged against.
+//     FireProcessingTimers as the wall clock does.
 //   - Lane bytes are the bytes the work in progress was laned by (the raw
 //     key bytes of the record, or a timer's key bytes). Over Options.Lanes,
 //     the guard refuses a timer for the key being processed whose key
@@ -28,5 +40,7 @@
 // returns. A processor's error goes to the processing exception handler; a
 // record's bytes that do not decode go to the deserialization handler.
 // Either way the error names the node and the record's topic, partition and
-// offset, and the record is never silently lost.
+// offset, and the record is never silently lost. An error that is Fatal
+// (a timer lane split, a full strict suppress buffer) bypasses the
+// continue handler.
 package task

@@ -381,7 +381,12 @@ func (t *Task) processDecoded(src *node, in Input, key, value any) error {
 	if ts > pt {
 		t.partitionTime[pk] = ts
 	}
-	t.time.ObserveStreamTime(ts)
+	if !t.sub.Global {
+		// A global store's updates are not the application's event time:
+		// a bulk load stamped in the future must not make stream records
+		// late.
+		t.time.ObserveStreamTime(ts)
+	}
 	prevFloor := t.floor
 	t.floor = t.time.Floor()
 	defer func() { t.floor = prevFloor }()
