@@ -454,8 +454,9 @@ func (d *Driver) CommitBarrier() error {
 }
 
 // AdvanceWatermark raises the event-time clock to ts, as a record stamped
-// ts would, and runs what that makes due (final results, event-time
-// punctuators), then commits. A request behind the clock is a no-op,
+// ts would, and runs what that makes due: final results, event-time timers
+// and stream-time punctuators; with test.driver.commit-per-pipe on (the
+// default) a commit barrier follows. A request behind the clock is a no-op,
 // because every pipe already moves event time forward; with
 // test.driver.commit-per-pipe off it is an error instead.
 func (d *Driver) AdvanceWatermark(ts int64) error {

@@ -99,7 +99,7 @@ func New(values map[string]string) Config {
 	return Config{values: maps.Clone(values)}
 }
 
-// Map returns the configured values (without defaults), a copy.
+// Map returns every value in force, defaults included, as a copy.
 func (c Config) Map() map[string]string {
 	out := maps.Clone(Defaults)
 	maps.Copy(out, c.values)
