@@ -76,6 +76,8 @@ func TestBinary(t *testing.T) {
 		}
 	})
 
+	t.Run("broker with kcat", func(t *testing.T) { testBrokerBinaryWithKcat(t, bin) })
+
 	path := dir + string(os.PathListSeparator) + os.Getenv("PATH")
 	shell := func(t *testing.T, name, script string) string {
 		t.Helper()

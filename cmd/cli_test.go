@@ -43,6 +43,13 @@ var cliTests = []struct {
 	{"usage_missing_argument", []string{"topology", "describe"}, ExitUsage, nil},
 	{"usage_extra_argument", []string{"topology", "try", "uppercase", "word-count"}, ExitUsage, nil},
 	{"usage_version_argument", []string{"version", "now"}, ExitUsage, nil},
+	{"broker_help", []string{"broker", "--help"}, ExitOK, nil},
+	{"usage_broker_bad_topic", []string{"broker", "--topic", "no/slash"}, ExitUsage, nil},
+	{"usage_broker_bad_partitions", []string{"broker", "--topic", "orders:0"}, ExitUsage, nil},
+	{"usage_broker_topic_twice", []string{"broker", "-t", "orders:2", "-t", "orders:3"}, ExitUsage, nil},
+	{"usage_broker_port", []string{"broker", "--port", "70000"}, ExitUsage, nil},
+	{"usage_broker_log_level", []string{"broker", "--log-level", "loud"}, ExitUsage, nil},
+	{"usage_broker_argument", []string{"broker", "now"}, ExitUsage, nil},
 	{"unknown_example", []string{"topology", "try", "nope"}, ExitFailure, maskKnownExamples},
 	{"unknown_example_describe", []string{"topology", "describe", "nope"}, ExitFailure, maskKnownExamples},
 }

@@ -10,6 +10,7 @@
 package cmd
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -54,7 +55,8 @@ programming model: topologies of sources, processors and sinks, state stores
 backed by changelogs, stream time and punctuators.
 
 Today it describes and runs the bundled example topologies through the test
-driver; the live engine, replay, migration and the watermark view are coming.`,
+driver, and runs an embedded Kafka broker for development; the live engine,
+replay, migration and the watermark view are coming.`,
 		Args:          cobra.ArbitraryArgs,
 		RunE:          runGroup,
 		SilenceErrors: true,
@@ -68,6 +70,7 @@ driver; the live engine, replay, migration and the watermark view are coming.`,
 	root.AddCommand(
 		newVersionCommand(o.stamp),
 		newTopologyCommand(),
+		newBrokerCommand(),
 	)
 	markFailures(root)
 	return root
@@ -76,12 +79,18 @@ driver; the live engine, replay, migration and the watermark view are coming.`,
 // Run executes stoatctl with args, writing data to stdout and errors to
 // stderr, and returns the exit code.
 func Run(args []string, stdout, stderr io.Writer, opts ...Option) int {
+	return RunContext(context.Background(), args, stdout, stderr, opts...)
+}
+
+// RunContext is Run with a context that long-running commands (broker)
+// stop on, as they stop on SIGINT and SIGTERM.
+func RunContext(ctx context.Context, args []string, stdout, stderr io.Writer, opts ...Option) int {
 	root := NewRootCommand(opts...)
 	// A nil slice would make cobra read os.Args.
 	root.SetArgs(append([]string{}, args...))
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	c, err := root.ExecuteC()
+	c, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return ExitOK
 	}

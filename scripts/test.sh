@@ -32,6 +32,10 @@ setup() {
 	# Shell completion tests drive real shells; they skip shells that are
 	# missing, so these are wanted, not needed.
 	need_pkg bash-completion zsh fish || note "shell completion tests will skip the shells that are missing"
+	# kcat (librdkafka) is the independent Kafka client of the black-box
+	# broker tests. They skip without it on a developer's machine, but fail
+	# under CI, so that a CI run cannot pass without having run them.
+	need_pkg kcat || note "the kcat black-box tests will skip, or fail under CI"
 	go version
 	go env CGO_ENABLED | grep -qx 1 || die "cgo is disabled (CGO_ENABLED=$(go env CGO_ENABLED)); the race detector needs it"
 }

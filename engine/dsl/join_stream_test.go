@@ -21,7 +21,7 @@ import (
 // own carry an sj prefix. Inputs are topics "a" (this side) and "b" (the
 // other side), output "out"; plusJoiner prints a missing side as "".
 
-const sjMs = time.Millisecond
+const sjTick = time.Millisecond
 
 // sjStep pipes records, then, when advance is set, moves the watermark to
 // it, and expects exactly want on "out".
@@ -66,7 +66,7 @@ func sjLate(d *testdriver.Driver) int64 {
 // b at t' with records of a in [t' - 10, t' + 5], each pair once, stamped
 // with the later of the two timestamps.
 func TestStreamJoinInnerWindow(t *testing.T) {
-	w := window.JoinWindowsOfTimeDifferenceAndGrace(0, 100*sjMs).Before(5 * sjMs).After(10 * sjMs)
+	w := window.JoinWindowsOfTimeDifferenceAndGrace(0, 100*sjTick).Before(5 * sjTick).After(10 * sjTick)
 	d := sjBuild(t, func(a, b dsl.KStream[string, string]) dsl.KStream[string, string] {
 		return dsl.JoinStream(a, b, plusJoiner, w)
 	})
@@ -93,7 +93,7 @@ func TestStreamJoinInnerWindow(t *testing.T) {
 // 1 + grace, and not before; a record matched in time never is; records
 // of b are never emitted unmatched.
 func TestStreamJoinLeft(t *testing.T) {
-	w := window.JoinWindowsOfTimeDifferenceWithNoGrace(10 * sjMs)
+	w := window.JoinWindowsOfTimeDifferenceWithNoGrace(10 * sjTick)
 	d := sjBuild(t, func(a, b dsl.KStream[string, string]) dsl.KStream[string, string] {
 		return dsl.LeftJoinStream(a, b, plusJoiner, w)
 	})
@@ -116,7 +116,7 @@ func TestStreamJoinLeft(t *testing.T) {
 // emitted, in timestamp order, the other side first at equal timestamps
 // (the outer store's (timestamp, side, key) order, as in Kafka Streams).
 func TestStreamJoinOuter(t *testing.T) {
-	w := window.JoinWindowsOfTimeDifferenceWithNoGrace(10 * sjMs)
+	w := window.JoinWindowsOfTimeDifferenceWithNoGrace(10 * sjTick)
 	d := sjBuild(t, func(a, b dsl.KStream[string, string]) dsl.KStream[string, string] {
 		return dsl.OuterJoinStream(a, b, plusJoiner, w)
 	})
@@ -136,7 +136,7 @@ func TestStreamJoinOuter(t *testing.T) {
 // late when t + 10 + 1 + 5 is at or before the floor, one of b at t' when
 // t' + 20 + 1 + 5 is. A record one tick inside is admitted and joins.
 func TestStreamJoinLateBoundary(t *testing.T) {
-	w := window.JoinWindowsOfTimeDifferenceAndGrace(10*sjMs, 5*sjMs).Before(20 * sjMs)
+	w := window.JoinWindowsOfTimeDifferenceAndGrace(10*sjTick, 5*sjTick).Before(20 * sjTick)
 	d := sjBuild(t, func(a, b dsl.KStream[string, string]) dsl.KStream[string, string] {
 		return dsl.LeftJoinStream(a, b, plusJoiner, w)
 	})
@@ -161,7 +161,7 @@ func TestStreamJoinLateBoundary(t *testing.T) {
 // TestStreamJoinDuplicates checks that N identical unmatched records emit N
 // results: the outer store keeps every one.
 func TestStreamJoinDuplicates(t *testing.T) {
-	w := window.JoinWindowsOfTimeDifferenceWithNoGrace(10 * sjMs)
+	w := window.JoinWindowsOfTimeDifferenceWithNoGrace(10 * sjTick)
 	d := sjBuild(t, func(a, b dsl.KStream[string, string]) dsl.KStream[string, string] {
 		return dsl.LeftJoinStream(a, b, plusJoiner, w)
 	})
@@ -179,7 +179,7 @@ func TestStreamJoinDuplicates(t *testing.T) {
 // itself, and with the other on both sides.
 func TestStreamJoinSelfJoin(t *testing.T) {
 	str := serde.String()
-	w := window.JoinWindowsOfTimeDifferenceWithNoGrace(10 * sjMs)
+	w := window.JoinWindowsOfTimeDifferenceWithNoGrace(10 * sjTick)
 	want := []tjRec{tjVal("k", "1+1", 1), tjVal("k", "2+1", 2), tjVal("k", "1+2", 2), tjVal("k", "2+2", 2)}
 	tests := []struct {
 		name   string
@@ -226,7 +226,7 @@ func TestStreamJoinSelfJoin(t *testing.T) {
 // join whose first input merges in the second's source.
 func TestStreamJoinChainedAndMerged(t *testing.T) {
 	str := serde.String()
-	w := window.JoinWindowsOfTimeDifferenceWithNoGrace(10 * sjMs)
+	w := window.JoinWindowsOfTimeDifferenceWithNoGrace(10 * sjTick)
 	three := func(b *dsl.Builder) (dsl.KStream[string, string], dsl.KStream[string, string], dsl.KStream[string, string]) {
 		c := dsl.ConsumedWith(str, str)
 		return dsl.Stream(b, c, "a"), dsl.Stream(b, c, "b"), dsl.Stream(b, c, "c")
@@ -280,7 +280,7 @@ func TestStreamJoinChainedAndMerged(t *testing.T) {
 // 10 and grace 5, a record of a at 0 is needed by a record of b at 10,
 // admitted while the floor is below 10 + 10 + 1 + 5.
 func TestStreamJoinExpiry(t *testing.T) {
-	w := window.JoinWindowsOfTimeDifferenceAndGrace(10*sjMs, 5*sjMs)
+	w := window.JoinWindowsOfTimeDifferenceAndGrace(10*sjTick, 5*sjTick)
 	d := sjBuild(t, func(a, b dsl.KStream[string, string]) dsl.KStream[string, string] {
 		return dsl.JoinStream(a, b, plusJoiner, w)
 	})
@@ -335,7 +335,7 @@ func TestStreamJoinExpiry(t *testing.T) {
 // by every join; null keys by the inner join, while a left join emits one
 // at once, unjoined (KIP-962), since nothing can ever pair with it.
 func TestStreamJoinNulls(t *testing.T) {
-	w := window.JoinWindowsOfTimeDifferenceWithNoGrace(10 * sjMs)
+	w := window.JoinWindowsOfTimeDifferenceWithNoGrace(10 * sjTick)
 	nulls := []tjIn{tjNoKey("a", "n", 1), tjDel("a", "k", 2), tjNoKey("b", "m", 3), tjDel("b", "k", 4)}
 	tests := []struct {
 		name              string
@@ -380,7 +380,7 @@ func TestStreamJoinPointerMissingSide(t *testing.T) {
 			return v + " alone"
 		}
 		return v + " with " + *ov
-	}, window.JoinWindowsOfTimeDifferenceWithNoGrace(10*sjMs)).To("out", dsl.ProducedWith(str, str))
+	}, window.JoinWindowsOfTimeDifferenceWithNoGrace(10*sjTick)).To("out", dsl.ProducedWith(str, str))
 	sjRun(t, tjDriver(t, b), []sjStep{
 		{in: []tjIn{tjPut("a", "A", "x", 0), tjPut("a", "B", "y", 0), tjPut("b", "B", "", 1)}, want: []tjRec{tjVal("B", "y with ", 1)}},
 		{advance: 11, want: []tjRec{tjVal("A", "x alone", 0)}},
@@ -391,7 +391,7 @@ func TestStreamJoinPointerMissingSide(t *testing.T) {
 // Kafka Streams' layout: TimestampedKeyAndJoinSide keys and ListValueStore
 // values of LeftOrRightValue elements, so that migration can read it.
 func TestStreamJoinOuterStoreChangelog(t *testing.T) {
-	w := window.JoinWindowsOfTimeDifferenceWithNoGrace(10 * sjMs)
+	w := window.JoinWindowsOfTimeDifferenceWithNoGrace(10 * sjTick)
 	d := sjBuild(t, func(a, b dsl.KStream[string, string]) dsl.KStream[string, string] {
 		return dsl.LeftJoinStream(a, b, plusJoiner, w)
 	})
@@ -424,7 +424,7 @@ func TestStreamJoinOuterStoreChangelog(t *testing.T) {
 // processors (or the store name), the outer store after JOINTHIS's index.
 func TestStreamJoinNames(t *testing.T) {
 	str := serde.String()
-	w := window.JoinWindowsOfTimeDifferenceWithNoGrace(10 * sjMs)
+	w := window.JoinWindowsOfTimeDifferenceWithNoGrace(10 * sjTick)
 	join := func(_, a, b string) string { return a + b }
 	tests := []struct {
 		name  string
@@ -486,7 +486,7 @@ func TestStreamJoinNames(t *testing.T) {
 func TestStreamJoinRefusals(t *testing.T) {
 	str := serde.String()
 	join := func(_, a, b string) string { return a + b }
-	ok := window.JoinWindowsOfTimeDifferenceWithNoGrace(10 * sjMs)
+	ok := window.JoinWindowsOfTimeDifferenceWithNoGrace(10 * sjTick)
 	tests := []struct {
 		name  string
 		build func(b *dsl.Builder)
@@ -498,11 +498,11 @@ func TestStreamJoinRefusals(t *testing.T) {
 		}, "node KSTREAM-MERGE-0000000006: stream-stream join needs event time, but source KSTREAM-SOURCE-0000000000 declares noWatermarks()"},
 		{"negative size", func(b *dsl.Builder) {
 			c := dsl.ConsumedWith(str, str)
-			dsl.JoinStream(dsl.Stream(b, c, "a"), dsl.Stream(b, c, "b"), join, ok.After(-11*sjMs)).To("out")
+			dsl.JoinStream(dsl.Stream(b, c, "a"), dsl.Stream(b, c, "b"), join, ok.After(-11*sjTick)).To("out")
 		}, "node KSTREAM-MERGE-0000000006: stream-stream join: invalid join windows [before 10ms, after -11ms, grace 0ms]: before + after must not be negative"},
 		{"negative grace, named", func(b *dsl.Builder) {
 			c := dsl.ConsumedWith(str, str)
-			dsl.OuterJoinStream(dsl.Stream(b, c, "a"), dsl.Stream(b, c, "b"), join, window.JoinWindowsOfTimeDifferenceAndGrace(sjMs, -sjMs),
+			dsl.OuterJoinStream(dsl.Stream(b, c, "a"), dsl.Stream(b, c, "b"), join, window.JoinWindowsOfTimeDifferenceAndGrace(sjTick, -sjTick),
 				dsl.StreamJoinedWith(str, str, str).WithName("pairs")).To("out")
 		}, "node pairs-merge: stream-stream join: invalid join windows [before 1ms, after 1ms, grace -1ms]: grace must not be negative"},
 		{"key serdes", func(b *dsl.Builder) {
@@ -527,7 +527,7 @@ func TestStreamJoinRefusals(t *testing.T) {
 // named after its node, or after the join.
 func TestStreamJoinRekeyed(t *testing.T) {
 	str := serde.String()
-	w := window.JoinWindowsOfTimeDifferenceWithNoGrace(10 * sjMs)
+	w := window.JoinWindowsOfTimeDifferenceWithNoGrace(10 * sjTick)
 	byValue := func(_, v string) string { k, _, _ := strings.Cut(v, "|"); return k }
 	tests := []struct {
 		name   string
@@ -589,7 +589,7 @@ func TestStreamJoinTableGracePeriodIgnored(t *testing.T) {
 // restored record is emitted when its window closes, and that a corrupt
 // value fails the emission naming the store rather than being skipped.
 func TestStreamJoinOuterStoreRestore(t *testing.T) {
-	w := window.JoinWindowsOfTimeDifferenceWithNoGrace(10 * sjMs)
+	w := window.JoinWindowsOfTimeDifferenceWithNoGrace(10 * sjTick)
 	const store = "KSTREAM-OUTERSHARED-0000000004-store"
 	key := append(binary.BigEndian.AppendUint64(nil, 7), 1, 'A')
 	tests := []struct {

@@ -1,0 +1,31 @@
+// Package broker runs an embedded, in-process Kafka broker: franz-go's kfake
+// cluster listening on TCP and speaking the Kafka protocol, so that any
+// client (franz-go, librdkafka's kcat, the Java client) can produce to it and
+// consume from it. It lets `stoatctl broker` and `stoatctl run` work on a
+// machine with no Kafka cluster, and it is what the engine's tests run
+// against.
+//
+// Terms:
+//   - A broker here is the whole embedded cluster: one listener per node
+//     (NumBrokers, default one), all in this process. Addr is the first
+//     node's host:port, which is all a client needs to bootstrap.
+//   - A seed topic is a topic Start creates when it does not exist yet. An
+//     existing topic, restored from the data directory, is left as it is,
+//     even when the seed asks for another partition count (Kafka's
+//     create-if-not-exists); Topics reports what the broker actually has.
+//   - The data directory is where kfake persists everything a restart must
+//     find again: topics and their configs, record segments, committed
+//     offsets and group state, producer ids and transaction state. Without
+//     one, the broker keeps everything in memory and loses it on Close.
+//     Segments are written through the OS page cache and synced on Close
+//     (Kafka's own default); Options.SyncWrites syncs every batch, so that
+//     acknowledged records survive a machine crash as well as a process
+//     kill. One broker at a time may use a data directory: Start takes a
+//     lock on it, because kfake itself does not guard against a second
+//     writer.
+//
+// What kfake leaves out compared with a real broker matters little for
+// development: no real replication (each partition is stored once, whatever
+// the replication factor a topic asks for), no throttling, no tiered
+// storage.
+package broker
