@@ -482,10 +482,9 @@ func (p *windowedPlan[K, VA]) closer(ctx processor.Context[any, any]) (*windowCl
 }
 
 // expiry wraps a store's Expire so that it runs only when it can remove
-// something. A pass scans the store's time index, which is cheap on its own
-// but, on the in-memory backend, snapshots the tree and makes the next
-// writes copy what they touch; the driver runs a pass on every record that
-// moves the watermark, so skipping idle ones matters.
+// something. A pass seeks the store's time index and takes the store's lock
+// per batch; the driver runs a pass on every record that moves the
+// watermark, so skipping idle ones matters.
 func (p *windowedPlan[K, VA]) expiry(expire func(frontier int64) error) func(frontier int64) error {
 	retention := p.retention
 	if p.kind == timeWindowKind {

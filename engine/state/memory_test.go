@@ -5,8 +5,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
+	"unsafe"
 )
 
 func newTestBytesStore(t testing.TB) KeyValueBytesStore {
@@ -327,7 +330,7 @@ func TestMemoryStoreScanEmptyStore(t *testing.T) {
 func beKey(i int) []byte { return binary.BigEndian.AppendUint32(nil, uint32(i)) }
 
 // TestMemoryStoreScanBatches crosses many iterator batches, where the
-// iterator re-seeks its snapshot.
+// iterator re-seeks the tree.
 func TestMemoryStoreScanBatches(t *testing.T) {
 	s := newTestBytesStore(t)
 	const n = 1000
@@ -359,7 +362,8 @@ func TestMemoryStoreScanBatches(t *testing.T) {
 }
 
 // TestMemoryStoreWriteDuringIteration covers processors that delete what
-// they scan: the iterator sees the store as of its creation.
+// they scan: the iterator visits the keys the store held when it was
+// opened, whatever is written meanwhile.
 func TestMemoryStoreWriteDuringIteration(t *testing.T) {
 	for _, reverse := range []bool{false, true} {
 		t.Run(fmt.Sprintf("reverse=%v", reverse), func(t *testing.T) {
@@ -387,13 +391,14 @@ func TestMemoryStoreWriteDuringIteration(t *testing.T) {
 				if _, err := s.Delete(k); err != nil {
 					t.Fatal(err)
 				}
-				// Writes between the snapshot's keys must not show up.
+				// Keys inserted after the scan began must not show up.
 				odd := binary.BigEndian.Uint32(k) + 1
 				if err := s.Put(beKey(int(odd)), b(2)); err != nil {
 					t.Fatal(err)
 				}
+				// Value is the value read by Next, before the delete.
 				if !bytes.Equal(it.Value(), b(1)) {
-					t.Fatalf("value of %x = %x, want the snapshot's 01", k, it.Value())
+					t.Fatalf("value of %x = %x, want 01", k, it.Value())
 				}
 			}
 			if err := it.Err(); err != nil {
@@ -416,6 +421,99 @@ func TestMemoryStoreWriteDuringIteration(t *testing.T) {
 	}
 }
 
+// TestMemoryStoreIteratorReadsLiveValues pins what an iterator sees of
+// writes made after it was opened to keys it has not reached yet. The key
+// set is fixed when the iterator is opened, but values are read when Next
+// reaches them, as in Kafka Streams' in-memory store, which copies its key
+// set and reads each value from its map: an update shows, and a delete
+// hides the key. (The store used to hand out values as of the scan's
+// start; reading them live is what lets an update rewrite a key's value in
+// place instead of copying tree nodes.) Unlike Kafka Streams, a key deleted
+// and put again counts as a new key, hidden like any key inserted after the
+// scan began.
+func TestMemoryStoreIteratorReadsLiveValues(t *testing.T) {
+	for _, reverse := range []bool{false, true} {
+		t.Run(fmt.Sprintf("reverse=%v", reverse), func(t *testing.T) {
+			s := newTestBytesStore(t)
+			// Enough keys for several batches, so that writes land both in
+			// the batch the iterator holds and in later ones.
+			const n = 3 * iteratorBatch
+			for i := range n {
+				if err := s.Put(beKey(i*10), b(0)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			open := s.All
+			if reverse {
+				open = s.ReverseAll
+			}
+			it := must(open())
+			defer it.Close()
+			if !it.Next() {
+				t.Fatal("no first entry")
+			}
+			first := binary.BigEndian.Uint32(it.Key()) / 10
+			ahead := func(j int) int { // the j-th key after the first, in scan order
+				if reverse {
+					return int(first) - j
+				}
+				return int(first) + j
+			}
+			want := map[uint32][]byte{}
+			for j := 1; j < n; j++ {
+				i := ahead(j)
+				k := beKey(i * 10)
+				switch j % 5 {
+				case 0: // updated: shows the new value
+					want[uint32(i*10)] = b(1)
+					if err := s.Put(k, b(1)); err != nil {
+						t.Fatal(err)
+					}
+				case 1: // deleted: skipped
+					if _, err := s.Delete(k); err != nil {
+						t.Fatal(err)
+					}
+				case 2: // deleted and put again: a new key, skipped
+					if _, err := s.Delete(k); err != nil {
+						t.Fatal(err)
+					}
+					if err := s.Put(k, b(2)); err != nil {
+						t.Fatal(err)
+					}
+				case 3: // grown past its record's room: still the same key
+					big := bytes.Repeat(b(3), 100)
+					want[uint32(i*10)] = big
+					if err := s.Put(k, big); err != nil {
+						t.Fatal(err)
+					}
+				default: // untouched
+					want[uint32(i*10)] = b(0)
+				}
+				// New keys next to it: never shown.
+				if err := s.Put(beKey(i*10+1), b(9)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got := map[uint32][]byte{}
+			var prev []byte
+			for it.Next() {
+				k := it.Key()
+				if prev != nil && (bytes.Compare(prev, k) < 0) == reverse {
+					t.Fatalf("keys out of order: %x then %x", prev, k)
+				}
+				prev = k
+				got[binary.BigEndian.Uint32(k)] = it.Value()
+			}
+			if err := it.Err(); err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("iterated %v\nwant %v", got, want)
+			}
+		})
+	}
+}
+
 func TestMemoryStoreConcurrentScanAndWrite(t *testing.T) {
 	s := newTestBytesStore(t)
 	for i := range 500 {
@@ -426,12 +524,23 @@ func TestMemoryStoreConcurrentScanAndWrite(t *testing.T) {
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		for i := range 2000 {
-			if err := s.Put(beKey(i%700), b(byte(i))); err != nil {
+			// Values rewritten in place, and grown past their records.
+			if err := s.Put(beKey(i%700), bytes.Repeat(b(byte(i)), 1+i%3*20)); err != nil {
 				t.Error(err)
 				return
 			}
 			if _, err := s.Delete(beKey((i + 350) % 700)); err != nil {
 				t.Error(err)
+				return
+			}
+		}
+	})
+	// A value is one byte repeated, unless a read saw a write half done.
+	whole := func(v []byte) bool { return len(v) > 0 && bytes.Count(v, v[:1]) == len(v) }
+	wg.Go(func() {
+		for i := range 2000 {
+			if v, err := s.Get(beKey(i % 700)); err != nil || v != nil && !whole(v) {
+				t.Errorf("Get = %x, %v", v, err)
 				return
 			}
 		}
@@ -449,6 +558,9 @@ func TestMemoryStoreConcurrentScanAndWrite(t *testing.T) {
 					k := it.Key()
 					if prev != nil && bytes.Compare(prev, k) >= 0 {
 						t.Errorf("keys out of order: %x then %x", prev, k)
+					}
+					if v := it.Value(); !whole(v) {
+						t.Errorf("value of %x = %x", k, v)
 					}
 					prev = k
 				}
@@ -598,5 +710,361 @@ func BenchmarkMemoryStoreGet(b *testing.B) {
 			b.Fatal(v, err)
 		}
 		i++
+	}
+}
+
+func TestKeyLess(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	alphabet := []byte{0x00, 0x01, 0x7f, 0x80, 0xfe, 0xff}
+	key := func() string {
+		k := make([]byte, rng.IntN(20))
+		for i := range k {
+			k[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		return string(k)
+	}
+	for range 100_000 {
+		a, c := key(), key()
+		if rng.IntN(4) == 0 { // a long shared prefix
+			c = a[:rng.IntN(len(a)+1)] + c
+		}
+		if got, want := keyLess(a, c), bytes.Compare([]byte(a), []byte(c)) < 0; got != want {
+			t.Fatalf("keyLess(%x, %x) = %v, want %v", a, c, got, want)
+		}
+	}
+}
+
+// check verifies the tree's invariants: keys in order and within their
+// separators, every leaf at the same depth, node sizes within bounds, no
+// references past a node's length, and len.
+func (t *bptree) check() error {
+	leafDepth := -1
+	var walk func(n *bnode, depth int, lo, hi *string) (int, error)
+	walk = func(n *bnode, depth int, lo, hi *string) (int, error) {
+		root := n == t.root
+		for i, e := range n.keys {
+			if i > 0 && !keyLess(n.keys[i-1].key, e.key) {
+				return 0, fmt.Errorf("keys out of order at depth %d: %x, %x", depth, n.keys[i-1].key, e.key)
+			}
+			if lo != nil && keyLess(e.key, *lo) || hi != nil && !keyLess(e.key, *hi) {
+				return 0, fmt.Errorf("key %x outside its separators at depth %d", e.key, depth)
+			}
+		}
+		for _, e := range n.keys[len(n.keys):cap(n.keys)] {
+			if unsafe.StringData(e.key) != nil {
+				return 0, fmt.Errorf("node keeps a key past its length at depth %d", depth)
+			}
+		}
+		if n.kids == nil {
+			if leafDepth >= 0 && depth != leafDepth {
+				return 0, fmt.Errorf("leaves at depths %d and %d", leafDepth, depth)
+			}
+			leafDepth = depth
+			if len(n.keys) > nodeMax || !root && len(n.keys) < nodeMin {
+				return 0, fmt.Errorf("leaf of %d entries", len(n.keys))
+			}
+			return len(n.keys), nil
+		}
+		if len(n.kids) != len(n.keys)+1 {
+			return 0, fmt.Errorf("inner node of %d keys and %d children", len(n.keys), len(n.kids))
+		}
+		if len(n.kids) > nodeMax || !root && len(n.kids) < nodeMin || root && len(n.kids) < 2 {
+			return 0, fmt.Errorf("inner node of %d children (root %v)", len(n.kids), root)
+		}
+		for _, k := range n.kids[len(n.kids):cap(n.kids)] {
+			if k != nil {
+				return 0, fmt.Errorf("node keeps a child past its length at depth %d", depth)
+			}
+		}
+		total := 0
+		for i, k := range n.kids {
+			klo, khi := lo, hi
+			if i > 0 {
+				klo = &n.keys[i-1].key
+			}
+			if i < len(n.keys) {
+				khi = &n.keys[i].key
+			}
+			c, err := walk(k, depth+1, klo, khi)
+			if err != nil {
+				return 0, err
+			}
+			total += c
+		}
+		return total, nil
+	}
+	n, err := walk(t.root, 0, nil, nil)
+	if err != nil {
+		return err
+	}
+	if n != t.len {
+		return fmt.Errorf("len = %d, tree holds %d", t.len, n)
+	}
+	return nil
+}
+
+// TestMemoryStoreModel runs random operations against the store and a map
+// and compares them, checking the tree as it goes. Keys come from a
+// small alphabet that stresses unsigned order and shared prefixes, in
+// phases that grow the tree, churn it and shrink it to nothing, so that
+// nodes split, merge and share entries.
+func TestMemoryStoreModel(t *testing.T) {
+	for _, seed := range []uint64{1, 2} {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			testMemoryStoreModel(t, seed)
+		})
+	}
+}
+
+func testMemoryStoreModel(t *testing.T, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, 0))
+	store := newTestBytesStore(t)
+	tree := &store.(*memoryStore).tree
+	model := map[string][]byte{}
+	alphabet := []byte{0x00, 0x01, 0x7f, 0x80, 0xff}
+	key := func() []byte {
+		// Mostly short keys over a small alphabet, so that writes hit
+		// existing keys; some long ones with shared prefixes.
+		k := make([]byte, rng.IntN(6))
+		for i := range k {
+			k[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		if rng.IntN(4) == 0 {
+			k = append(bytes.Repeat(b(0x42), 8+rng.IntN(16)), k...)
+		}
+		return k
+	}
+	value := func() []byte {
+		if rng.IntN(10) == 0 {
+			return nil // a delete
+		}
+		v := make([]byte, rng.IntN(3)*rng.IntN(40)) // empty often, sometimes long
+		for i := range v {
+			v[i] = byte(rng.Uint32())
+		}
+		return v
+	}
+	apply := func(k, v []byte) {
+		if v == nil {
+			delete(model, string(k))
+		} else {
+			model[string(k)] = bytes.Clone(v)
+		}
+	}
+	bound := func() []byte {
+		if rng.IntN(4) == 0 {
+			return nil
+		}
+		return key()
+	}
+	// expect lists the model's entries in [from, to] with prefix, in scan
+	// order.
+	expect := func(from, to, prefix []byte, reverse bool) []KeyValue[[]byte, []byte] {
+		var out []KeyValue[[]byte, []byte]
+		for k, v := range model {
+			kb := []byte(k)
+			if from != nil && bytes.Compare(kb, from) < 0 || to != nil && bytes.Compare(kb, to) > 0 ||
+				prefix != nil && !bytes.HasPrefix(kb, prefix) {
+				continue
+			}
+			out = append(out, KeyValue[[]byte, []byte]{Key: kb, Value: v})
+		}
+		slices.SortFunc(out, func(a, c KeyValue[[]byte, []byte]) int {
+			if reverse {
+				return bytes.Compare(c.Key, a.Key)
+			}
+			return bytes.Compare(a.Key, c.Key)
+		})
+		return out
+	}
+	same := func(op string, got, want []KeyValue[[]byte, []byte]) {
+		t.Helper()
+		if len(got) != len(want) {
+			t.Fatalf("%s: %d entries, want %d", op, len(got), len(want))
+		}
+		for i := range got {
+			if !bytes.Equal(got[i].Key, want[i].Key) || !bytes.Equal(got[i].Value, want[i].Value) || got[i].Value == nil {
+				t.Fatalf("%s: entry %d = %x=%x, want %x=%x", op, i, got[i].Key, got[i].Value, want[i].Key, want[i].Value)
+			}
+		}
+	}
+	for phase, writes := range []int{4, 2, 1, 0} { // weight of writes against deletes
+		for i := range 2000 {
+			switch op := rng.IntN(10); {
+			case op < 4:
+				k, v := key(), value()
+				if rng.IntN(5) > writes {
+					v = nil
+				}
+				if err := store.Put(k, v); err != nil {
+					t.Fatal(err)
+				}
+				apply(k, v)
+			case op == 4:
+				var batch []KeyValue[[]byte, []byte]
+				for range rng.IntN(8) {
+					k, v := key(), value()
+					if rng.IntN(5) > writes {
+						v = nil
+					}
+					batch = append(batch, KeyValue[[]byte, []byte]{Key: k, Value: v})
+				}
+				if err := store.PutAll(batch); err != nil {
+					t.Fatal(err)
+				}
+				for _, kv := range batch {
+					apply(kv.Key, kv.Value)
+				}
+			case op == 5:
+				k := key()
+				got, err := store.Delete(k)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want, ok := model[string(k)]; !bytes.Equal(got, want) || ok != (got != nil) {
+					t.Fatalf("phase %d: Delete(%x) = %x, want %x", phase, k, got, want)
+				}
+				delete(model, string(k))
+			case op == 6:
+				k, v := key(), value()
+				if v == nil {
+					v = []byte{}
+				}
+				got, err := store.PutIfAbsent(k, v)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, ok := model[string(k)]
+				if !bytes.Equal(got, want) || ok != (got != nil) {
+					t.Fatalf("phase %d: PutIfAbsent(%x) = %x, want %x", phase, k, got, want)
+				}
+				if !ok {
+					apply(k, v)
+				}
+			case op == 7:
+				k := key()
+				got, err := store.Get(k)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want, ok := model[string(k)]; !bytes.Equal(got, want) || ok != (got != nil) {
+					t.Fatalf("phase %d: Get(%x) = %x, want %x", phase, k, got, want)
+				}
+			default:
+				from, to, prefix := bound(), bound(), []byte(nil)
+				reverse := rng.IntN(2) == 0
+				var it BytesIterator
+				switch {
+				case rng.IntN(4) == 0 && !reverse:
+					prefix = key()
+					prefix = prefix[:min(len(prefix), rng.IntN(3))]
+					from, to = prefix, nil
+					it = must(store.PrefixScan(prefix))
+				case reverse:
+					it = must(store.ReverseRange(from, to))
+				default:
+					it = must(store.Range(from, to))
+				}
+				want := expect(from, to, prefix, reverse)
+				if from != nil && to != nil && bytes.Compare(from, to) > 0 {
+					want = nil
+				}
+				same(fmt.Sprintf("phase %d: scan [%x, %x] prefix %x reverse %v", phase, from, to, prefix, reverse), collect(t, it), want)
+			}
+			if i%8 == 0 {
+				if err := tree.check(); err != nil {
+					t.Fatalf("phase %d: %v", phase, err)
+				}
+			}
+		}
+		if n := must(store.ApproximateNumEntries()); n != int64(len(model)) {
+			t.Fatalf("phase %d: %d entries, want %d", phase, n, len(model))
+		}
+	}
+	// Empty the store, in key order so that whole leaves go.
+	for _, kv := range expect(nil, nil, nil, false) {
+		if _, err := store.Delete(kv.Key); err != nil {
+			t.Fatal(err)
+		}
+		if err := tree.check(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := must(store.ApproximateNumEntries()); n != 0 {
+		t.Fatalf("%d entries left", n)
+	}
+}
+
+// TestMemoryStoreTreeShapes grows the tree to several levels and shrinks
+// it again in the orders that stress splits and rebalancing: ascending,
+// descending, random, and ranges removed whole, as expiry does.
+func TestMemoryStoreTreeShapes(t *testing.T) {
+	const n = 20_000 // three levels of nodes of up to nodeMax
+	rng := rand.New(rand.NewPCG(4, 4))
+	ascending := make([]int, n)
+	for i := range ascending {
+		ascending[i] = i
+	}
+	descending := slices.Clone(ascending)
+	slices.Reverse(descending)
+	orders := map[string]func() []int{
+		"ascending":  func() []int { return ascending },
+		"descending": func() []int { return descending },
+		"random":     func() []int { return rng.Perm(n) },
+	}
+	for insName, insOrder := range orders {
+		for delName, delOrder := range orders {
+			t.Run(insName+"/"+delName, func(t *testing.T) {
+				store := newTestBytesStore(t)
+				tree := &store.(*memoryStore).tree
+				checkpoint := func(want int) {
+					t.Helper()
+					if err := tree.check(); err != nil {
+						t.Fatal(err)
+					}
+					if tree.len != want {
+						t.Fatalf("len %d, want %d", tree.len, want)
+					}
+				}
+				for j, i := range insOrder() {
+					if err := store.Put(beKey(i), beKey(i)); err != nil {
+						t.Fatal(err)
+					}
+					if j%5000 == 0 {
+						checkpoint(j + 1)
+					}
+				}
+				checkpoint(n)
+				if got := collect(t, must(store.ReverseAll())); len(got) != n || !bytes.Equal(got[0].Key, beKey(n-1)) {
+					t.Fatalf("ReverseAll: %d entries", len(got))
+				}
+				// Remove a tenth as one range, then the rest one by one.
+				lo, hi := n/3, n/3+n/10
+				var dels []KeyValue[[]byte, []byte]
+				for i := lo; i < hi; i++ {
+					dels = append(dels, KeyValue[[]byte, []byte]{Key: beKey(i)})
+				}
+				if err := store.PutAll(dels); err != nil {
+					t.Fatal(err)
+				}
+				left := n - (hi - lo)
+				checkpoint(left)
+				if got := collect(t, must(store.Range(beKey(lo-1), beKey(hi)))); len(got) != 2 {
+					t.Fatalf("Range across the removed range = %d entries, want 2", len(got))
+				}
+				for _, i := range delOrder() {
+					if i >= lo && i < hi {
+						continue
+					}
+					if _, err := store.Delete(beKey(i)); err != nil {
+						t.Fatal(err)
+					}
+					if left--; left%5000 == 0 {
+						checkpoint(left)
+					}
+				}
+				checkpoint(0)
+			})
+		}
 	}
 }

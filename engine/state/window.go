@@ -478,7 +478,8 @@ func (c *windowedCore[K]) expire(frontier int64, keyFirst func(timeFirst []byte)
 		}
 		dels = append(dels, KeyValue[[]byte, []byte]{Key: tk}, KeyValue[[]byte, []byte]{Key: kk})
 		if len(dels) >= 2*batch {
-			// The iterator reads a snapshot, so deleting as we go is safe.
+			// An iterator's key set is fixed when it opens and deleted keys
+			// are skipped, so deleting as we go is safe.
 			if err := c.inner.PutAll(dels); err != nil {
 				return err
 			}
