@@ -125,7 +125,7 @@ func (b *SessionBuilder[K, V]) Build() (Store, error) {
 	if b.retention < 0 {
 		return nil, fmt.Errorf("build store %q: retention %dms is negative", b.name, b.retention)
 	}
-	s := &sessionStore[K, V]{codec: plainCodec[V]{serde: b.valueSerde, null: nullCheckFor[V]()}}
+	s := &sessionStore[K, V]{valuedCore[K, V]{codec: plainCodec[V]{serde: b.valueSerde, null: nullCheckFor[V]()}}}
 	s.setup(b.name, inner, b.keySerde, b.logging, b.retention)
 	return s, nil
 }
@@ -168,8 +168,7 @@ func decodeSessionTimeFirst(b []byte) (key []byte, start, end int64, ok bool) {
 
 // sessionStore is the typed session store.
 type sessionStore[K, V any] struct {
-	windowedCore[K]
-	codec valueCodec[V]
+	valuedCore[K, V]
 }
 
 func (s *sessionStore[K, V]) Put(session window.Windowed[K], agg V) error {
@@ -314,22 +313,6 @@ func (s *sessionStore[K, V]) FindSessionsAll(earliestSessionEnd, latestSessionSt
 		key:   s.windowedKey,
 		value: s.decodeValue,
 	}, nil
-}
-
-func (s *sessionStore[K, V]) decodeValue(b []byte) (V, error) {
-	v, err := s.codec.decode(s.topic, b)
-	if err != nil {
-		return v, s.errorf("iterate", "%w", err)
-	}
-	return v, nil
-}
-
-func (s *sessionStore[K, V]) windowedKey(e windowedEntry) (window.Windowed[K], error) {
-	k, err := s.deserializeKey(e.key)
-	if err != nil {
-		return window.Windowed[K]{}, err
-	}
-	return window.Windowed[K]{Key: k, Window: window.Window{Start: e.start, End: e.end}}, nil
 }
 
 func (s *sessionStore[K, V]) Expire(frontier int64) error {

@@ -497,17 +497,16 @@ func (c *windowedCore[K]) expire(frontier int64, keyFirst func(timeFirst []byte)
 
 // windowStore is the typed window store, plain or timestamped by its codec.
 type windowStore[K, V any] struct {
-	windowedCore[K]
-	codec valueCodec[V]
-	size  int64
-	dups  bool
+	valuedCore[K, V]
+	size int64
+	dups bool
 	// seq is the last sequence number handed out when duplicates are
 	// retained.
 	seq atomic.Uint32
 }
 
 func newWindowStore[K, V any](b *windowBuilderBase, inner KeyValueBytesStore, keySerde serde.Serde[K], codec valueCodec[V]) *windowStore[K, V] {
-	s := &windowStore[K, V]{codec: codec, size: b.windowSize, dups: b.retainDuplicates}
+	s := &windowStore[K, V]{valuedCore: valuedCore[K, V]{codec: codec}, size: b.windowSize, dups: b.retainDuplicates}
 	s.setup(b.name, inner, keySerde, b.logging, b.retention)
 	return s
 }
@@ -725,7 +724,14 @@ func (s *windowStore[K, V]) All() (KeyValueIterator[window.Windowed[K], V], erro
 	return s.FetchAll(math.MinInt64, math.MaxInt64)
 }
 
-func (s *windowStore[K, V]) decodeValue(b []byte) (V, error) {
+// valuedCore is windowedCore with the value codec: what window and
+// session stores share to decode what they iterate.
+type valuedCore[K, V any] struct {
+	windowedCore[K]
+	codec valueCodec[V]
+}
+
+func (s *valuedCore[K, V]) decodeValue(b []byte) (V, error) {
 	v, err := s.codec.decode(s.topic, b)
 	if err != nil {
 		return v, s.errorf("iterate", "%w", err)
@@ -733,7 +739,7 @@ func (s *windowStore[K, V]) decodeValue(b []byte) (V, error) {
 	return v, nil
 }
 
-func (s *windowStore[K, V]) windowedKey(e windowedEntry) (window.Windowed[K], error) {
+func (s *valuedCore[K, V]) windowedKey(e windowedEntry) (window.Windowed[K], error) {
 	k, err := s.deserializeKey(e.key)
 	if err != nil {
 		return window.Windowed[K]{}, err
