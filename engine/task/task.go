@@ -74,6 +74,10 @@ type Options struct {
 	// lane checks judge a split; 0 means the configured count
 	// (lane.Configured).
 	Lanes int
+	// Restore, when set, runs after the stores are initialised and before
+	// any processor is: the engine rebuilds the stores from their
+	// changelogs there, so that a processor's Init reads restored state.
+	Restore func(stores map[string]state.Store) error
 }
 
 // Task runs one sub-topology.
@@ -91,6 +95,7 @@ type Task struct {
 	log       *slog.Logger
 	metrics   *metrics.Registry
 	partCount func(string) int32
+	restore   func(map[string]state.Store) error
 
 	deserHandler string
 	dlqTopic     string
@@ -165,6 +170,7 @@ func New(b *topology.Built, st *topology.Subtopology, opts Options) (*Task, erro
 		log:           opts.Logger,
 		metrics:       opts.Metrics,
 		partCount:     opts.PartitionCount,
+		restore:       opts.Restore,
 		partitionTime: map[partitionKey]int64{},
 	}
 	if t.id == "" {
@@ -270,6 +276,11 @@ func (t *Task) Init() error {
 		}
 		t.stores[name] = s
 	}
+	if t.restore != nil {
+		if err := t.restore(t.stores); err != nil {
+			return fmt.Errorf("task %s: restore state: %w", t.id, err)
+		}
+	}
 	for i, n := range t.sub.Nodes {
 		nd := t.nodes[n.Name]
 		if n.Kind != topology.ProcessorNode {
@@ -297,6 +308,15 @@ func (t *Task) Init() error {
 	}
 	t.initialized = true
 	return nil
+}
+
+// Laning reports where the work in progress came from, for a runtime that
+// routes its writes: the partition of the record being processed (inRecord
+// false outside a record: a barrier, a punctuator, a watermark flush) and
+// the key bytes its lane was picked by (laned false when no key hash
+// picked it).
+func (t *Task) Laning() (partition int32, inRecord bool, keyBytes []byte, laned bool) {
+	return t.rc.meta.Partition, t.rc.hasMeta, t.rc.laneBytes, t.rc.laned
 }
 
 // Store returns one of the task's stores (global ones included).

@@ -1,0 +1,370 @@
+package engine
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/stoatflow/stoatctl/engine/kafka"
+	"github.com/stoatflow/stoatctl/engine/lane"
+	"github.com/stoatflow/stoatctl/engine/processor"
+	"github.com/stoatflow/stoatctl/engine/task"
+	"github.com/stoatflow/stoatctl/engine/watermark"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func headerOf(k string, v []byte) processor.Header { return processor.Header{Key: k, Value: v} }
+
+// pendingEpoch gathers an epoch's cut and its lanes' reports.
+type pendingEpoch struct {
+	cut     *epochCut
+	reports []report
+}
+
+// commitLoop commits epochs in order, each once its cut is known and every
+// lane reported it. It runs until the generation stops.
+func (r *runner) commitLoop(g *generation, cuts <-chan epochCut, done chan<- struct{}) {
+	defer close(done)
+	pending := map[int64]*pendingEpoch{}
+	next := int64(1)
+	get := func(n int64) *pendingEpoch {
+		p, ok := pending[n]
+		if !ok {
+			p = &pendingEpoch{}
+			pending[n] = p
+		}
+		return p
+	}
+	for {
+		select {
+		case <-g.ctx.Done():
+			return
+		case c := <-cuts:
+			get(c.epoch).cut = &c
+		case rep := <-g.reports:
+			p := get(rep.epoch)
+			p.reports = append(p.reports, rep)
+		}
+		for {
+			p := pending[next]
+			if p == nil || p.cut == nil || len(p.reports) < len(g.lanes) {
+				break
+			}
+			delete(pending, next)
+			start := time.Now()
+			err := r.commit(g.ctx, p)
+			if err != nil {
+				if g.ctx.Err() != nil {
+					return
+				}
+				r.commitFailed.Store(&err)
+				return
+			}
+			r.commitTook.Store(int64(time.Since(start)))
+			r.ptMu.Lock()
+			for _, rep := range p.reports {
+				for k, v := range rep.partTimes {
+					if old, ok := r.knownPartTimes[k]; !ok || v > old {
+						r.knownPartTimes[k] = v
+					}
+				}
+			}
+			r.ptMu.Unlock()
+			r.committedEpoch.Store(next)
+			r.e.addStats(func(s *Stats) {
+				s.Committed++
+				s.Records += p.cut.records
+				s.Watermark = p.cut.stamp
+			})
+			next++
+		}
+	}
+}
+
+// commit writes an epoch: its records, its watermark stamp and its source
+// offsets, in one transaction under exactly-once, or produced and flushed
+// before the offsets are committed under at-least-once.
+func (r *runner) commit(ctx context.Context, p *pendingEpoch) error {
+	slices.SortFunc(p.reports, func(a, b report) int { return a.lane - b.lane })
+	partTimes := map[watermark.Partition]int64{}
+	for _, rep := range p.reports {
+		for k, v := range rep.partTimes {
+			if old, ok := partTimes[k]; !ok || v > old {
+				partTimes[k] = v
+			}
+		}
+	}
+	r.ptMu.Lock()
+	for k, v := range partTimes {
+		if old, ok := r.knownPartTimes[k]; ok && old > v {
+			partTimes[k] = old
+		}
+	}
+	r.ptMu.Unlock()
+	offsets, err := r.offsetsWithMetadata(p.cut.offsets, partTimes)
+	if err != nil {
+		return err
+	}
+	var (
+		errMu     sync.Mutex
+		produceEr error
+	)
+	promise := func(rec *kgo.Record, err error) {
+		if err != nil {
+			errMu.Lock()
+			if produceEr == nil {
+				produceEr = fmt.Errorf("produce to %s[%d]: %w", rec.Topic, rec.Partition, err)
+			}
+			errMu.Unlock()
+		}
+	}
+	produce := r.cl.Produce
+	if r.sess != nil {
+		if err := r.sess.Begin(); err != nil {
+			return fmt.Errorf("begin transaction for epoch %d: %w", p.cut.epoch, err)
+		}
+		produce = r.sess.Produce
+	}
+	for _, rep := range p.reports {
+		for _, o := range rep.outs {
+			rec, err := r.record(ctx, o)
+			if err != nil {
+				return err
+			}
+			produce(ctx, rec, promise)
+		}
+	}
+	produce(ctx, r.stampRecord(p.cut.stamp, p.cut.final), promise)
+
+	if r.sess != nil {
+		hook := kgo.PreTxnCommitFnContext(ctx, func(req *kmsg.TxnOffsetCommitRequest) error {
+			ids := map[string][16]byte{}
+			for _, t := range req.Topics {
+				ids[t.Topic] = t.TopicID
+			}
+			req.Topics = req.Topics[:0]
+			for _, t := range slices.Sorted(maps.Keys(offsets)) {
+				rt := kmsg.NewTxnOffsetCommitRequestTopic()
+				rt.Topic, rt.TopicID = t, ids[t]
+				for _, part := range slices.Sorted(maps.Keys(offsets[t])) {
+					o := offsets[t][part]
+					rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+					rp.Partition, rp.Offset, rp.LeaderEpoch = part, o.offset, -1
+					md := o.metadata
+					rp.Metadata = &md
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				req.Topics = append(req.Topics, rt)
+			}
+			return nil
+		})
+		try := kgo.TryCommit
+		errMu.Lock()
+		if produceEr != nil {
+			try = kgo.TryAbort
+		}
+		errMu.Unlock()
+		r.pollMu.Lock()
+		committed, err := r.sess.End(hook, try)
+		r.pollMu.Unlock()
+		errMu.Lock()
+		defer errMu.Unlock()
+		switch {
+		case err != nil:
+			return fmt.Errorf("end transaction for epoch %d: %w", p.cut.epoch, err)
+		case produceEr != nil:
+			return fmt.Errorf("epoch %d: %w: %w", p.cut.epoch, errAborted, produceEr)
+		case !committed:
+			return fmt.Errorf("epoch %d: %w (the group rebalanced or the broker refused the commit)", p.cut.epoch, errAborted)
+		}
+		return nil
+	}
+
+	if err := r.cl.Flush(ctx); err != nil {
+		return fmt.Errorf("flush epoch %d: %w", p.cut.epoch, err)
+	}
+	errMu.Lock()
+	err = produceEr
+	errMu.Unlock()
+	if err != nil {
+		return fmt.Errorf("epoch %d: %w", p.cut.epoch, err)
+	}
+	if len(offsets) == 0 {
+		return nil
+	}
+	toCommit := map[string]map[int32]kgo.EpochOffset{}
+	for t, ps := range offsets {
+		toCommit[t] = map[int32]kgo.EpochOffset{}
+		for part, o := range ps {
+			toCommit[t][part] = kgo.EpochOffset{Epoch: -1, Offset: o.offset}
+		}
+	}
+	hook := kgo.PreCommitFnContext(ctx, func(req *kmsg.OffsetCommitRequest) error {
+		for i := range req.Topics {
+			t := &req.Topics[i]
+			for j := range t.Partitions {
+				if o, ok := offsets[t.Topic][t.Partitions[j].Partition]; ok {
+					md := o.metadata
+					t.Partitions[j].Metadata = &md
+				}
+			}
+		}
+		return nil
+	})
+	var commitErr error
+	r.cl.CommitOffsetsSync(hook, toCommit, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+		if err != nil {
+			commitErr = err
+			return
+		}
+		for _, t := range resp.Topics {
+			for _, p := range t.Partitions {
+				if err := kerr.ErrorForCode(p.ErrorCode); err != nil && commitErr == nil {
+					commitErr = fmt.Errorf("%s[%d]: %w", t.Topic, p.Partition, err)
+				}
+			}
+		}
+	})
+	if commitErr != nil {
+		// The records are out but the offsets are not: at-least-once
+		// reprocesses the epoch, which is what it promises.
+		return fmt.Errorf("commit offsets of epoch %d: %w: %w", p.cut.epoch, errAborted, commitErr)
+	}
+	return nil
+}
+
+type offsetMeta struct {
+	offset   int64
+	metadata string
+}
+
+// offsetsWithMetadata encodes each partition's partition time in Kafka
+// Streams' TopicPartitionMetadata, which the next start seeds the
+// watermark from.
+func (r *runner) offsetsWithMetadata(cut map[string]map[int32]int64, partTimes map[watermark.Partition]int64) (map[string]map[int32]offsetMeta, error) {
+	out := map[string]map[int32]offsetMeta{}
+	for t, ps := range cut {
+		out[t] = map[int32]offsetMeta{}
+		for p, off := range ps {
+			wp := watermark.Partition{Topic: t, Partition: p}
+			pt, ok := partTimes[wp]
+			if !ok {
+				pt, ok = r.committedPartTime(wp)
+			}
+			if !ok {
+				pt = kafka.UnknownPartitionTime
+			}
+			md, err := kafka.TopicPartitionMetadata{PartitionTime: pt}.Encode()
+			if err != nil {
+				return nil, fmt.Errorf("offset metadata of %s[%d]: %w", t, p, err)
+			}
+			out[t][p] = offsetMeta{offset: off, metadata: md}
+		}
+	}
+	return out, nil
+}
+
+// committedPartTime is a partition's time as last known to the
+// dispatcher; a partition that had no record in an epoch keeps it.
+func (r *runner) committedPartTime(p watermark.Partition) (int64, bool) {
+	r.ptMu.Lock()
+	defer r.ptMu.Unlock()
+	v, ok := r.knownPartTimes[p]
+	return v, ok
+}
+
+// record converts an output to a Kafka record with its partition chosen:
+// the task's when it chose one, else Kafka's default for the key.
+func (r *runner) record(ctx context.Context, o task.Output) (*kgo.Record, error) {
+	rec := &kgo.Record{Topic: o.Topic, Key: o.Key, Value: o.Value, Timestamp: time.UnixMilli(o.Timestamp), Partition: o.Partition}
+	for _, h := range o.Headers {
+		rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: h.Key, Value: h.Value})
+	}
+	if o.Partition < 0 {
+		n, err := r.partitionCount(ctx, o.Topic)
+		if err != nil {
+			return nil, err
+		}
+		if o.Key == nil {
+			rec.Partition = int32(r.rr.Add(1) % uint32(n))
+		} else {
+			rec.Partition = int32(lane.For(o.Key, int(n)))
+		}
+	}
+	return rec, nil
+}
+
+// partitionCount is a sink topic's partition count, looked up once.
+func (r *runner) partitionCount(ctx context.Context, topic string) (int32, error) {
+	r.ptMu.Lock()
+	n, ok := r.sinkParts[topic]
+	r.ptMu.Unlock()
+	if ok {
+		return n, nil
+	}
+	var details map[string]int32
+	for attempt := 0; ; attempt++ {
+		td, err := r.adm.ListTopics(ctx, topic)
+		if err == nil {
+			if d, ok := td[topic]; ok && d.Err == nil && len(d.Partitions) > 0 {
+				details = map[string]int32{topic: int32(len(d.Partitions))}
+				break
+			}
+			err = errors.New("no such topic")
+			if d, ok := td[topic]; ok && d.Err != nil {
+				err = d.Err
+			}
+		}
+		if attempt >= 2 {
+			if r.s.createTopic {
+				// A sink topic that does not exist yet is created with one
+				// partition, as a broker with auto-creation would.
+				if _, cerr := r.adm.CreateTopic(ctx, 1, -1, nil, topic); cerr == nil {
+					details = map[string]int32{topic: 1}
+					break
+				}
+			}
+			return 0, fmt.Errorf("sink topic %s: %w", topic, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	r.ptMu.Lock()
+	r.sinkParts[topic] = details[topic]
+	r.ptMu.Unlock()
+	return details[topic], nil
+}
+
+// stampRecord records a barrier's watermark stamp; the next start seeds
+// every lane's floor from the last committed one.
+func (r *runner) stampRecord(stamp int64, final bool) *kgo.Record {
+	v := binary.BigEndian.AppendUint64(nil, uint64(stamp))
+	if final {
+		v = append(v, 1)
+	} else {
+		v = append(v, 0)
+	}
+	return &kgo.Record{Topic: r.stampTopic, Partition: 0, Key: []byte(r.s.appID), Value: v}
+}
+
+// restoreStamp reads the last committed barrier stamp, task.Unknown when
+// there is none.
+func (r *runner) restoreStamp(ctx context.Context) (int64, error) {
+	stamp := task.Unknown
+	_, err := kafka.ReadToEnd(ctx, r.s.seeds, r.stampTopic, kafka.FromLogStart(0), func(rec *kgo.Record) error {
+		if string(rec.Key) == r.s.appID && len(rec.Value) >= 8 {
+			stamp = int64(binary.BigEndian.Uint64(rec.Value))
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("engine: restore watermark stamp from %s: %w", r.stampTopic, err)
+	}
+	return stamp, nil
+}

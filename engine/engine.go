@@ -1,0 +1,290 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/stoatflow/stoatctl/engine/config"
+	"github.com/stoatflow/stoatctl/engine/kafka"
+	"github.com/stoatflow/stoatctl/engine/metrics"
+	"github.com/stoatflow/stoatctl/engine/topology"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// State is where an engine is in its life, as Kafka Streams names it.
+type State string
+
+const (
+	Created         State = "CREATED"
+	Rebalancing     State = "REBALANCING"
+	Running         State = "RUNNING"
+	PendingShutdown State = "PENDING_SHUTDOWN"
+	NotRunning      State = "NOT_RUNNING"
+	Error           State = "ERROR"
+)
+
+// Configuration keys of the commit barrier cadence and the engine.
+const (
+	BarrierIntervalMs    = "stoatflow.commit-barrier.interval-ms"
+	BarrierIntervalFactor = "stoatflow.commit-barrier.interval-factor"
+	BarrierMinIntervalMs = "stoatflow.commit-barrier.min-interval-ms"
+	BarrierMaxIntervalMs = "stoatflow.commit-barrier.max-interval-ms"
+	// LaneQueueSize bounds each lane's queue; a full queue stops the
+	// dispatcher, which stops fetching.
+	LaneQueueSize = "stoatflow.lane.queue-size"
+	// CreateTopics says whether the engine may create its internal topics
+	// (default true); when false, a missing one is a start-up error.
+	CreateTopics = "stoatflow.topics.create"
+)
+
+// ErrSplitBoundary is returned when a topology with an in-memory re-key
+// boundary would be split across instances: its downstream state needs
+// every upstream partition in one process until repartition topics exist.
+var ErrSplitBoundary = errors.New("a topology with an in-memory re-key boundary cannot be split across instances")
+
+// ErrMissingTopic is returned when a source topic does not exist.
+var ErrMissingTopic = errors.New("source topic does not exist")
+
+// Engine runs one topology. Create it with New, start it with Run.
+type Engine struct {
+	topo *topology.Topology
+	cfg  config.Config
+	opts options
+
+	log     *slog.Logger
+	metrics *metrics.Registry
+
+	mu        sync.Mutex
+	state     State
+	listeners []func(old, new State)
+
+	paused atomic.Bool
+
+	statsMu sync.Mutex
+	stats   Stats
+}
+
+// Stats are running totals, for tests and the REST API.
+type Stats struct {
+	// Committed is the number of epochs committed.
+	Committed int64
+	// Aborted is the number of epochs aborted (and reprocessed).
+	Aborted int64
+	// Records is the number of source records whose epoch committed.
+	Records int64
+	// Resets counts runtime resets (rebalances and aborts).
+	Resets int64
+	// Watermark is the stamp of the last committed barrier.
+	Watermark int64
+}
+
+// Option configures an Engine.
+type Option func(*options)
+
+type options struct {
+	logger  *slog.Logger
+	metrics *metrics.Registry
+	wall    func() int64
+}
+
+// WithLogger sets the logger (default: discard).
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
+
+// WithMetrics sets the registry the engine counts into.
+func WithMetrics(r *metrics.Registry) Option { return func(o *options) { o.metrics = r } }
+
+// New returns an engine for topo under cfg (Kafka Streams-style keys:
+// application.id, bootstrap.servers, processing.guarantee,
+// num.stream.threads, and the stoatflow.* keys). Problems with either are
+// reported by Run.
+func New(topo *topology.Topology, cfg map[string]string, opts ...Option) *Engine {
+	o := options{}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.logger == nil {
+		o.logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if o.metrics == nil {
+		o.metrics = metrics.NewRegistry()
+	}
+	if o.wall == nil {
+		o.wall = func() int64 { return time.Now().UnixMilli() }
+	}
+	return &Engine{topo: topo, cfg: config.New(cfg), opts: o, log: o.logger, metrics: o.metrics, state: Created}
+}
+
+// State is the engine's current state.
+func (e *Engine) State() State {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.state
+}
+
+// OnStateChange registers fn to be called on every state change, from the
+// goroutine making it. Register before Run.
+func (e *Engine) OnStateChange(fn func(old, new State)) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.listeners = append(e.listeners, fn)
+}
+
+func (e *Engine) setState(s State) {
+	e.mu.Lock()
+	old := e.state
+	if old == s {
+		e.mu.Unlock()
+		return
+	}
+	e.state = s
+	ls := e.listeners
+	e.mu.Unlock()
+	e.log.Info("state change", "from", string(old), "to", string(s))
+	for _, fn := range ls {
+		fn(old, s)
+	}
+}
+
+// Pause stops processing: nothing more is fetched or dispatched until
+// Resume; barriers keep committing what was already dispatched.
+func (e *Engine) Pause() { e.paused.Store(true) }
+
+// Resume undoes Pause.
+func (e *Engine) Resume() { e.paused.Store(false) }
+
+// Stats returns the running totals.
+func (e *Engine) Stats() Stats {
+	e.statsMu.Lock()
+	defer e.statsMu.Unlock()
+	return e.stats
+}
+
+func (e *Engine) addStats(fn func(*Stats)) {
+	e.statsMu.Lock()
+	fn(&e.stats)
+	e.statsMu.Unlock()
+}
+
+// Metrics is the registry the engine counts into.
+func (e *Engine) Metrics() *metrics.Registry { return e.metrics }
+
+// settings are the engine's configuration, read once.
+type settings struct {
+	appID       string
+	seeds       []string
+	exactlyOnce bool
+	lanes       int
+	queue       int
+	createTopic bool
+	interval    time.Duration
+	factor      float64
+	minInterval time.Duration
+	maxInterval time.Duration
+	clientOpts  []kgo.Opt
+}
+
+func readSettings(c config.Config) (settings, error) {
+	var s settings
+	opts, err := kafka.ClientOptions(c)
+	if err != nil {
+		return s, err
+	}
+	s.clientOpts = opts
+	s.appID = c.String(config.ApplicationID)
+	s.seeds = splitList(c.String(config.BootstrapServers))
+	g, err := c.OneOf(config.ProcessingGuarantee, kafka.ExactlyOnceV2, kafka.AtLeastOnce)
+	if err != nil {
+		return s, err
+	}
+	s.exactlyOnce = g != kafka.AtLeastOnce
+	lanes := int64(runtime.NumCPU())
+	if lanes, err = c.Int(config.NumStreamThreads, lanes); err != nil {
+		return s, err
+	}
+	if lanes < 1 {
+		return s, fmt.Errorf("config %s: %d lanes: need at least 1", config.NumStreamThreads, lanes)
+	}
+	s.lanes = int(lanes)
+	q, err := c.Int(LaneQueueSize, 1024)
+	if err != nil {
+		return s, err
+	}
+	if q < 1 {
+		return s, fmt.Errorf("config %s: %d: need at least 1", LaneQueueSize, q)
+	}
+	s.queue = int(q)
+	if s.createTopic, err = c.Bool(CreateTopics, true); err != nil {
+		return s, err
+	}
+	ms := func(key string, def int64) (time.Duration, error) {
+		v, err := c.Int(key, def)
+		if err == nil && v <= 0 {
+			err = fmt.Errorf("config %s: %d: need a positive number of milliseconds", key, v)
+		}
+		return time.Duration(v) * time.Millisecond, err
+	}
+	if s.interval, err = ms(BarrierIntervalMs, 500); err != nil {
+		return s, err
+	}
+	if s.minInterval, err = ms(BarrierMinIntervalMs, 150); err != nil {
+		return s, err
+	}
+	if s.maxInterval, err = ms(BarrierMaxIntervalMs, 5000); err != nil {
+		return s, err
+	}
+	if s.minInterval > s.maxInterval {
+		return s, fmt.Errorf("config %s (%s) is above %s (%s)", BarrierMinIntervalMs, s.minInterval, BarrierMaxIntervalMs, s.maxInterval)
+	}
+	s.factor = 1.5
+	if v, ok := c.Lookup(BarrierIntervalFactor); ok {
+		if _, err := fmt.Sscanf(v, "%g", &s.factor); err != nil || s.factor < 0 {
+			return s, fmt.Errorf("config %s: %q is not a non-negative number", BarrierIntervalFactor, v)
+		}
+	}
+	return s, nil
+}
+
+// nextInterval is the barrier cadence after a commit that took took: the
+// configured interval, or the commit time scaled by the factor when that
+// is longer, within the configured bounds.
+func (s settings) nextInterval(took time.Duration) time.Duration {
+	d := s.interval
+	if scaled := time.Duration(float64(took) * s.factor); scaled > d {
+		d = scaled
+	}
+	return min(max(d, s.minInterval), s.maxInterval)
+}
+
+// Run runs the engine until ctx is cancelled (then it commits a final
+// barrier, closes cleanly and returns nil) or a fatal error stops it.
+func (e *Engine) Run(ctx context.Context) error {
+	if e.State() != Created {
+		return errors.New("engine: Run called twice")
+	}
+	err := e.run(ctx)
+	if err != nil {
+		e.setState(Error)
+		e.log.Error("engine stopped", "err", err)
+		return err
+	}
+	e.setState(NotRunning)
+	return nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, part := range strings.Split(s, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			out = append(out, part)
+		}
+	}
+	return out
+}

@@ -1,0 +1,255 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sort"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/stoatflow/stoatctl/engine"
+	"github.com/stoatflow/stoatctl/engine/broker"
+	"github.com/stoatflow/stoatctl/engine/dsl"
+	"github.com/stoatflow/stoatctl/engine/serde"
+	"github.com/stoatflow/stoatctl/engine/topology"
+)
+
+func startBroker(t testing.TB, topics map[string]int32) string {
+	t.Helper()
+	b, err := broker.Start(context.Background(), broker.Options{Port: broker.RandomPort, SeedTopics: topics})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b.Addr()
+}
+
+type kv struct {
+	Key, Value string
+	Partition  int32
+	Timestamp  int64
+}
+
+// produce writes records, each to the partition its key hashes to.
+func produce(t testing.TB, addr, topic string, recs []kv) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var rs []*kgo.Record
+	for _, r := range recs {
+		rec := &kgo.Record{Key: []byte(r.Key), Value: []byte(r.Value)}
+		if r.Timestamp > 0 {
+			rec.Timestamp = time.UnixMilli(r.Timestamp)
+		}
+		rs = append(rs, rec)
+	}
+	if err := cl.ProduceSync(context.Background(), rs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// readCommitted reads topic read-committed until want records arrived or
+// the deadline passed, then waits a little more to catch duplicates.
+func readCommitted(t testing.TB, addr, topic string, want int, within time.Duration) []kv {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var out []kv
+	deadline := time.Now().Add(within)
+	extra := time.Time{}
+	for {
+		if len(out) >= want && extra.IsZero() {
+			extra = time.Now().Add(500 * time.Millisecond)
+		}
+		if (!extra.IsZero() && time.Now().After(extra)) || time.Now().After(deadline) {
+			return out
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		fs := cl.PollFetches(ctx)
+		cancel()
+		fs.EachRecord(func(r *kgo.Record) {
+			out = append(out, kv{Key: string(r.Key), Value: string(r.Value), Partition: r.Partition, Timestamp: r.Timestamp.UnixMilli()})
+		})
+	}
+}
+
+func testLogger(t testing.TB) *slog.Logger {
+	if os.Getenv("ENGINE_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// runEngine runs topo until the returned stop is called; stop returns
+// Run's error.
+func runEngine(t testing.TB, topo *topology.Topology, cfg map[string]string) (*engine.Engine, func() error) {
+	t.Helper()
+	e := engine.New(topo, cfg, engine.WithLogger(testLogger(t)))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	var once bool
+	var result error
+	stop := func() error {
+		if once {
+			return result
+		}
+		once = true
+		cancel()
+		select {
+		case result = <-done:
+		case <-time.After(60 * time.Second):
+			result = errors.New("engine did not stop within 60s")
+		}
+		return result
+	}
+	t.Cleanup(func() { _ = stop() })
+	return e, stop
+}
+
+func uppercase() *topology.Topology {
+	str := serde.String()
+	b := dsl.NewBuilder()
+	dsl.MapValues(dsl.Stream(b, dsl.ConsumedWith(str, str), "in"), func(_, v string) string { return "<" + v + ">" }).
+		To("out", dsl.ProducedWith(str, str))
+	return b.Topology()
+}
+
+func counts() *topology.Topology {
+	str := serde.String()
+	b := dsl.NewBuilder()
+	dsl.Stream(b, dsl.ConsumedWith(str, str), "in").GroupByKey().Count(dsl.MaterializedAs[string, int64]("counts")).
+		ToStream().To("out", dsl.ProducedWith(str, serde.Int64()))
+	return b.Topology()
+}
+
+func cfg(addr, app string, extra ...string) map[string]string {
+	c := map[string]string{"application.id": app, "bootstrap.servers": addr, "num.stream.threads": "4",
+		engine.BarrierIntervalMs: "100", engine.BarrierMinIntervalMs: "50"}
+	for i := 0; i+1 < len(extra); i += 2 {
+		c[extra[i]] = extra[i+1]
+	}
+	return c
+}
+
+func TestStatelessExactlyOnce(t *testing.T) {
+	addr := startBroker(t, map[string]int32{"in": 4, "out": 4})
+	var in []kv
+	for i := range 500 {
+		in = append(in, kv{Key: "k" + strconv.Itoa(i%37), Value: strconv.Itoa(i)})
+	}
+	produce(t, addr, "in", in)
+	_, stop := runEngine(t, uppercase(), cfg(addr, "upper"))
+	got := readCommitted(t, addr, "out", len(in), 30*time.Second)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(in) {
+		t.Fatalf("got %d records, want %d", len(got), len(in))
+	}
+	// Per key, the order of the input is kept.
+	last := map[string]int{}
+	for _, r := range got {
+		n, err := strconv.Atoi(r.Value[1 : len(r.Value)-1])
+		if err != nil {
+			t.Fatalf("value %q", r.Value)
+		}
+		if prev, ok := last[r.Key]; ok && n <= prev {
+			t.Fatalf("key %s: %d after %d", r.Key, n, prev)
+		}
+		last[r.Key] = n
+	}
+}
+
+func TestCountRestoresAcrossRestart(t *testing.T) {
+	addr := startBroker(t, map[string]int32{"in": 3, "out": 3})
+	var in []kv
+	for i := range 300 {
+		in = append(in, kv{Key: "k" + strconv.Itoa(i%10), Value: "x"})
+	}
+	produce(t, addr, "in", in[:150])
+	_, stop := runEngine(t, counts(), cfg(addr, "count"))
+	got := readCommitted(t, addr, "out", 150, 30*time.Second)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 150 {
+		t.Fatalf("first run: %d records, want 150", len(got))
+	}
+	produce(t, addr, "in", in[150:])
+	_, stop = runEngine(t, counts(), cfg(addr, "count", "num.stream.threads", "3"))
+	got = readCommitted(t, addr, "out", 300, 30*time.Second)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	checkCounts(t, got, 10, 30)
+}
+
+// checkCounts checks that every key counted 1..per exactly once.
+func checkCounts(t testing.TB, got []kv, keys, per int) {
+	t.Helper()
+	seen := map[string][]int64{}
+	for _, r := range got {
+		n := int64(0)
+		for _, b := range []byte(r.Value) {
+			n = n<<8 | int64(b)
+		}
+		seen[r.Key] = append(seen[r.Key], n)
+	}
+	if len(seen) != keys {
+		t.Fatalf("%d keys, want %d", len(seen), keys)
+	}
+	for k, ns := range seen {
+		sort.Slice(ns, func(i, j int) bool { return ns[i] < ns[j] })
+		for i, n := range ns {
+			if n != int64(i+1) {
+				t.Fatalf("key %s: counts %v, want 1..%d once each", k, ns, per)
+			}
+		}
+		if len(ns) != per {
+			t.Fatalf("key %s: %d counts, want %d", k, len(ns), per)
+		}
+	}
+}
+
+func TestMissingSourceTopicIsAStartError(t *testing.T) {
+	addr := startBroker(t, nil)
+	e := engine.New(uppercase(), cfg(addr, "missing"))
+	err := e.Run(context.Background())
+	if !errors.Is(err, engine.ErrMissingTopic) {
+		t.Fatalf("got %v, want ErrMissingTopic", err)
+	}
+	if got := fmt.Sprint(err); !containsAll(got, "in") {
+		t.Fatalf("error %q does not name the topic", got)
+	}
+}
+
+func containsAll(s string, parts ...string) bool {
+	for _, p := range parts {
+		if !contains(s, p) {
+			return false
+		}
+	}
+	return true
+}
+
+func contains(s, sub string) bool {
+	return len(sub) == 0 || (len(s) >= len(sub) && (s[:len(sub)] == sub || contains(s[1:], sub)))
+}
+
+var _ = kadm.NewClient

@@ -1,0 +1,244 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/stoatflow/stoatctl/engine/state"
+	"github.com/stoatflow/stoatctl/engine/task"
+	"github.com/stoatflow/stoatctl/engine/topology"
+	"github.com/stoatflow/stoatctl/engine/watermark"
+)
+
+// generation is one incarnation of the lanes, from a reset (or the start)
+// to the next. Nothing survives a generation but what was committed.
+type generation struct {
+	e     *Engine
+	built *topology.Built
+	subs  []*subRun
+	lanes []*worker
+
+	watermark atomic.Int64
+	// outputs counts records the lanes wrote, so an epoch that only
+	// emitted final results is not taken for idle.
+	outputs atomic.Int64
+	reports chan report
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	errMu  sync.Mutex
+	err    error
+}
+
+// restoreSource reads a store's changelog partitions into the lanes'
+// stores; nil means nothing to restore.
+type restoreSource func(ctx context.Context, sub *subRun, store string, apply func(rec changelogRecord) error) error
+
+// changelogRecord is one record of a changelog, with the lane hash it was
+// written with (hashed false when it had none).
+type changelogRecord struct {
+	key, value []byte
+	timestamp  int64
+	hash       int32
+	hashed     bool
+}
+
+// newGeneration builds the lanes of every sub-topology, their tasks and
+// stores, restored through restore, with each lane's floor at floor.
+func newGeneration(ctx context.Context, e *Engine, built *topology.Built, s settings, partitions func(sub *topology.Subtopology) int32, floor int64, restore restoreSource) (*generation, error) {
+	g := &generation{e: e, built: built}
+	g.watermark.Store(max(floor, task.Unknown))
+	// Shutdown outlives the caller's context: the final barrier still has
+	// to travel and commit after it is cancelled.
+	g.ctx, g.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	for _, st := range built.Subtopologies {
+		g.subs = append(g.subs, &subRun{id: st.ID, upstreamSlots: map[int]int{}, changelogPartitions: max(partitions(st), 1)})
+	}
+	for _, st := range built.Subtopologies {
+		sr := g.subs[st.ID]
+		for i := 0; i < s.lanes; i++ {
+			l := &worker{g: g, sub: sr, idx: i, gid: len(g.lanes), in: make(chan item, s.queue),
+				floor: max(floor, task.Unknown), flushed: task.Unknown, pinned: noPin, fwdFloor: noPin,
+				partTimes: map[watermark.Partition]int64{}, epoch: 1}
+			l.clock = laneClock{l}
+			sr.lanes = append(sr.lanes, l)
+			g.lanes = append(g.lanes, l)
+		}
+	}
+	for _, bd := range built.Boundaries {
+		from := g.subs[built.Nodes[bd.SinkNode].Subtopology]
+		to := g.subs[built.Nodes[bd.SourceNode].Subtopology]
+		if from == to || containsSub(from.downstream, to) {
+			continue
+		}
+		from.downstream = append(from.downstream, to)
+		for _, l := range from.lanes {
+			to.upstreamSlots[l.gid] = 1 + len(to.upstreamSlots)
+		}
+	}
+	g.reports = make(chan report, 4*len(g.lanes))
+	for _, sr := range g.subs {
+		sr.producers = 1 + len(sr.upstreamSlots)
+		for _, l := range sr.lanes {
+			l.marked = make([]bool, sr.producers)
+		}
+	}
+	// Stores are restored lane by lane: a changelog record goes to the
+	// lane its hash picks, or to every lane when it has none.
+	for _, sr := range g.subs {
+		if err := g.initTasks(ctx, sr, s, restore); err != nil {
+			g.close()
+			return nil, err
+		}
+	}
+	return g, nil
+}
+
+func containsSub(list []*subRun, s *subRun) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func (g *generation) initTasks(ctx context.Context, sr *subRun, s settings, restore restoreSource) error {
+	st := g.built.Subtopologies[sr.id]
+	restored := map[string][][]state.ChangelogRecord{}
+	if restore != nil {
+		for _, name := range st.Stores {
+			info := g.built.Stores[name]
+			if info.ChangelogTopic == "" {
+				continue
+			}
+			perLane := make([][]state.ChangelogRecord, len(sr.lanes))
+			err := restore(ctx, sr, name, func(rec changelogRecord) error {
+				cr := state.ChangelogRecord{Key: rec.key, Value: rec.value, Timestamp: rec.timestamp}
+				if rec.hashed {
+					i := int(rec.hash&0x7fffffff) % len(sr.lanes)
+					perLane[i] = append(perLane[i], cr)
+					return nil
+				}
+				for i := range perLane {
+					perLane[i] = append(perLane[i], cr)
+				}
+				return nil
+			})
+			if err != nil {
+				return fmt.Errorf("restore state store %s from %s: %w", name, info.ChangelogTopic, err)
+			}
+			restored[name] = perLane
+		}
+	}
+	for _, l := range sr.lanes {
+		l := l
+		t, err := task.New(g.built, st, task.Options{
+			ID:        fmt.Sprintf("%d_lane%d", st.ID, l.idx),
+			Collector: l,
+			Time:      l.clock,
+			Logger:    g.e.log,
+			Metrics:   g.e.metrics,
+			Lanes:     len(sr.lanes),
+			PartitionCount: func(string) int32 {
+				return sr.changelogPartitions
+			},
+			Restore: func(stores map[string]state.Store) error {
+				for name, perLane := range restored {
+					recs := perLane[l.idx]
+					if len(recs) == 0 {
+						continue
+					}
+					r, ok := stores[name].(state.Restorer)
+					if !ok {
+						return fmt.Errorf("state store %s cannot be restored from its changelog", name)
+					}
+					if err := r.Restore(recs); err != nil {
+						return fmt.Errorf("state store %s: %w", name, err)
+					}
+				}
+				return nil
+			},
+		})
+		if err != nil {
+			return err
+		}
+		l.task = t
+		if err := t.Init(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// start runs the lanes.
+func (g *generation) start() {
+	for _, l := range g.lanes {
+		g.wg.Add(1)
+		go func() {
+			defer g.wg.Done()
+			if err := l.run(g.ctx); err != nil && !errors.Is(err, context.Canceled) {
+				g.fail(fmt.Errorf("sub-topology %d lane %d: %w", l.sub.id, l.idx, err))
+			}
+		}()
+	}
+}
+
+func (g *generation) fail(err error) {
+	g.errMu.Lock()
+	if g.err == nil {
+		g.err = err
+	}
+	g.errMu.Unlock()
+	g.cancel()
+}
+
+func (g *generation) failure() error {
+	g.errMu.Lock()
+	defer g.errMu.Unlock()
+	return g.err
+}
+
+// stop cancels the lanes, waits for them and closes their tasks.
+func (g *generation) stop() {
+	g.cancel()
+	g.wg.Wait()
+	g.close()
+}
+
+func (g *generation) close() {
+	for _, l := range g.lanes {
+		if l.task != nil {
+			if err := l.task.Close(); err != nil {
+				g.e.log.Warn("close task", "task", l.task.ID(), "err", err)
+			}
+		}
+	}
+}
+
+// dispatch sends a source record to its lane.
+func (g *generation) dispatch(sub int, in task.Input, laneIdx int) error {
+	sr := g.subs[sub]
+	select {
+	case sr.lanes[laneIdx].in <- item{kind: itemRecord, from: 0, in: in, floor: noPin, source: true}:
+		return nil
+	case <-g.ctx.Done():
+		return g.ctx.Err()
+	}
+}
+
+// cut sends barrier b to every lane, after everything dispatched before.
+func (g *generation) cut(b *barrier) error {
+	for _, l := range g.lanes {
+		select {
+		case l.in <- item{kind: itemMarker, from: 0, b: b}:
+		case <-g.ctx.Done():
+			return g.ctx.Err()
+		}
+	}
+	return nil
+}

@@ -1,0 +1,764 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/stoatflow/stoatctl/engine/config"
+	"github.com/stoatflow/stoatctl/engine/kafka"
+	"github.com/stoatflow/stoatctl/engine/lane"
+	"github.com/stoatflow/stoatctl/engine/task"
+	"github.com/stoatflow/stoatctl/engine/topology"
+	"github.com/stoatflow/stoatctl/engine/watermark"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// errAborted is a transaction that did not commit: the runtime resets and
+// reprocesses from the committed offsets.
+var errAborted = errors.New("transaction aborted")
+
+// runner is one Run of the engine.
+type runner struct {
+	e     *Engine
+	s     settings
+	built *topology.Built
+
+	cl   *kgo.Client
+	sess *kgo.GroupTransactSession
+	adm  *kadm.Client
+	// pollMu keeps polling and ending a transaction apart, which franz-go
+	// requires of a transact session.
+	pollMu sync.Mutex
+
+	sources    []string
+	topicSub   map[string]int
+	partitions map[string]int32
+	stampTopic string
+
+	assignMu   sync.Mutex
+	assigned   map[string]map[int32]bool
+	rebalanced atomic.Bool
+
+	gen       *generation
+	committer chan struct{}
+	cuts      chan epochCut
+	tracker   *watermark.Tracker
+
+	epoch          int64
+	committedEpoch atomic.Int64
+	commitTook     atomic.Int64
+	commitFailed   atomic.Pointer[error]
+	cutOffsets     map[string]map[int32]int64
+	partTimes      map[watermark.Partition]int64
+	dispatched     int64
+	lastStamp      int64
+	lastFrontier   int64
+	lastBarrier    time.Time
+	rr             atomic.Uint32
+
+	// ptMu guards what the committer and the dispatcher share:
+	// knownPartTimes (each partition's time as last committed, kept for
+	// partitions an epoch did not touch) and sinkParts (sink partition
+	// counts).
+	ptMu           sync.Mutex
+	knownPartTimes map[watermark.Partition]int64
+	sinkParts      map[string]int32
+}
+
+// epochCut is what the dispatcher knows of an epoch when it cuts it.
+type epochCut struct {
+	epoch   int64
+	stamp   int64
+	final   bool
+	records int64
+	offsets map[string]map[int32]int64
+}
+
+func (e *Engine) run(ctx context.Context) error {
+	s, err := readSettings(e.cfg)
+	if err != nil {
+		return err
+	}
+	built, err := e.topo.Build(e.cfg)
+	if err != nil {
+		return err
+	}
+	for _, w := range built.Warnings {
+		e.log.Warn(w.String(), "rule", w.Rule, "node", w.Node)
+	}
+	if built.Global != nil {
+		return errors.New("engine: global stores are not supported by the live engine yet; use a table join instead")
+	}
+	r := &runner{e: e, s: s, built: built, topicSub: map[string]int{}, assigned: map[string]map[int32]bool{}, sinkParts: map[string]int32{},
+		stampTopic: s.appID + "-stoatflow-watermark-changelog", lastStamp: task.Unknown, lastFrontier: task.Unknown}
+	for _, st := range built.Subtopologies {
+		for _, src := range st.Sources {
+			if src.Source.Pattern != nil {
+				return fmt.Errorf("engine: source %s reads a topic pattern, which the live engine does not support yet", src.Name)
+			}
+			if src.Boundary != nil {
+				continue
+			}
+			for _, t := range src.Source.Topics {
+				r.sources = append(r.sources, t)
+				r.topicSub[t] = st.ID
+			}
+		}
+	}
+	slices.Sort(r.sources)
+	if len(r.sources) == 0 {
+		return errors.New("engine: the topology reads no topic")
+	}
+	if err := r.connect(ctx); err != nil {
+		return err
+	}
+	defer r.close()
+	return r.loop(ctx)
+}
+
+func isBoundarySource(b *topology.Built, n *topology.Node) bool {
+	return n.Source != nil && n.Boundary != nil
+}
+
+// connect checks the topics, creates the internal ones and joins the group.
+func (r *runner) connect(ctx context.Context) error {
+	e := r.e
+	admCl, err := kgo.NewClient(kgo.SeedBrokers(r.s.seeds...), kgo.RetryTimeout(30*time.Second))
+	if err != nil {
+		return fmt.Errorf("engine: admin client: %w", err)
+	}
+	r.adm = kadm.NewClient(admCl)
+	var details kadm.TopicDetails
+	for attempt := 0; ; attempt++ {
+		details, err = r.adm.ListTopics(ctx, r.sources...)
+		if err == nil {
+			break
+		}
+		if attempt >= 10 || ctx.Err() != nil {
+			return fmt.Errorf("engine: cannot reach the brokers %s: %w", strings.Join(r.s.seeds, ","), err)
+		}
+		e.log.Warn("brokers unreachable, retrying", "brokers", strings.Join(r.s.seeds, ","), "err", err, "attempt", attempt+1)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Duration(attempt+1) * 500 * time.Millisecond):
+		}
+	}
+	r.partitions = map[string]int32{}
+	var missing []string
+	for _, t := range r.sources {
+		d, ok := details[t]
+		if !ok || d.Err != nil {
+			missing = append(missing, t)
+			continue
+		}
+		r.partitions[t] = int32(len(d.Partitions))
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("engine: %w: %s (create it first, or check bootstrap.servers)", ErrMissingTopic, strings.Join(missing, ", "))
+	}
+	if len(r.built.Boundaries) > 0 {
+		if err := r.refuseSecondInstance(ctx); err != nil {
+			return err
+		}
+	}
+	// Changelogs take the partition count of the most partitioned source,
+	// as Kafka Streams' do.
+	var most int32 = 1
+	for _, n := range r.partitions {
+		most = max(most, n)
+	}
+	specs := kafka.InternalTopics(r.built, most)
+	specs = append(specs, kafka.TopicSpec{Name: r.stampTopic, Store: "stoatflow-watermark", Partitions: 1, ReplicationFactor: -1,
+		Configs: map[string]string{"cleanup.policy": kafka.PolicyCompact}})
+	if err := kafka.EnsureTopics(ctx, r.adm, specs, r.s.createTopic); err != nil {
+		return fmt.Errorf("engine: internal topics: %w", err)
+	}
+
+	opts := append(slices.Clone(r.s.clientOpts),
+		kgo.ConsumeTopics(r.sources...),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerLinger(5*time.Millisecond),
+		kgo.MaxBufferedRecords(1<<20),
+		kgo.FetchMaxWait(200*time.Millisecond),
+		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { r.onAssign(m, true) }),
+		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { r.onAssign(m, false) }),
+		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { r.onAssign(m, false) }),
+	)
+	if r.s.exactlyOnce {
+		r.sess, err = kgo.NewGroupTransactSession(opts...)
+		if err != nil {
+			return fmt.Errorf("engine: kafka client: %w", err)
+		}
+		r.cl = r.sess.Client()
+	} else {
+		r.cl, err = kgo.NewClient(opts...)
+		if err != nil {
+			return fmt.Errorf("engine: kafka client: %w", err)
+		}
+	}
+	return nil
+}
+
+// refuseSecondInstance refuses to join a group that already has members
+// when the topology has an in-memory boundary: the boundary's downstream
+// needs every upstream partition in this process.
+func (r *runner) refuseSecondInstance(ctx context.Context) error {
+	groups, err := r.adm.DescribeGroups(ctx, r.s.appID)
+	if err != nil {
+		return fmt.Errorf("engine: describe group %s: %w", r.s.appID, err)
+	}
+	g, ok := groups[r.s.appID]
+	if !ok || g.Err != nil || len(g.Members) == 0 {
+		return nil
+	}
+	bs := slices.Sorted(maps.Keys(r.built.Boundaries))
+	return fmt.Errorf("engine: %w: group %s already has %d active member(s) and the topology re-keys in memory at %s; run one instance until repartition topics are supported",
+		ErrSplitBoundary, r.s.appID, len(g.Members), strings.Join(bs, ", "))
+}
+
+func (r *runner) onAssign(m map[string][]int32, add bool) {
+	r.assignMu.Lock()
+	changed := false
+	for t, ps := range m {
+		for _, p := range ps {
+			if add {
+				if r.assigned[t] == nil {
+					r.assigned[t] = map[int32]bool{}
+				}
+				if !r.assigned[t][p] {
+					r.assigned[t][p] = true
+					changed = true
+				}
+			} else if r.assigned[t][p] {
+				delete(r.assigned[t], p)
+				changed = true
+			}
+		}
+	}
+	r.assignMu.Unlock()
+	if changed {
+		r.rebalanced.Store(true)
+		r.e.setState(Rebalancing)
+	}
+}
+
+func (r *runner) assignment() map[string][]int32 {
+	r.assignMu.Lock()
+	defer r.assignMu.Unlock()
+	out := map[string][]int32{}
+	for t, ps := range r.assigned {
+		for p := range ps {
+			out[t] = append(out[t], p)
+		}
+		slices.Sort(out[t])
+	}
+	return out
+}
+
+func (r *runner) close() {
+	if r.gen != nil {
+		r.stopGeneration()
+	}
+	if r.sess != nil {
+		r.sess.Close()
+	} else if r.cl != nil {
+		r.cl.Close()
+	}
+	if r.adm != nil {
+		r.adm.Close()
+	}
+}
+
+// loop is the dispatcher: it polls, dispatches oldest head first, cuts
+// barriers, and resets when a rebalance or an abort asks for it.
+func (r *runner) loop(ctx context.Context) error {
+	r.e.setState(Rebalancing)
+	if err := r.reset(ctx); err != nil {
+		return err
+	}
+	for {
+		if ctx.Err() != nil {
+			return r.shutdown()
+		}
+		if err := r.gen.failure(); err != nil {
+			return err
+		}
+		if p := r.commitFailed.Load(); p != nil {
+			if !errors.Is(*p, errAborted) {
+				return *p
+			}
+			r.e.log.Warn("epoch aborted; reprocessing from the committed offsets", "err", *p)
+			r.e.addStats(func(s *Stats) { s.Aborted++ })
+			if err := r.reset(ctx); err != nil {
+				return err
+			}
+			continue
+		}
+		if r.rebalanced.Load() {
+			if err := r.reset(ctx); err != nil {
+				return err
+			}
+			continue
+		}
+		if !r.e.paused.Load() {
+			if err := r.pollAndDispatch(ctx); err != nil {
+				if ctx.Err() != nil {
+					continue
+				}
+				return err
+			}
+		} else {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if err := r.maybeBarrier(false); err != nil {
+			if errors.Is(err, context.Canceled) {
+				continue
+			}
+			return err
+		}
+	}
+}
+
+func (r *runner) pollAndDispatch(ctx context.Context) error {
+	pctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	r.pollMu.Lock()
+	fetches := r.cl.PollFetches(pctx)
+	r.pollMu.Unlock()
+	cancel()
+	if r.rebalanced.Load() {
+		// Records of a partition assigned a moment ago may be in this
+		// poll; the reset rewinds to the committed offsets and fetches
+		// them again.
+		return nil
+	}
+	var fatal error
+	fetches.EachError(func(t string, p int32, err error) {
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+			return
+		}
+		if errors.Is(err, kgo.ErrClientClosed) {
+			fatal = err
+			return
+		}
+		r.e.log.Warn("fetch error", "topic", t, "partition", p, "err", err)
+	})
+	if fatal != nil {
+		return fatal
+	}
+	return r.dispatchMerged(fetches)
+}
+
+// dispatchMerged dispatches a poll's records: every partition in offset
+// order, and across partitions the record with the oldest timestamp at
+// the head first.
+func (r *runner) dispatchMerged(fetches kgo.Fetches) error {
+	type head struct {
+		recs []*kgo.Record
+	}
+	var heads []*head
+	fetches.EachPartition(func(p kgo.FetchTopicPartition) {
+		if len(p.Records) > 0 {
+			heads = append(heads, &head{recs: p.Records})
+		}
+	})
+	for len(heads) > 0 {
+		best := 0
+		for i := 1; i < len(heads); i++ {
+			a, b := heads[i].recs[0], heads[best].recs[0]
+			if a.Timestamp.Before(b.Timestamp) || (a.Timestamp.Equal(b.Timestamp) && (a.Topic < b.Topic || a.Topic == b.Topic && a.Partition < b.Partition)) {
+				best = i
+			}
+		}
+		rec := heads[best].recs[0]
+		heads[best].recs = heads[best].recs[1:]
+		if len(heads[best].recs) == 0 {
+			heads = slices.Delete(heads, best, best+1)
+		}
+		if err := r.dispatchOne(rec); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *runner) dispatchOne(rec *kgo.Record) error {
+	sub, ok := r.topicSub[rec.Topic]
+	if !ok {
+		return nil
+	}
+	in := task.Input{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset, Key: rec.Key, Value: rec.Value,
+		Timestamp: rec.Timestamp.UnixMilli()}
+	for _, h := range rec.Headers {
+		in.Headers = append(in.Headers, headerOf(h.Key, h.Value))
+	}
+	n := len(r.gen.subs[sub].lanes)
+	idx := lane.For(rec.Key, n)
+	if rec.Key == nil {
+		// A null key has no lane of its own; spreading them keeps one
+		// lane from taking every keyless record.
+		idx = int(r.rr.Add(1) % uint32(n))
+	}
+	if err := r.gen.dispatch(sub, in, idx); err != nil {
+		return err
+	}
+	if r.cutOffsets[rec.Topic] == nil {
+		r.cutOffsets[rec.Topic] = map[int32]int64{}
+	}
+	r.cutOffsets[rec.Topic][rec.Partition] = rec.Offset + 1
+	r.dispatched++
+	return nil
+}
+
+// watermarkNow merges what the lanes observed into the tracker and
+// returns the global watermark, task.Unknown before any.
+func (r *runner) watermarkNow() int64 {
+	now := r.e.opts.wall()
+	for _, l := range r.gen.lanes {
+		for p, ts := range l.snapshotPartTimes() {
+			if ts > r.partTimes[p] || !hasKey(r.partTimes, p) {
+				r.partTimes[p] = ts
+				r.tracker.Observe(p, ts, now)
+			}
+		}
+	}
+	w, _ := r.tracker.Advance(now)
+	if w == watermark.Unset || w < task.Unknown {
+		w = task.Unknown
+	}
+	w = max(w, r.lastStamp)
+	r.gen.watermark.Store(w)
+	return w
+}
+
+func hasKey[K comparable, V any](m map[K]V, k K) bool {
+	_, ok := m[k]
+	return ok
+}
+
+// interval is the current barrier cadence.
+func (r *runner) interval() time.Duration {
+	return r.s.nextInterval(time.Duration(r.commitTook.Load()))
+}
+
+// maybeBarrier cuts the next barrier when it is due: the previous
+// transaction committed, the interval passed, and the epoch is not idle
+// (records were dispatched or written, or the watermark has results to
+// close). final forces the shutdown barrier.
+func (r *runner) maybeBarrier(final bool) error {
+	if r.committedEpoch.Load() != r.epoch-1 {
+		return nil
+	}
+	if !final && time.Since(r.lastBarrier) < r.interval() {
+		return nil
+	}
+	w := r.watermarkNow()
+	busy := r.dispatched > 0 || r.gen.outputs.Load() > 0 || w != r.lastStamp || r.lastStamp != r.lastFrontier
+	if !busy && !final {
+		return nil
+	}
+	b := &barrier{epoch: r.epoch, stamp: w, final: final}
+	c := epochCut{epoch: r.epoch, stamp: w, final: final, records: r.dispatched, offsets: cloneOffsets(r.cutOffsets)}
+	if err := r.gen.cut(b); err != nil {
+		return err
+	}
+	select {
+	case r.cuts <- c:
+	case <-r.gen.ctx.Done():
+		return r.gen.ctx.Err()
+	}
+	r.epoch++
+	r.dispatched = 0
+	r.gen.outputs.Store(0)
+	r.lastFrontier = r.lastStamp
+	r.lastStamp = w
+	r.lastBarrier = time.Now()
+	return nil
+}
+
+func cloneOffsets(m map[string]map[int32]int64) map[string]map[int32]int64 {
+	out := make(map[string]map[int32]int64, len(m))
+	for t, ps := range m {
+		out[t] = maps.Clone(ps)
+	}
+	return out
+}
+
+// shutdown cuts the final barrier, waits for its transaction and stops.
+func (r *runner) shutdown() error {
+	r.e.setState(PendingShutdown)
+	deadline := time.Now().Add(30 * time.Second)
+	for r.committedEpoch.Load() != r.epoch-1 {
+		if err := r.shutdownWait(deadline); err != nil {
+			return err
+		}
+	}
+	if err := r.maybeBarrier(true); err != nil {
+		return fmt.Errorf("engine: final barrier: %w", err)
+	}
+	for r.committedEpoch.Load() != r.epoch-1 {
+		if err := r.shutdownWait(deadline); err != nil {
+			return err
+		}
+	}
+	r.stopGeneration()
+	return nil
+}
+
+func (r *runner) shutdownWait(deadline time.Time) error {
+	if p := r.commitFailed.Load(); p != nil {
+		return fmt.Errorf("engine: final commit: %w", *p)
+	}
+	if err := r.gen.failure(); err != nil {
+		return err
+	}
+	if time.Now().After(deadline) {
+		return errors.New("engine: final barrier did not commit within 30s; the last epoch will be reprocessed on restart")
+	}
+	time.Sleep(5 * time.Millisecond)
+	return nil
+}
+
+func (r *runner) stopGeneration() {
+	r.gen.stop()
+	if r.committer != nil {
+		<-r.committer
+		r.committer = nil
+	}
+	r.gen = nil
+}
+
+// reset drops the lanes and their state, rewinds to the committed offsets
+// and rebuilds the lanes with state restored from the changelogs for the
+// partitions assigned now.
+func (r *runner) reset(ctx context.Context) error {
+	r.e.setState(Rebalancing)
+	if r.gen != nil {
+		r.stopGeneration()
+		r.e.addStats(func(s *Stats) { s.Resets++ })
+	}
+	r.commitFailed.Store(nil)
+	r.rebalanced.Store(false)
+	assigned := r.assignment()
+	if len(r.built.Boundaries) > 0 {
+		for _, t := range r.sources {
+			if n := len(assigned[t]); n > 0 && int32(n) < r.partitions[t] {
+				return fmt.Errorf("engine: %w: this instance was assigned %d of %d partitions of %s; another instance joined group %s",
+					ErrSplitBoundary, n, r.partitions[t], t, r.s.appID)
+			}
+		}
+	}
+	committed, err := r.committedOffsets(ctx, assigned)
+	if err != nil {
+		return err
+	}
+	r.cutOffsets = map[string]map[int32]int64{}
+	r.partTimes = map[watermark.Partition]int64{}
+	r.ptMu.Lock()
+	r.knownPartTimes = map[watermark.Partition]int64{}
+	r.ptMu.Unlock()
+	r.tracker = watermark.NewTracker(r.idleness())
+	now := r.e.opts.wall()
+	set := map[string]map[int32]kgo.EpochOffset{}
+	for t, ps := range assigned {
+		src, _ := r.built.SourceNodeFor(t)
+		for _, p := range ps {
+			wp := watermark.Partition{Topic: t, Partition: p}
+			r.tracker.Register(wp, r.built.Watermark(src), now)
+			c, ok := committed[t][p]
+			if !ok {
+				continue
+			}
+			if set[t] == nil {
+				set[t] = map[int32]kgo.EpochOffset{}
+				r.cutOffsets[t] = map[int32]int64{}
+			}
+			set[t][p] = kgo.EpochOffset{Epoch: -1, Offset: c.offset}
+			r.cutOffsets[t][p] = c.offset
+			if c.partitionTime >= 0 {
+				r.tracker.Seed(wp, c.partitionTime)
+				r.partTimes[wp] = c.partitionTime
+				r.ptMu.Lock()
+				r.knownPartTimes[wp] = c.partitionTime
+				r.ptMu.Unlock()
+			}
+		}
+	}
+	r.cl.SetOffsets(set)
+	floor, err := r.restoreStamp(ctx)
+	if err != nil {
+		return err
+	}
+	// The frontier starts unknown so that the first barrier runs the
+	// emission pass a crash may have lost (the emit frontiers keep it
+	// from emitting anything twice).
+	r.lastStamp, r.lastFrontier = floor, task.Unknown
+	gen, err := newGeneration(ctx, r.e, r.built, r.s, r.changelogPartitions, floor, r.restorer(assigned))
+	if err != nil {
+		return err
+	}
+	r.gen = gen
+	r.cuts = make(chan epochCut, 4)
+	r.epoch = 1
+	r.committedEpoch.Store(0)
+	r.dispatched = 0
+	r.lastBarrier = time.Now()
+	r.committer = make(chan struct{})
+	gen.start()
+	go r.commitLoop(gen, r.cuts, r.committer)
+	if r.rebalanced.Load() {
+		// Assigned again while restoring: start over.
+		return r.reset(ctx)
+	}
+	r.e.setState(Running)
+	return nil
+}
+
+func (r *runner) idleness() time.Duration {
+	ms, err := r.e.cfg.Int(config.WatermarkIdlenessTimeoutMs, 0)
+	if err != nil || ms < 0 {
+		return 0
+	}
+	return time.Duration(ms) * time.Millisecond
+}
+
+// changelogPartitions is a sub-topology's changelog partition count: its
+// most partitioned source topic's, or for a sub-topology fed by a
+// boundary, the most partitioned source of the whole topology.
+func (r *runner) changelogPartitions(st *topology.Subtopology) int32 {
+	var n int32
+	for _, src := range st.Sources {
+		if src.Boundary != nil {
+			continue
+		}
+		for _, t := range src.Source.Topics {
+			n = max(n, r.partitions[t])
+		}
+	}
+	if n == 0 {
+		for _, c := range r.partitions {
+			n = max(n, c)
+		}
+	}
+	return n
+}
+
+type committedOffset struct {
+	offset        int64
+	partitionTime int64
+}
+
+// committedOffsets reads the group's committed offsets for the assigned
+// partitions, and where there are none the start (or end, under
+// auto.offset.reset=latest) of the partition.
+func (r *runner) committedOffsets(ctx context.Context, assigned map[string][]int32) (map[string]map[int32]committedOffset, error) {
+	out := map[string]map[int32]committedOffset{}
+	if len(assigned) == 0 {
+		return out, nil
+	}
+	resp, err := r.adm.FetchOffsets(ctx, r.s.appID)
+	if err != nil {
+		return nil, fmt.Errorf("engine: fetch committed offsets of group %s: %w", r.s.appID, err)
+	}
+	var need []string
+	for t, ps := range assigned {
+		for _, p := range ps {
+			o, ok := resp.Lookup(t, p)
+			if !ok || o.Err != nil || o.At < 0 {
+				need = append(need, t)
+				continue
+			}
+			pt := int64(-1)
+			if o.Metadata != "" {
+				if md, err := kafka.DecodeTopicPartitionMetadata(o.Metadata); err == nil {
+					pt = md.PartitionTime
+				} else {
+					r.e.log.Warn("ignoring offset metadata", "topic", t, "partition", p, "err", err)
+				}
+			}
+			if out[t] == nil {
+				out[t] = map[int32]committedOffset{}
+			}
+			out[t][p] = committedOffset{offset: o.At, partitionTime: pt}
+		}
+	}
+	if len(need) == 0 {
+		return out, nil
+	}
+	var list kadm.ListedOffsets
+	if strings.EqualFold(r.e.cfg.String(kafka.AutoOffsetReset), "latest") {
+		list, err = r.adm.ListEndOffsets(ctx, need...)
+	} else {
+		list, err = r.adm.ListStartOffsets(ctx, need...)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("engine: list offsets of %s: %w", strings.Join(need, ", "), err)
+	}
+	for t, ps := range assigned {
+		for _, p := range ps {
+			if _, ok := out[t][p]; ok {
+				continue
+			}
+			lo, ok := list.Lookup(t, p)
+			if !ok || lo.Err != nil {
+				return nil, fmt.Errorf("engine: list offsets of %s[%d]: %v", t, p, lo.Err)
+			}
+			if out[t] == nil {
+				out[t] = map[int32]committedOffset{}
+			}
+			out[t][p] = committedOffset{offset: lo.Offset, partitionTime: -1}
+		}
+	}
+	return out, nil
+}
+
+// restorer returns how the generation restores: the changelog partitions
+// of the assigned source partitions, all of them behind a boundary.
+func (r *runner) restorer(assigned map[string][]int32) restoreSource {
+	return func(ctx context.Context, sub *subRun, store string, apply func(changelogRecord) error) error {
+		topic := r.built.Stores[store].ChangelogTopic
+		st := r.built.Subtopologies[sub.id]
+		parts := map[int32]bool{}
+		fedByBoundary := false
+		for _, src := range st.Sources {
+			if src.Boundary != nil {
+				fedByBoundary = true
+				continue
+			}
+			for _, t := range src.Source.Topics {
+				for _, p := range assigned[t] {
+					parts[p] = true
+				}
+			}
+		}
+		if fedByBoundary {
+			for p := int32(0); p < sub.changelogPartitions; p++ {
+				parts[p] = true
+			}
+		}
+		if len(parts) == 0 {
+			return nil
+		}
+		list := slices.Sorted(maps.Keys(parts))
+		_, err := kafka.ReadToEnd(ctx, r.s.seeds, topic, kafka.FromLogStart(list...), func(rec *kgo.Record) error {
+			cr := changelogRecord{key: rec.Key, value: rec.Value, timestamp: rec.Timestamp.UnixMilli()}
+			for _, h := range rec.Headers {
+				if h.Key == laneHashHeader && len(h.Value) == 4 {
+					cr.hash = int32(uint32(h.Value[0])<<24 | uint32(h.Value[1])<<16 | uint32(h.Value[2])<<8 | uint32(h.Value[3]))
+					cr.hashed = true
+				}
+			}
+			return apply(cr)
+		})
+		return err
+	}
+}
+

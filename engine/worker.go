@@ -1,0 +1,374 @@
+package engine
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/stoatflow/stoatctl/engine/lane"
+	"github.com/stoatflow/stoatctl/engine/processor"
+	"github.com/stoatflow/stoatctl/engine/task"
+	"github.com/stoatflow/stoatctl/engine/watermark"
+)
+
+// noPin marks an item judged against its lane's own floor.
+const noPin = math.MinInt64
+
+// laneHashHeader carries, on a changelog record written while processing a
+// record or a timer, the murmur2 hash of the key bytes that picked the
+// lane. Restoration routes the record to lane hash mod N for whatever N
+// the restarted engine runs with; a record without it (written by a
+// barrier or punctuator) goes to every lane.
+const laneHashHeader = "__stoatflow.lane.hash"
+
+type itemKind uint8
+
+const (
+	itemRecord itemKind = iota
+	itemMarker
+)
+
+// item is what travels down a lane: a record, or a barrier marker from one
+// of the lane's producers.
+type item struct {
+	kind itemKind
+	// from is the producer's slot at the receiving lane: 0 the
+	// dispatcher, 1+ an upstream lane across a boundary.
+	from  int
+	in    task.Input
+	floor int64
+	// source says in came from a source topic (the dispatcher), so its
+	// event time counts towards its partition's watermark.
+	source bool
+	b      *barrier
+}
+
+// barrier cuts epoch epoch. stamp is the global watermark when it was cut.
+type barrier struct {
+	epoch int64
+	stamp int64
+	// final is the shutdown barrier: lanes flush every window up to its
+	// stamp inside the epoch it closes.
+	final bool
+}
+
+// report is a lane's finished epoch: what it wrote, and the largest event
+// time it processed per source partition.
+type report struct {
+	epoch     int64
+	lane      int
+	outs      []task.Output
+	partTimes map[watermark.Partition]int64
+}
+
+// subRun is one sub-topology's lanes.
+type subRun struct {
+	id    int
+	lanes []*worker
+	// downstream are the sub-topologies this one feeds through in-memory
+	// boundaries; slot is this sub's lanes' producer slots there.
+	downstream []*subRun
+	// producers is how many markers a lane of this sub waits for per
+	// epoch: the dispatcher's and one per upstream lane.
+	producers int
+	// upstreamSlots maps an upstream lane's global index to its slot.
+	upstreamSlots map[int]int
+	// changelogPartitions is the partition count of this sub's
+	// changelogs, which changelog writes outside a record hash over.
+	changelogPartitions int32
+}
+
+// worker is one lane: it runs one task on one goroutine. Its fields are owned by that
+// goroutine, except partTimes (under ptMu) which the dispatcher reads to
+// move the watermark.
+type worker struct {
+	g     *generation
+	sub   *subRun
+	idx   int // within the sub-topology
+	gid   int // across the generation
+	task  *task.Task
+	in    chan item
+	clock laneClock
+
+	marked  []bool
+	nmarked int
+	stash   []item
+	replay  []item
+
+	epoch   int64
+	floor   int64
+	flushed int64
+	// pinned is the floor of the item in progress, or noPin; fwdFloor is
+	// the floor records it forwards across a boundary are pinned to.
+	pinned   int64
+	fwdFloor int64
+	cur      item
+	seq      int64
+
+	outs []task.Output
+	// sendErr is the first failure to forward across a boundary.
+	sendErr error
+	ctx     context.Context
+
+	ptMu      sync.Mutex
+	partTimes map[watermark.Partition]int64
+}
+
+// laneClock is a lane's view of time: the global watermark for stream
+// time, the lane's floor (or the pinned floor of the item in progress) for
+// late drops.
+type laneClock struct{ l *worker }
+
+func (c laneClock) StreamTime() int64 { return c.l.g.watermark.Load() }
+
+func (c laneClock) ObserveStreamTime(ts int64) {
+	l := c.l
+	if !l.cur.source {
+		return
+	}
+	p := watermark.Partition{Topic: l.cur.in.Topic, Partition: l.cur.in.Partition}
+	l.ptMu.Lock()
+	if old, ok := l.partTimes[p]; !ok || ts > old {
+		l.partTimes[p] = ts
+	}
+	l.ptMu.Unlock()
+}
+
+func (c laneClock) Floor() int64 {
+	if c.l.pinned != noPin {
+		return c.l.pinned
+	}
+	return c.l.floor
+}
+
+func (c laneClock) WallClock() int64 { return time.Now().UnixMilli() }
+
+func (l *worker) snapshotPartTimes() map[watermark.Partition]int64 {
+	l.ptMu.Lock()
+	defer l.ptMu.Unlock()
+	out := make(map[watermark.Partition]int64, len(l.partTimes))
+	for k, v := range l.partTimes {
+		out[k] = v
+	}
+	return out
+}
+
+// Send is the task's collector: boundary records go to the downstream
+// lane of their key, everything else joins the epoch's output.
+func (l *worker) Send(o task.Output) error {
+	if o.Boundary != nil {
+		return l.forward(o)
+	}
+	if o.Store != "" {
+		l.routeChangelog(&o)
+	}
+	l.outs = append(l.outs, o)
+	l.g.outputs.Add(1)
+	return nil
+}
+
+// routeChangelog picks a changelog record's partition, as Kafka Streams
+// would: the partition of the record being processed; outside a record,
+// the key's hash. It also stamps the lane hash restoration routes by.
+func (l *worker) routeChangelog(o *task.Output) {
+	part, inRecord, keyBytes, laned := l.task.Laning()
+	n := l.sub.changelogPartitions
+	switch {
+	case inRecord && part >= 0 && part < n:
+		o.Partition = part
+	default:
+		o.Partition = int32(lane.For(o.Key, int(n)))
+	}
+	if laned {
+		h := binary.BigEndian.AppendUint32(nil, uint32(lane.Murmur2(keyBytes)))
+		o.Headers = append(o.Headers[:len(o.Headers):len(o.Headers)], processor.Header{Key: laneHashHeader, Value: h})
+	}
+}
+
+func (l *worker) forward(o task.Output) error {
+	down := l.g.subs[l.g.built.Nodes[o.Boundary.SourceNode].Subtopology]
+	n := len(down.lanes)
+	var idx int
+	part := o.Partition
+	if o.Boundary.Partitioner != nil && part >= 0 {
+		idx = int(part) % n
+	} else {
+		idx = lane.For(o.Key, n)
+		part = int32(lane.For(o.Key, int(down.changelogPartitions)))
+	}
+	l.seq++
+	it := item{
+		kind: itemRecord, from: down.upstreamSlots[l.gid], floor: l.fwdFloor,
+		in: task.Input{Topic: o.Topic, Partition: part, Offset: l.seq, Key: o.Key, Value: o.Value, Timestamp: o.Timestamp, Headers: o.Headers},
+	}
+	select {
+	case down.lanes[idx].in <- it:
+		return nil
+	case <-l.ctx.Done():
+		if l.sendErr == nil {
+			l.sendErr = l.ctx.Err()
+		}
+		return l.ctx.Err()
+	}
+}
+
+func (l *worker) sendMarker(b *barrier) error {
+	for _, down := range l.sub.downstream {
+		it := item{kind: itemMarker, from: down.upstreamSlots[l.gid], b: b}
+		for _, dl := range down.lanes {
+			select {
+			case dl.in <- it:
+			case <-l.ctx.Done():
+				return l.ctx.Err()
+			}
+		}
+	}
+	return nil
+}
+
+// run processes items until ctx ends or processing fails.
+func (l *worker) run(ctx context.Context) error {
+	l.ctx = ctx
+	for {
+		var it item
+		if len(l.replay) > 0 {
+			it = l.replay[0]
+			l.replay = l.replay[1:]
+		} else {
+			select {
+			case <-ctx.Done():
+				return nil
+			case it = <-l.in:
+			}
+		}
+		done, err := l.handle(it)
+		if err != nil {
+			return err
+		}
+		if done {
+			return nil
+		}
+	}
+}
+
+// handle processes one item; done reports the final barrier crossed.
+func (l *worker) handle(it item) (done bool, err error) {
+	if l.marked[it.from] {
+		// Its producer is already past the barrier this lane waits at:
+		// the item belongs to the next epoch.
+		l.stash = append(l.stash, it)
+		return false, nil
+	}
+	if it.kind == itemRecord {
+		return false, l.process(it)
+	}
+	l.marked[it.from] = true
+	l.nmarked++
+	if l.nmarked < len(l.marked) {
+		return false, nil
+	}
+	clear(l.marked)
+	l.nmarked = 0
+	l.replay = append(l.stash, l.replay...)
+	l.stash = nil
+	if err := l.cross(it.b); err != nil {
+		return false, err
+	}
+	return it.b.final, nil
+}
+
+func (l *worker) process(it item) error {
+	l.cur = it
+	l.pinned = it.floor
+	err := l.task.Process(it.in)
+	l.pinned = noPin
+	l.cur = item{}
+	if l.sendErr != nil {
+		return l.sendErr
+	}
+	return err
+}
+
+// cross closes the lane's epoch at b: barrier listeners act inside it (and
+// on the final barrier, every window up to b's stamp is flushed into it),
+// the epoch is reported, the marker goes downstream after everything the
+// epoch forwarded, and then the frontier, the stamp before b, closes what
+// it settled, into the next epoch.
+func (l *worker) cross(b *barrier) error {
+	prevStamp := l.floor
+	l.fwdFloor = prevStamp
+	if err := l.task.Barrier(prevStamp); err != nil {
+		return err
+	}
+	if b.final {
+		if err := l.flush(b.stamp); err != nil {
+			return err
+		}
+	}
+	l.fwdFloor = noPin
+	if err := l.task.Commit(); err != nil {
+		return err
+	}
+	if l.sendErr != nil {
+		return l.sendErr
+	}
+	r := report{epoch: b.epoch, lane: l.gid, outs: l.outs, partTimes: l.snapshotPartTimes()}
+	l.outs = nil
+	select {
+	case l.g.reports <- r:
+	case <-l.ctx.Done():
+		return l.ctx.Err()
+	}
+	if err := l.sendMarker(b); err != nil {
+		return err
+	}
+	l.floor = max(l.floor, b.stamp)
+	l.epoch = b.epoch + 1
+	if b.final {
+		return nil
+	}
+	if err := l.flush(prevStamp); err != nil {
+		return err
+	}
+	if l.task.HasTimers() {
+		if _, err := l.task.FireEventTimers(l.floor, l.floor); err != nil {
+			return err
+		}
+		if _, err := l.task.FireProcessingTimers(time.Now().UnixMilli(), l.floor); err != nil {
+			return err
+		}
+	}
+	l.fwdFloor = prevStamp
+	if _, err := l.task.PunctuateStreamTime(prevStamp); err != nil {
+		return err
+	}
+	if _, err := l.task.PunctuateWallClock(prevStamp); err != nil {
+		return err
+	}
+	l.fwdFloor = noPin
+	if l.sendErr != nil {
+		return l.sendErr
+	}
+	return nil
+}
+
+// flush hands frontier to the watermark listeners when it moved: final
+// results up to it are emitted. What they forward is judged downstream
+// against the previous frontier, so a result is not late by the frontier
+// that emitted it.
+func (l *worker) flush(frontier int64) error {
+	if frontier <= l.flushed {
+		return nil
+	}
+	floor := l.flushed
+	l.flushed = frontier
+	l.fwdFloor = floor
+	defer func() { l.fwdFloor = noPin }()
+	if err := l.task.AdvanceWatermark(frontier, floor); err != nil {
+		return fmt.Errorf("lane %d: watermark %d: %w", l.gid, frontier, err)
+	}
+	return l.sendErr
+}
