@@ -33,10 +33,10 @@ const (
 
 // Configuration keys of the commit barrier cadence and the engine.
 const (
-	BarrierIntervalMs    = "stoatflow.commit-barrier.interval-ms"
+	BarrierIntervalMs     = "stoatflow.commit-barrier.interval-ms"
 	BarrierIntervalFactor = "stoatflow.commit-barrier.interval-factor"
-	BarrierMinIntervalMs = "stoatflow.commit-barrier.min-interval-ms"
-	BarrierMaxIntervalMs = "stoatflow.commit-barrier.max-interval-ms"
+	BarrierMinIntervalMs  = "stoatflow.commit-barrier.min-interval-ms"
+	BarrierMaxIntervalMs  = "stoatflow.commit-barrier.max-interval-ms"
 	// LaneQueueSize bounds each lane's queue; a full queue stops the
 	// dispatcher, which stops fetching.
 	LaneQueueSize = "stoatflow.lane.queue-size"

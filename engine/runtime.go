@@ -761,4 +761,3 @@ func (r *runner) restorer(assigned map[string][]int32) restoreSource {
 		return err
 	}
 }
-
