@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -287,4 +288,37 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// Topics lists the topics topo reads and writes under cfg, boundaries
+// left out (they never leave the process), sorted: what an embedded
+// broker must hold for the topology to run.
+func Topics(topo *topology.Topology, cfg map[string]string) (sources, sinks []string, err error) {
+	built, err := topo.Build(config.New(cfg))
+	if err != nil {
+		return nil, nil, err
+	}
+	seen := map[string]bool{}
+	for _, n := range built.Nodes {
+		if n.Boundary != nil {
+			continue
+		}
+		switch {
+		case n.Source != nil:
+			for _, t := range n.Source.Topics {
+				if !seen[t] {
+					seen[t] = true
+					sources = append(sources, t)
+				}
+			}
+		case n.Sink != nil && n.Sink.Topic != "":
+			if !seen[n.Sink.Topic] {
+				seen[n.Sink.Topic] = true
+				sinks = append(sinks, n.Sink.Topic)
+			}
+		}
+	}
+	slices.Sort(sources)
+	slices.Sort(sinks)
+	return sources, sinks, nil
 }

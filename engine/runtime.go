@@ -247,7 +247,9 @@ func (r *runner) onAssign(m map[string][]int32, add bool) {
 	r.assignMu.Unlock()
 	if changed {
 		r.rebalanced.Store(true)
-		r.e.setState(Rebalancing)
+		if st := r.e.State(); st == Running {
+			r.e.setState(Rebalancing)
+		}
 	}
 }
 

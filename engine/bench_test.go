@@ -1,0 +1,103 @@
+package engine_test
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stoatflow/stoatctl/engine"
+	"github.com/stoatflow/stoatctl/engine/benchbase"
+	"github.com/stoatflow/stoatctl/engine/dsl"
+	"github.com/stoatflow/stoatctl/engine/serde"
+	"github.com/stoatflow/stoatctl/engine/topology"
+)
+
+// BenchmarkEngineVsBaseline runs, on one embedded broker, the bare
+// franz-go consume-transform-produce loop (the ceiling of the broker path
+// here) and the engine on the same input: 1 M records (10 k with -short)
+// of 100-byte values over 4 partitions. It reports both rates and the
+// engine's share of the baseline, and the engine's peak heap.
+func BenchmarkEngineVsBaseline(b *testing.B) {
+	n := 1_000_000
+	if testing.Short() {
+		n = 10_000
+	}
+	str := serde.String()
+	topos := []struct {
+		name  string
+		build func(in, out string) *topology.Topology
+	}{
+		{"stateless", func(in, out string) *topology.Topology {
+			bld := dsl.NewBuilder()
+			dsl.MapValues(dsl.Stream(bld, dsl.ConsumedWith(str, serde.Bytes()), in), func(_ string, v []byte) []byte {
+				return []byte(strings.ToUpper(string(v)))
+			}).To(out, dsl.ProducedWith(str, serde.Bytes()))
+			return bld.Topology()
+		}},
+		{"count", func(in, out string) *topology.Topology {
+			bld := dsl.NewBuilder()
+			dsl.Stream(bld, dsl.ConsumedWith(str, serde.Bytes()), in).GroupByKey().
+				Count(dsl.MaterializedAs[string, int64]("counts")).ToStream().To(out, dsl.ProducedWith(str, serde.Int64()))
+			return bld.Topology()
+		}},
+	}
+	for _, guarantee := range []string{"exactly_once_v2", "at_least_once"} {
+		for _, tp := range topos {
+			b.Run(tp.name+"/"+guarantee, func(b *testing.B) {
+				for i := 0; i < b.N; i++ {
+					addr := startBroker(b, map[string]int32{"base-out": 4, "engine-out": 4})
+					ctx := context.Background()
+					seeds := []string{addr}
+					in := "in"
+					if err := benchbase.Load(ctx, seeds, in, 4, n, 100); err != nil {
+						b.Fatal(err)
+					}
+					base, err := benchbase.Baseline(ctx, seeds, in, "base-out", "base", guarantee == "exactly_once_v2", n)
+					if err != nil {
+						b.Fatal(err)
+					}
+					rate, peak := runEngineOver(b, tp.build(in, "engine-out"), cfg(addr, "bench-"+tp.name,
+						"processing.guarantee", guarantee, "num.stream.threads", fmt.Sprint(runtime.NumCPU()),
+						engine.BarrierIntervalMs, "500", engine.BarrierMinIntervalMs, "150"), n)
+					b.ReportMetric(base.RecordsPerSec, "baseline-rec/s")
+					b.ReportMetric(rate, "engine-rec/s")
+					b.ReportMetric(rate/base.RecordsPerSec, "ratio")
+					b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MB")
+				}
+			})
+		}
+	}
+}
+
+// runEngineOver runs the engine until n source records are committed and
+// returns records/s from its start, and the peak heap in use.
+func runEngineOver(b *testing.B, topo *topology.Topology, c map[string]string, n int) (float64, uint64) {
+	e := engine.New(topo, c)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() { done <- e.Run(ctx) }()
+	var peak uint64
+	var ms runtime.MemStats
+	for e.Stats().Records < int64(n) {
+		select {
+		case err := <-done:
+			b.Fatalf("engine stopped: %v", err)
+		case <-time.After(50 * time.Millisecond):
+		}
+		runtime.ReadMemStats(&ms)
+		peak = max(peak, ms.HeapInuse)
+		if time.Since(start) > 10*time.Minute {
+			b.Fatal("engine did not finish within 10 minutes")
+		}
+	}
+	elapsed := time.Since(start)
+	cancel()
+	if err := <-done; err != nil {
+		b.Fatal(err)
+	}
+	return float64(n) / elapsed.Seconds(), peak
+}
