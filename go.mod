@@ -3,6 +3,7 @@ module github.com/stoatflow/stoatctl
 go 1.26.8
 
 require (
+	github.com/expr-lang/expr v1.17.8
 	github.com/google/btree v1.1.3
 	github.com/hamba/avro/v2 v2.31.0
 	github.com/spf13/cobra v1.10.2
@@ -14,7 +15,6 @@ require (
 )
 
 require (
-	github.com/expr-lang/expr v1.17.8 // indirect
 	github.com/go-viper/mapstructure/v2 v2.4.0 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/json-iterator/go v1.1.12 // indirect

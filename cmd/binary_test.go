@@ -117,7 +117,7 @@ complete_line "stoatctl topology "
 complete_line "stoatctl topology try up"
 complete_line "stoatctl version -o "
 `)
-		want := "stoatctl topology |describe list try\n" +
+		want := "stoatctl topology |describe list try validate\n" +
 			"stoatctl topology try up|uppercase\n" +
 			"stoatctl version -o |text json yaml\n"
 		if out != want {

@@ -9,8 +9,9 @@ import (
 func newTopologyCommand() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "topology",
-		Short: "List, describe and try the example topologies",
-		Long: `List, describe and try the example topologies bundled with stoatctl.
+		Short: "List, describe, validate and try topologies",
+		Long: `List, describe and try the example topologies bundled with stoatctl, and
+describe or validate topology files (-t FILE, see docs/topology-files.md).
 
 Each example is a topology built in Go with sample input; "try" runs that
 input through the test driver, the engine's single-threaded runner.`,
@@ -20,6 +21,7 @@ input through the test driver, the engine's single-threaded runner.`,
 	c.AddCommand(
 		newTopologyListCommand(),
 		newTopologyDescribeCommand(),
+		newTopologyValidateCommand(),
 		newTopologyTryCommand(),
 	)
 	return c

@@ -1,4 +1,29 @@
 // Package topofile reads declarative topology files (YAML) and compiles
 // them into the Go DSL, so a topology written without Go runs on the same
-// processors as one written in Go.
+// processors as one written in Go. docs/topology-files.md documents the
+// format for users; this comment defines the terms the code uses.
+//
+//   - A file has sources and tables (named inputs) and pipelines. A
+//     pipeline reads one name (or merges several streams) and applies a
+//     list of steps; each step is one DSL operation with its options.
+//   - A flow is what a name or a step stands for: a stream, a table, a
+//     grouped stream, a windowed grouping, a grouped table (flows.go). The
+//     DSL is generic; a file's values are dynamically typed, so every flow
+//     has values of type any, and keys of type any or, after a windowed
+//     aggregation, window.Windowed[any].
+//   - A scope is the set of names an expression may use, with the static
+//     types the checker knows (expr.go): a serde with a Go type gives its
+//     values that type, JSON and Avro give unknown types. Expressions are
+//     compiled and type-checked when the file loads.
+//   - An evaluation failure is an expression that compiled but failed on a
+//     record. Steps built on the Processor API (filter, map, ...) return
+//     it as the record's error; DSL callbacks without an error result
+//     (aggregators, joiners) carry it in place of the value until a step
+//     or a serde of this package turns it back into the error.
+//   - A dynamic serde (serdes.go) adapts a named serde to the any-typed
+//     DSL and converts numbers to the serde's type when nothing is lost.
+//
+// The compiler walks the YAML nodes and calls the DSL as it goes, so every
+// error carries the line and column of the node at fault, and generated
+// node names follow the order of the file.
 package topofile
