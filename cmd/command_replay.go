@@ -1,0 +1,111 @@
+package cmd
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stoatflow/stoatctl/internal/output"
+	"github.com/stoatflow/stoatctl/replay"
+)
+
+func newReplayCommand() *cobra.Command {
+	format := output.NewFormat(output.Text, output.JSON)
+	var update bool
+	var junit string
+	c := &cobra.Command{
+		Use:   "replay PATH...",
+		Short: "Run fixture files through the test driver and compare the output",
+		Long: `Run fixture files through the test driver (the engine's tasks,
+single-threaded, with a manual clock) and compare what the topology wrote
+with what each fixture expects. A directory stands for every *.fixture.yaml
+beneath it, in sorted order.
+
+Prints PASS, FAIL or ERROR per fixture and, for a failure, the differences:
+"-" lines are expected records the run did not write, "+" lines records it
+wrote that were not expected. The format is described in docs/fixtures.md.
+
+--update rewrites the expect section of every failing fixture with what the
+run wrote (the golden workflow); when any fixture cannot run, nothing is
+written. Exit status: 0 all passed (or were updated), 1 a mismatch or a
+fixture that could not run, 2 a usage error.`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usageErrorf("missing argument: fixture PATH (a file or a directory)")
+			}
+			return nil
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			paths, err := replay.Expand(args)
+			if err != nil {
+				return usageError{err}
+			}
+			results := make([]*replay.Result, len(paths))
+			for i, p := range paths {
+				results[i] = replay.RunFile(p)
+			}
+			var updated map[string]bool
+			var updateErr error
+			if update {
+				updated, updateErr = replay.UpdateAll(results)
+			}
+			if junit != "" {
+				var b bytes.Buffer
+				if err := replay.WriteJUnit(&b, results); err != nil {
+					return fmt.Errorf("junit report: %w", err)
+				}
+				if err := os.WriteFile(junit, b.Bytes(), 0o644); err != nil {
+					return fmt.Errorf("junit report: %w", err)
+				}
+			}
+			out := c.OutOrStdout()
+			if format.String() == output.JSON {
+				err = replay.WriteJSON(out, results, updated)
+			} else {
+				err = replay.WriteText(out, results, replay.TextOptions{Color: useColor(out), Updated: updated})
+			}
+			if err != nil {
+				return err
+			}
+			if updateErr != nil {
+				return updateErr
+			}
+			return replayOutcome(replay.Summarize(results), updated)
+		},
+	}
+	c.Flags().BoolVar(&update, "update", false, "rewrite the expect section of failing fixtures with what the run wrote")
+	c.Flags().StringVar(&junit, "junit", "", "also write a JUnit XML report to `FILE`")
+	addOutputFlag(c, format)
+	return c
+}
+
+// replayOutcome is the error that gives exit 1 when a fixture failed
+// (and was not updated) or could not run.
+func replayOutcome(s replay.Summary, updated map[string]bool) error {
+	failed := s.Failed - len(updated)
+	if failed == 0 && s.Errors == 0 {
+		return nil
+	}
+	switch {
+	case s.Errors == 0:
+		return fmt.Errorf("%d of %d fixtures failed", failed, s.Total)
+	case failed == 0:
+		return fmt.Errorf("%d of %d fixtures could not run", s.Errors, s.Total)
+	}
+	return fmt.Errorf("%d of %d fixtures failed and %d could not run", failed, s.Total, s.Errors)
+}
+
+// useColor says whether w is a terminal that wants colour: never when it
+// is not a terminal, nor when NO_COLOR is set (no-color.org) or TERM is
+// dumb.
+func useColor(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok || os.Getenv("NO_COLOR") != "" || os.Getenv("TERM") == "dumb" {
+		return false
+	}
+	info, err := f.Stat()
+	return err == nil && info.Mode()&os.ModeCharDevice != 0
+}

@@ -1,0 +1,163 @@
+package cmd
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// replayTests run `stoatctl replay` against the fixtures in
+// testdata/replay and compare with testdata/<golden>.golden.
+var replayTests = []struct {
+	golden string
+	args   []string
+	code   int
+}{
+	{"replay_pass", []string{"replay", "testdata/replay/pass.fixture.yaml"}, ExitOK},
+	{"replay_altered", []string{"replay", "testdata/replay/pass.fixture.yaml", "testdata/replay/altered.fixture.yaml"}, ExitFailure},
+	{"replay_altered_json", []string{"replay", "-o", "json", "testdata/replay/altered.fixture.yaml"}, ExitFailure},
+	{"replay_broken", []string{"replay", "testdata/replay/broken"}, ExitFailure},
+	{"replay_usage_no_path", []string{"replay"}, ExitUsage},
+	{"replay_usage_missing_file", []string{"replay", "testdata/replay/nope.fixture.yaml"}, ExitUsage},
+	{"replay_usage_bad_flag", []string{"replay", "--updat", "testdata/replay"}, ExitUsage},
+	{"replay_usage_bad_output", []string{"replay", "-o", "yaml", "testdata/replay"}, ExitUsage},
+	{"replay_usage_empty_dir", []string{"replay", "testdata/replay/empty"}, ExitUsage},
+}
+
+func TestReplayCommand(t *testing.T) {
+	if err := os.MkdirAll("testdata/replay/empty", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range replayTests {
+		t.Run(tc.golden, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := Run(tc.args, &stdout, &stderr)
+			if code != tc.code {
+				t.Errorf("stoatctl %s exited %d, want %d\nstderr:\n%s", strings.Join(tc.args, " "), code, tc.code, stderr.String())
+			}
+			checkGolden(t, tc.golden, transcript(tc.args, code, stdout.String(), stderr.String()))
+		})
+	}
+}
+
+func TestReplayFixturesDirectoryPasses(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := Run([]string{"replay", "../fixtures/go-examples"}, &stdout, &stderr); code != ExitOK {
+		t.Fatalf("replay ../fixtures/go-examples exited %d\n%s%s", code, stdout.String(), stderr.String())
+	}
+}
+
+// copyFixture copies a fixture from testdata/replay into a temporary
+// directory, so --update can rewrite it.
+func copyFixture(t *testing.T, name string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata/replay", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestReplayUpdateRewritesExpectations(t *testing.T) {
+	path := copyFixture(t, "altered.fixture.yaml")
+	before, _ := os.ReadFile(path)
+	var stdout, stderr bytes.Buffer
+	if code := Run([]string{"replay", "--update", path}, &stdout, &stderr); code != ExitOK {
+		t.Fatalf("replay --update exited %d\n%s%s", code, stdout.String(), stderr.String())
+	}
+	if !strings.HasPrefix(stdout.String(), "UPDATED "+path) {
+		t.Errorf("stdout:\n%s", stdout.String())
+	}
+	after, _ := os.ReadFile(path)
+	want := strings.Replace(string(before), "{key: bob, value: BYE!, timestamp: 2000}", "{key: bob, value: BYE, timestamp: 2000}", 1)
+	if string(after) != want {
+		t.Errorf("rewritten fixture:\n%s\nwant:\n%s", after, want)
+	}
+	// The rewritten fixture passes; a second update changes nothing.
+	stdout.Reset()
+	if code := Run([]string{"replay", "--update", path}, &stdout, &stderr); code != ExitOK || !strings.HasPrefix(stdout.String(), "PASS ") {
+		t.Fatalf("replay after update exited %d\n%s%s", code, stdout.String(), stderr.String())
+	}
+	if again, _ := os.ReadFile(path); string(again) != string(after) {
+		t.Errorf("second update changed the file:\n%s", again)
+	}
+	if entries, _ := os.ReadDir(filepath.Dir(path)); len(entries) != 1 {
+		t.Errorf("update left files behind: %v", entries)
+	}
+}
+
+func TestReplayUpdateWritesNothingWhenARunFails(t *testing.T) {
+	altered := copyFixture(t, "altered.fixture.yaml")
+	broken := filepath.Join(filepath.Dir(altered), "bad.fixture.yaml")
+	data, err := os.ReadFile("testdata/replay/broken/bad.fixture.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(broken, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(altered)
+	var stdout, stderr bytes.Buffer
+	if code := Run([]string{"replay", "--update", altered, broken}, &stdout, &stderr); code != ExitFailure {
+		t.Fatalf("exit %d, want 1\n%s%s", code, stdout.String(), stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "nothing written") {
+		t.Errorf("stderr:\n%s", stderr.String())
+	}
+	if after, _ := os.ReadFile(altered); string(after) != string(before) {
+		t.Errorf("fixture rewritten although a run failed:\n%s", after)
+	}
+}
+
+func TestReplayUpdateAddsMissingExpectSection(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "new.fixture.yaml")
+	src := "topology: uppercase\n# no expectations yet\nsteps:\n  - {topic: sentences, key: k, value: v, timestamp: 5}"
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := Run([]string{"replay", "--update", path}, &stdout, &stderr); code != ExitOK {
+		t.Fatalf("exit %d\n%s%s", code, stdout.String(), stderr.String())
+	}
+	got, _ := os.ReadFile(path)
+	want := src + "\nexpect:\n  outputs:\n    shouted:\n      - {key: k, value: V, timestamp: 5}\n"
+	if string(got) != want {
+		t.Errorf("got:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+func TestReplayJUnit(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "junit.xml")
+	var stdout, stderr bytes.Buffer
+	code := Run([]string{"replay", "--junit", file, "testdata/replay/pass.fixture.yaml", "testdata/replay/altered.fixture.yaml"}, &stdout, &stderr)
+	if code != ExitFailure {
+		t.Fatalf("exit %d", code)
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkGolden(t, "replay_junit", string(data))
+}
+
+func TestReplayNoColorWhenNotATerminal(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	Run([]string{"replay", "testdata/replay/altered.fixture.yaml"}, &stdout, &stderr)
+	if strings.Contains(stdout.String(), "\x1b[") {
+		t.Errorf("colour written to a buffer:\n%q", stdout.String())
+	}
+	f, err := os.Create(filepath.Join(t.TempDir(), "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if useColor(f) {
+		t.Error("a regular file is not a terminal")
+	}
+}

@@ -1,0 +1,330 @@
+package replay
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Suffix marks fixture files in a directory.
+const Suffix = ".fixture.yaml"
+
+// ErrNoFixtures is returned by Expand for a directory without fixtures.
+var ErrNoFixtures = errors.New("no " + Suffix + " files")
+
+// Expand turns command-line paths into fixture files: a file as given, a
+// directory into every *.fixture.yaml beneath it, sorted. Paths keep the
+// form the caller gave them, so reports do not depend on the machine.
+func Expand(args []string) ([]string, error) {
+	var out []string
+	for _, arg := range args {
+		info, err := os.Stat(arg)
+		if err != nil {
+			return nil, fmt.Errorf("fixture path: %w", err)
+		}
+		if !info.IsDir() {
+			out = append(out, arg)
+			continue
+		}
+		var found []string
+		err = filepath.WalkDir(arg, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if !d.IsDir() && strings.HasSuffix(d.Name(), Suffix) {
+				found = append(found, path)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("fixture path: %w", err)
+		}
+		if len(found) == 0 {
+			return nil, fmt.Errorf("fixture path %s: %w", arg, ErrNoFixtures)
+		}
+		slices.Sort(found)
+		out = append(out, found...)
+	}
+	return out, nil
+}
+
+// Rewrite returns the fixture file's contents with its expect section
+// replaced by what the run produced, or ok false when nothing changes.
+// The rest of the file is kept byte for byte where the layout allows: the
+// expect section's lines are cut out and replaced; only a fixture written
+// as one flow mapping is re-encoded whole.
+func (r *Result) Rewrite() (data []byte, ok bool, err error) {
+	if r.Status == Errored || r.fixture == nil {
+		return nil, false, fmt.Errorf("update %s: the fixture did not run", r.Path)
+	}
+	if r.Status == Pass {
+		return nil, false, nil
+	}
+	orig, err := os.ReadFile(r.Path)
+	if err != nil {
+		return nil, false, fmt.Errorf("update %s: %w", r.Path, err)
+	}
+	section, err := encodeNode(&yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{str("expect"), r.expectNode()}})
+	if err != nil {
+		return nil, false, fmt.Errorf("update %s: %w", r.Path, err)
+	}
+	root := r.fixture.doc.Content[0]
+	if root.Style&yaml.FlowStyle != 0 {
+		return r.reencode(root)
+	}
+	lines := bytes.SplitAfter(orig, []byte("\n"))
+	start, end := len(lines), len(lines)
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		if root.Content[i].Value != "expect" {
+			continue
+		}
+		start = root.Content[i].Line - 1
+		if i+2 < len(root.Content) {
+			end = root.Content[i+2].Line - 1
+		}
+		// Comment and blank lines just above the next field belong to it.
+		for end > start+1 && isCommentOrBlank(lines[end-1]) {
+			end--
+		}
+		if root.Content[i].Column != 1 {
+			return r.reencode(root)
+		}
+	}
+	var b bytes.Buffer
+	for _, l := range lines[:start] {
+		b.Write(l)
+	}
+	if start == len(lines) && b.Len() > 0 && !bytes.HasSuffix(b.Bytes(), []byte("\n")) {
+		b.WriteByte('\n')
+	}
+	b.Write(section)
+	for _, l := range lines[end:] {
+		b.Write(l)
+	}
+	return b.Bytes(), true, nil
+}
+
+func isCommentOrBlank(l []byte) bool {
+	t := bytes.TrimSpace(l)
+	return len(t) == 0 || t[0] == '#'
+}
+
+func (r *Result) reencode(root *yaml.Node) ([]byte, bool, error) {
+	n := r.expectNode()
+	replaced := false
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		if root.Content[i].Value == "expect" {
+			root.Content[i+1], replaced = n, true
+		}
+	}
+	if !replaced {
+		root.Content = append(root.Content, str("expect"), n)
+	}
+	root.Style = 0
+	data, err := encodeNode(r.fixture.doc)
+	if err != nil {
+		return nil, false, fmt.Errorf("update %s: %w", r.Path, err)
+	}
+	return data, true, nil
+}
+
+func encodeNode(n *yaml.Node) ([]byte, error) {
+	var b bytes.Buffer
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(n); err != nil {
+		return nil, err
+	}
+	if err := enc.Close(); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// expectNode is the expect section a run's results call for: every
+// output topic with what it got (count-only topics stay count-only), the
+// stores the fixture lists with their entries, and drop counts when the
+// fixture checks them.
+func (r *Result) expectNode() *yaml.Node {
+	e := &yaml.Node{Kind: yaml.MappingNode}
+	outs := &yaml.Node{Kind: yaml.MappingNode}
+	for _, t := range r.Outputs {
+		var v *yaml.Node
+		if t.CountOnly {
+			v = &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle, Content: []*yaml.Node{str("count"), num(int64(t.ActualCount))}}
+		} else {
+			v = &yaml.Node{Kind: yaml.SequenceNode}
+			for _, a := range t.Actual {
+				v.Content = append(v.Content, r.recordNode(a, true))
+			}
+			if len(t.Actual) == 0 {
+				v.Style = yaml.FlowStyle
+			}
+		}
+		outs.Content = append(outs.Content, str(t.Topic), v)
+	}
+	e.Content = append(e.Content, str("outputs"), outs)
+	if len(r.Stores) > 0 {
+		stores := &yaml.Node{Kind: yaml.MappingNode}
+		for _, s := range r.Stores {
+			v := &yaml.Node{Kind: yaml.SequenceNode}
+			for _, a := range s.Actual {
+				v.Content = append(v.Content, r.recordNode(a, false))
+			}
+			if len(s.Actual) == 0 {
+				v.Style = yaml.FlowStyle
+			}
+			stores.Content = append(stores.Content, str(s.Store), v)
+		}
+		e.Content = append(e.Content, str("stores"), stores)
+	}
+	if d := r.Drops; d != nil {
+		drops := &yaml.Node{Kind: yaml.MappingNode}
+		for _, reason := range d.Reasons {
+			if _, listed := d.Expected[reason]; listed || d.Actual[reason] != 0 {
+				drops.Content = append(drops.Content, str(reason), num(d.Actual[reason]))
+			}
+		}
+		if len(drops.Content) == 0 {
+			drops.Style = yaml.FlowStyle
+		}
+		e.Content = append(e.Content, str("drops"), drops)
+	}
+	return e
+}
+
+func (r *Result) recordNode(a Actual, headers bool) *yaml.Node {
+	n := &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle}
+	n.Content = append(n.Content, str("key"), dataNode(a.Key), str("value"), dataNode(a.Value))
+	if a.HasTimestamp {
+		ts := num(a.Timestamp)
+		if r.fixture.timesAsText {
+			ts = str(formatTime(a.Timestamp))
+		}
+		n.Content = append(n.Content, str("timestamp"), ts)
+	}
+	if headers && len(a.Headers) > 0 {
+		hs := &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle}
+		for _, h := range a.Headers {
+			v := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Value: "null"}
+			if h.Value != nil {
+				v = str(string(h.Value))
+			}
+			hs.Content = append(hs.Content, str(h.Key), v)
+		}
+		n.Content = append(n.Content, str("headers"), hs)
+	}
+	return n
+}
+
+func str(s string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s} }
+
+func num(n int64) *yaml.Node {
+	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: strconv.FormatInt(n, 10)}
+}
+
+// dataNode writes normalized plain data as flow-style YAML.
+func dataNode(v any) *yaml.Node {
+	switch x := normalize(v).(type) {
+	case nil:
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Value: "null"}
+	case string:
+		return str(x)
+	case bool:
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: strconv.FormatBool(x)}
+	case int64:
+		return num(x)
+	case float64:
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!float", Value: strconv.FormatFloat(x, 'g', -1, 64)}
+	case []any:
+		n := &yaml.Node{Kind: yaml.SequenceNode, Style: yaml.FlowStyle}
+		for _, e := range x {
+			n.Content = append(n.Content, dataNode(e))
+		}
+		return n
+	case map[string]any:
+		n := &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle}
+		keys := slices.Sorted(maps.Keys(x))
+		// Windowed keys read best as key, start, end.
+		if len(x) == 3 && x["key"] != nil && x["start"] != nil && x["end"] != nil {
+			keys = []string{"key", "start", "end"}
+		}
+		for _, k := range keys {
+			n.Content = append(n.Content, str(k), dataNode(x[k]))
+		}
+		return n
+	}
+	return str(fmt.Sprint(v))
+}
+
+// WriteFile replaces path with data atomically: a temporary file in the
+// same directory, renamed over it, so a crash leaves the old file or the
+// new one, never half of either.
+func WriteFile(path string, data []byte) error {
+	info, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("update %s: %w", path, err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("update %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("update %s: %w", path, err)
+	}
+	if err := tmp.Chmod(info.Mode().Perm()); err != nil {
+		tmp.Close()
+		return fmt.Errorf("update %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("update %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("update %s: %w", path, err)
+	}
+	return nil
+}
+
+// UpdateAll rewrites the expect sections of every fixture that failed,
+// and writes nothing at all when any fixture could not run: a half-updated
+// suite would hide that run's problem. It returns the paths it rewrote.
+func UpdateAll(results []*Result) (map[string]bool, error) {
+	for _, r := range results {
+		if r.Status == Errored {
+			return nil, fmt.Errorf("update: nothing written: %s did not run", r.Path)
+		}
+	}
+	type write struct {
+		path string
+		data []byte
+	}
+	var writes []write
+	for _, r := range results {
+		data, ok, err := r.Rewrite()
+		if err != nil {
+			return nil, fmt.Errorf("update: nothing written: %w", err)
+		}
+		if ok {
+			writes = append(writes, write{r.Path, data})
+		}
+	}
+	updated := map[string]bool{}
+	for _, w := range writes {
+		if err := WriteFile(w.path, w.data); err != nil {
+			return updated, err
+		}
+		updated[w.path] = true
+	}
+	return updated, nil
+}
