@@ -71,6 +71,8 @@ replay, migration and the watermark view are coming.`,
 		newVersionCommand(o.stamp),
 		newTopologyCommand(),
 		newBrokerCommand(),
+		newReplayCommand(),
+		newRunCommand(),
 	)
 	markFailures(root)
 	return root

@@ -59,7 +59,9 @@ func (r *runner) commitLoop(g *generation, cuts <-chan epochCut, done chan<- str
 			}
 			delete(pending, next)
 			start := time.Now()
-			err := r.commit(g.ctx, p)
+			// A commit is never cut short: a reset waits for it, and a
+			// transaction left open would refuse the next Begin.
+			err := r.commit(context.WithoutCancel(g.ctx), p)
 			if err != nil {
 				if g.ctx.Err() != nil {
 					return
@@ -136,7 +138,8 @@ func (r *runner) commit(ctx context.Context, p *pendingEpoch) error {
 		for _, o := range rep.outs {
 			rec, err := r.record(ctx, o)
 			if err != nil {
-				return err
+				promise(&kgo.Record{Topic: o.Topic, Partition: o.Partition}, err)
+				continue
 			}
 			produce(ctx, rec, promise)
 		}

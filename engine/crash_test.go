@@ -28,8 +28,11 @@ func TestMain(m *testing.M) {
 func runCrashChild(addr string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	c := cfg(addr, "crash", "num.stream.threads", os.Getenv("STOATFLOW_CRASH_LANES"))
-	if err := engine.New(counts(), c).Run(ctx); err != nil {
+	c := cfg(addr, "crash", "num.stream.threads", os.Getenv("STOATFLOW_CRASH_LANES"),
+		// Static membership: a restart takes its predecessor's place in
+		// the group at once.
+		"group.instance.id", "crash-1", "session.timeout.ms", "6000")
+	if err := engine.New(counts(), c, engine.WithLogger(testLogger(nil))).Run(ctx); err != nil {
 		os.Stderr.WriteString("child: " + err.Error() + "\n")
 		return 1
 	}
@@ -63,7 +66,7 @@ func TestCrashExactlyOnce(t *testing.T) {
 	}
 	for i := range kills {
 		cmd := start(1 + rng.IntN(8))
-		time.Sleep(time.Duration(300+rng.IntN(1700)) * time.Millisecond)
+		time.Sleep(time.Duration(500+rng.IntN(2500)) * time.Millisecond)
 		if err := cmd.Process.Kill(); err != nil {
 			t.Fatal(err)
 		}

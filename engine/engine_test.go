@@ -90,7 +90,7 @@ func readCommitted(t testing.TB, addr, topic string, want int, within time.Durat
 
 func testLogger(t testing.TB) *slog.Logger {
 	if os.Getenv("ENGINE_TEST_LOG") != "" {
-		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }

@@ -193,12 +193,24 @@ func (r *runner) connect(ctx context.Context) error {
 		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { r.onAssign(m, false) }),
 		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { r.onAssign(m, false) }),
 	)
+	groupOpts, err := groupOptions(r.e.cfg)
+	if err != nil {
+		return err
+	}
+	opts = append(opts, groupOpts...)
 	if r.s.exactlyOnce {
 		r.sess, err = kgo.NewGroupTransactSession(opts...)
 		if err != nil {
 			return fmt.Errorf("engine: kafka client: %w", err)
 		}
 		r.cl = r.sess.Client()
+		// Fence the previous incarnation of this transactional id now: a
+		// crashed one's open transaction holds back the last stable
+		// offset of every partition it wrote, and with it restoration and
+		// the group's committed offsets, until it is aborted.
+		if _, _, err := r.cl.ProducerID(ctx); err != nil {
+			return fmt.Errorf("engine: initialise transactional producer: %w", err)
+		}
 	} else {
 		r.cl, err = kgo.NewClient(opts...)
 		if err != nil {
@@ -206,6 +218,35 @@ func (r *runner) connect(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// groupOptions reads the Kafka consumer keys that shape group membership:
+// session.timeout.ms, heartbeat.interval.ms, and group.instance.id for
+// static membership, with which a restarted instance takes its place back
+// at once instead of waiting for the session of its dead predecessor to
+// time out.
+func groupOptions(c config.Config) ([]kgo.Opt, error) {
+	var opts []kgo.Opt
+	for _, k := range []struct {
+		key string
+		opt func(time.Duration) kgo.GroupOpt
+	}{{"session.timeout.ms", kgo.SessionTimeout}, {"heartbeat.interval.ms", kgo.HeartbeatInterval}} {
+		if !c.IsSet(k.key) {
+			continue
+		}
+		ms, err := c.Int(k.key, 0)
+		if err != nil {
+			return nil, err
+		}
+		if ms <= 0 {
+			return nil, fmt.Errorf("config %s: %d: need a positive number of milliseconds", k.key, ms)
+		}
+		opts = append(opts, k.opt(time.Duration(ms)*time.Millisecond))
+	}
+	if id := strings.TrimSpace(c.String("group.instance.id")); id != "" {
+		opts = append(opts, kgo.InstanceID(id))
+	}
+	return opts, nil
 }
 
 // refuseSecondInstance refuses to join a group that already has members

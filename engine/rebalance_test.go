@@ -1,0 +1,89 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stoatflow/stoatctl/engine"
+	"github.com/stoatflow/stoatctl/engine/dsl"
+	"github.com/stoatflow/stoatctl/engine/serde"
+	"github.com/stoatflow/stoatctl/engine/topology"
+)
+
+// TestRebalanceExactlyOnce runs two instances in one group while records
+// arrive: the second joins mid-stream and takes partitions (and their
+// state, restored from the changelogs) from the first, then the first
+// leaves and hands them back. Every count of every key must be committed
+// exactly once.
+func TestRebalanceExactlyOnce(t *testing.T) {
+	const keys, per = 100, 60
+	addr := startBroker(t, map[string]int32{"in": 6, "out": 6})
+	batch := func(round int) []kv {
+		var in []kv
+		for i := range keys * per / 6 {
+			in = append(in, kv{Key: "k" + strconv.Itoa((round*keys*per/6+i)%keys), Value: "x"})
+		}
+		return in
+	}
+	waitRecords := func(e *engine.Engine, n int64) {
+		deadline := time.Now().Add(30 * time.Second)
+		for e.Stats().Records < n && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	a, stopA := runEngine(t, counts(), cfg(addr, "rebalance", "stoatflow.instance.id", "a"))
+	produce(t, addr, "in", batch(0))
+	waitRecords(a, int64(keys*per/6))
+	produce(t, addr, "in", batch(1))
+	_, stopB := runEngine(t, counts(), cfg(addr, "rebalance", "stoatflow.instance.id", "b"))
+	produce(t, addr, "in", batch(2))
+	time.Sleep(1500 * time.Millisecond)
+	produce(t, addr, "in", batch(3))
+	if err := stopA(); err != nil {
+		t.Fatalf("first instance: %v", err)
+	}
+	produce(t, addr, "in", batch(4))
+	produce(t, addr, "in", batch(5))
+	got := readCommitted(t, addr, "out", keys*per, 60*time.Second)
+	if err := stopB(); err != nil {
+		t.Fatalf("second instance: %v", err)
+	}
+	checkCounts(t, got, keys, per)
+}
+
+func rekeyedCounts() *topology.Topology {
+	str := serde.String()
+	b := dsl.NewBuilder()
+	dsl.GroupBy(dsl.Stream(b, dsl.ConsumedWith(str, str), "in"), func(_, v string) string { return v }, dsl.GroupedWith(str, str)).
+		Count(dsl.MaterializedAs[string, int64]("by-value")).ToStream().To("out", dsl.ProducedWith(str, serde.Int64()))
+	return b.Topology()
+}
+
+// TestSecondInstanceRefusedBehindBoundary: a topology that re-keys in
+// memory cannot be split across instances, so a second one refuses to
+// start instead of computing counts over half of the keys' records.
+func TestSecondInstanceRefusedBehindBoundary(t *testing.T) {
+	addr := startBroker(t, map[string]int32{"in": 4, "out": 4})
+	produce(t, addr, "in", []kv{{Key: "a", Value: "x"}})
+	a, stopA := runEngine(t, rekeyedCounts(), cfg(addr, "rekey", "stoatflow.instance.id", "a"))
+	deadline := time.Now().Add(20 * time.Second)
+	for a.Stats().Records < 1 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	err := engine.New(rekeyedCounts(), cfg(addr, "rekey", "stoatflow.instance.id", "b")).Run(ctx)
+	if !errors.Is(err, engine.ErrSplitBoundary) {
+		t.Fatalf("second instance: got %v, want ErrSplitBoundary", err)
+	}
+	if !strings.Contains(err.Error(), "repartition") {
+		t.Fatalf("error %q does not say what to do", err)
+	}
+	if err := stopA(); err != nil {
+		t.Fatalf("first instance: %v", err)
+	}
+}
