@@ -3,6 +3,8 @@ package engine_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"strconv"
 	"runtime"
 	"strings"
 	"testing"
@@ -24,6 +26,9 @@ func BenchmarkEngineVsBaseline(b *testing.B) {
 	n := 1_000_000
 	if testing.Short() {
 		n = 10_000
+	}
+	if v, err := strconv.Atoi(os.Getenv("STOATFLOW_BENCH_RECORDS")); err == nil && v > 0 {
+		n = v
 	}
 	str := serde.String()
 	topos := []struct {

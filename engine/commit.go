@@ -22,22 +22,93 @@ import (
 
 func headerOf(k string, v []byte) processor.Header { return processor.Header{Key: k, Value: v} }
 
-// pendingEpoch gathers an epoch's cut and its lanes' reports.
+// pendingEpoch gathers what the committer knows of an epoch: its cut,
+// how many lanes finished it, their partition times, and the records it
+// holds back until the epoch's transaction is the open one.
 type pendingEpoch struct {
-	cut     *epochCut
-	reports []report
+	cut       *epochCut
+	finished  int
+	partTimes map[watermark.Partition]int64
+	held      [][]task.Output
+}
+
+// committer turns epochs into transactions, in order. Records of the
+// epoch whose transaction is open are produced as the lanes hand them
+// over, so producing overlaps processing; records of later epochs wait
+// until their transaction opens.
+type committer struct {
+	r   *runner
+	g   *generation
+	ctx context.Context
+	// open says a transaction is begun for the epoch being produced.
+	open bool
+
+	errMu      sync.Mutex
+	produceErr error
+}
+
+func (c *committer) promise(rec *kgo.Record, err error) {
+	if err != nil {
+		c.errMu.Lock()
+		if c.produceErr == nil {
+			c.produceErr = fmt.Errorf("produce to %s[%d]: %w", rec.Topic, rec.Partition, err)
+		}
+		c.errMu.Unlock()
+	}
+}
+
+func (c *committer) takeErr() error {
+	c.errMu.Lock()
+	defer c.errMu.Unlock()
+	err := c.produceErr
+	c.produceErr = nil
+	return err
+}
+
+// begin opens the epoch's transaction under exactly-once.
+func (c *committer) begin() {
+	if c.open || c.r.sess == nil {
+		return
+	}
+	if err := c.r.sess.Begin(); err != nil {
+		c.promise(&kgo.Record{}, fmt.Errorf("begin transaction: %w", err))
+		return
+	}
+	c.open = true
+}
+
+func (c *committer) send(outs []task.Output) {
+	if len(outs) == 0 {
+		return
+	}
+	c.begin()
+	produce := c.r.cl.Produce
+	if c.r.sess != nil {
+		produce = c.r.sess.Produce
+	}
+	for _, o := range outs {
+		rec, err := c.r.record(c.ctx, o)
+		if err != nil {
+			c.promise(&kgo.Record{Topic: o.Topic, Partition: o.Partition}, err)
+			continue
+		}
+		produce(c.ctx, rec, c.promise)
+	}
 }
 
 // commitLoop commits epochs in order, each once its cut is known and every
-// lane reported it. It runs until the generation stops.
+// lane finished it. It runs until the generation stops.
 func (r *runner) commitLoop(g *generation, cuts <-chan epochCut, done chan<- struct{}) {
 	defer close(done)
+	// A commit is never cut short: a reset waits for it, and a
+	// transaction left open would refuse the next Begin.
+	c := &committer{r: r, g: g, ctx: context.WithoutCancel(g.ctx)}
 	pending := map[int64]*pendingEpoch{}
 	next := int64(1)
 	get := func(n int64) *pendingEpoch {
 		p, ok := pending[n]
 		if !ok {
-			p = &pendingEpoch{}
+			p = &pendingEpoch{partTimes: map[watermark.Partition]int64{}}
 			pending[n] = p
 		}
 		return p
@@ -45,37 +116,46 @@ func (r *runner) commitLoop(g *generation, cuts <-chan epochCut, done chan<- str
 	for {
 		select {
 		case <-g.ctx.Done():
+			if c.open {
+				// Abandon the open transaction; the next incarnation of
+				// the transactional id, or the timeout, aborts it.
+				_, _ = r.sess.End(c.ctx, kgo.TryAbort)
+			}
 			return
-		case c := <-cuts:
-			get(c.epoch).cut = &c
+		case cut := <-cuts:
+			get(cut.epoch).cut = &cut
 		case rep := <-g.reports:
 			p := get(rep.epoch)
-			p.reports = append(p.reports, rep)
+			if rep.epoch == next {
+				c.send(rep.outs)
+			} else if len(rep.outs) > 0 {
+				p.held = append(p.held, rep.outs)
+			}
+			if rep.final {
+				p.finished++
+				for k, v := range rep.partTimes {
+					if old, ok := p.partTimes[k]; !ok || v > old {
+						p.partTimes[k] = v
+					}
+				}
+			}
 		}
 		for {
 			p := pending[next]
-			if p == nil || p.cut == nil || len(p.reports) < len(g.lanes) {
+			if p == nil || p.cut == nil || p.finished < len(g.lanes) {
 				break
 			}
 			delete(pending, next)
 			start := time.Now()
-			// A commit is never cut short: a reset waits for it, and a
-			// transaction left open would refuse the next Begin.
-			err := r.commit(context.WithoutCancel(g.ctx), p)
-			if err != nil {
-				if g.ctx.Err() != nil {
-					return
-				}
+			if err := r.commit(c, p); err != nil {
 				r.commitFailed.Store(&err)
 				return
 			}
 			r.commitTook.Store(int64(time.Since(start)))
 			r.ptMu.Lock()
-			for _, rep := range p.reports {
-				for k, v := range rep.partTimes {
-					if old, ok := r.knownPartTimes[k]; !ok || v > old {
-						r.knownPartTimes[k] = v
-					}
+			for k, v := range p.partTimes {
+				if old, ok := r.knownPartTimes[k]; !ok || v > old {
+					r.knownPartTimes[k] = v
 				}
 			}
 			r.ptMu.Unlock()
@@ -86,27 +166,26 @@ func (r *runner) commitLoop(g *generation, cuts <-chan epochCut, done chan<- str
 				s.Watermark = p.cut.stamp
 			})
 			next++
+			if q := pending[next]; q != nil {
+				for _, outs := range q.held {
+					c.send(outs)
+				}
+				q.held = nil
+			}
 		}
 	}
 }
 
-// commit writes an epoch: its records, its watermark stamp and its source
-// offsets, in one transaction under exactly-once, or produced and flushed
-// before the offsets are committed under at-least-once.
-func (r *runner) commit(ctx context.Context, p *pendingEpoch) error {
-	slices.SortFunc(p.reports, func(a, b report) int { return a.lane - b.lane })
-	partTimes := map[watermark.Partition]int64{}
-	for _, rep := range p.reports {
-		for k, v := range rep.partTimes {
-			if old, ok := partTimes[k]; !ok || v > old {
-				partTimes[k] = v
-			}
-		}
-	}
+// commit ends an epoch: its watermark stamp and source offsets join the
+// records already produced, in one transaction under exactly-once, or
+// flushed before the offsets are committed under at-least-once.
+func (r *runner) commit(c *committer, p *pendingEpoch) error {
+	ctx := c.ctx
+	partTimes := p.partTimes
 	r.ptMu.Lock()
-	for k, v := range partTimes {
-		if old, ok := r.knownPartTimes[k]; ok && old > v {
-			partTimes[k] = old
+	for k, v := range r.knownPartTimes {
+		if cur, ok := partTimes[k]; !ok || v > cur {
+			partTimes[k] = v
 		}
 	}
 	r.ptMu.Unlock()
@@ -114,37 +193,12 @@ func (r *runner) commit(ctx context.Context, p *pendingEpoch) error {
 	if err != nil {
 		return err
 	}
-	var (
-		errMu     sync.Mutex
-		produceEr error
-	)
-	promise := func(rec *kgo.Record, err error) {
-		if err != nil {
-			errMu.Lock()
-			if produceEr == nil {
-				produceEr = fmt.Errorf("produce to %s[%d]: %w", rec.Topic, rec.Partition, err)
-			}
-			errMu.Unlock()
-		}
-	}
-	produce := r.cl.Produce
+	c.begin()
 	if r.sess != nil {
-		if err := r.sess.Begin(); err != nil {
-			return fmt.Errorf("begin transaction for epoch %d: %w", p.cut.epoch, err)
-		}
-		produce = r.sess.Produce
+		r.sess.Produce(ctx, r.stampRecord(p.cut.stamp, p.cut.final), c.promise)
+	} else {
+		r.cl.Produce(ctx, r.stampRecord(p.cut.stamp, p.cut.final), c.promise)
 	}
-	for _, rep := range p.reports {
-		for _, o := range rep.outs {
-			rec, err := r.record(ctx, o)
-			if err != nil {
-				promise(&kgo.Record{Topic: o.Topic, Partition: o.Partition}, err)
-				continue
-			}
-			produce(ctx, rec, promise)
-		}
-	}
-	produce(ctx, r.stampRecord(p.cut.stamp, p.cut.final), promise)
 
 	if r.sess != nil {
 		hook := kgo.PreTxnCommitFnContext(ctx, func(req *kmsg.TxnOffsetCommitRequest) error {
@@ -168,22 +222,24 @@ func (r *runner) commit(ctx context.Context, p *pendingEpoch) error {
 			}
 			return nil
 		})
+		// Flush before deciding: a produce that failed must abort.
+		if err := r.cl.Flush(ctx); err != nil {
+			c.promise(&kgo.Record{}, err)
+		}
+		produceErr := c.takeErr()
 		try := kgo.TryCommit
-		errMu.Lock()
-		if produceEr != nil {
+		if produceErr != nil {
 			try = kgo.TryAbort
 		}
-		errMu.Unlock()
 		r.pollMu.Lock()
 		committed, err := r.sess.End(hook, try)
 		r.pollMu.Unlock()
-		errMu.Lock()
-		defer errMu.Unlock()
+		c.open = false
 		switch {
 		case err != nil:
 			return fmt.Errorf("end transaction for epoch %d: %w", p.cut.epoch, err)
-		case produceEr != nil:
-			return fmt.Errorf("epoch %d: %w: %w", p.cut.epoch, errAborted, produceEr)
+		case produceErr != nil:
+			return fmt.Errorf("epoch %d: %w: %w", p.cut.epoch, errAborted, produceErr)
 		case !committed:
 			return fmt.Errorf("epoch %d: %w (the group rebalanced or the broker refused the commit)", p.cut.epoch, errAborted)
 		}
@@ -193,10 +249,7 @@ func (r *runner) commit(ctx context.Context, p *pendingEpoch) error {
 	if err := r.cl.Flush(ctx); err != nil {
 		return fmt.Errorf("flush epoch %d: %w", p.cut.epoch, err)
 	}
-	errMu.Lock()
-	err = produceEr
-	errMu.Unlock()
-	if err != nil {
+	if err := c.takeErr(); err != nil {
 		return fmt.Errorf("epoch %d: %w", p.cut.epoch, err)
 	}
 	if len(offsets) == 0 {

@@ -63,7 +63,7 @@ func newGeneration(ctx context.Context, e *Engine, built *topology.Built, s sett
 		for i := 0; i < s.lanes; i++ {
 			l := &worker{g: g, sub: sr, idx: i, gid: len(g.lanes), in: make(chan item, s.queue),
 				floor: max(floor, task.Unknown), flushed: task.Unknown, pinned: noPin, fwdFloor: noPin,
-				partTimes: map[watermark.Partition]int64{}, epoch: 1}
+				partTimes: map[watermark.Partition]int64{}, epoch: 1, ctx: g.ctx}
 			l.clock = laneClock{l}
 			sr.lanes = append(sr.lanes, l)
 			g.lanes = append(g.lanes, l)

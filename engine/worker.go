@@ -58,11 +58,19 @@ type barrier struct {
 // report is a lane's finished epoch: what it wrote, and the largest event
 // time it processed per source partition.
 type report struct {
-	epoch     int64
-	lane      int
-	outs      []task.Output
+	epoch int64
+	lane  int
+	outs  []task.Output
+	// final is the lane's last report of the epoch: it crossed the
+	// barrier, and partTimes is set. Earlier reports hand over records
+	// as they pile up, so that producing overlaps processing.
+	final     bool
 	partTimes map[watermark.Partition]int64
 }
+
+// reportChunk is how many records a lane collects before handing them
+// to the committer mid-epoch.
+const reportChunk = 512
 
 // subRun is one sub-topology's lanes.
 type subRun struct {
@@ -167,6 +175,15 @@ func (l *worker) Send(o task.Output) error {
 	}
 	l.outs = append(l.outs, o)
 	l.g.outputs.Add(1)
+	if len(l.outs) >= reportChunk {
+		r := report{epoch: l.epoch, lane: l.gid, outs: l.outs}
+		l.outs = make([]task.Output, 0, reportChunk)
+		select {
+		case l.g.reports <- r:
+		case <-l.ctx.Done():
+			return l.ctx.Err()
+		}
+	}
 	return nil
 }
 
@@ -231,7 +248,6 @@ func (l *worker) sendMarker(b *barrier) error {
 
 // run processes items until ctx ends or processing fails.
 func (l *worker) run(ctx context.Context) error {
-	l.ctx = ctx
 	for {
 		var it item
 		if len(l.replay) > 0 {
@@ -315,8 +331,8 @@ func (l *worker) cross(b *barrier) error {
 	if l.sendErr != nil {
 		return l.sendErr
 	}
-	r := report{epoch: b.epoch, lane: l.gid, outs: l.outs, partTimes: l.snapshotPartTimes()}
-	l.outs = nil
+	r := report{epoch: b.epoch, lane: l.gid, outs: l.outs, final: true, partTimes: l.snapshotPartTimes()}
+	l.outs = make([]task.Output, 0, reportChunk)
 	select {
 	case l.g.reports <- r:
 	case <-l.ctx.Done():
