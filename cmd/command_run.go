@@ -34,8 +34,8 @@ exits 0.
 
 Without -b (and without bootstrap.servers in the configuration) it starts
 an embedded Kafka-protocol broker on 127.0.0.1:--broker-port, creates the
-topology's topics there, and prints how to produce to it and read from it
-with kcat.
+topology's topics there, prints its address on stdout, and prints how to
+produce to it and read from it with kcat on stderr.
 
 Configuration comes from the topology file, then -c FILE (YAML: Kafka
 Streams-style keys such as application.id, processing.guarantee,
@@ -90,7 +90,7 @@ num.stream.threads, and the stoatflow.* keys), then -X KEY=VALUE, then -b.`,
 			ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			if cfg[config.BootstrapServers] == "" {
-				b, err := startEmbedded(ctx, c.ErrOrStderr(), file, cfg, port, int32(partitions), dataDir)
+				b, err := startEmbedded(ctx, c.OutOrStdout(), c.ErrOrStderr(), file, cfg, port, int32(partitions), dataDir)
 				if err != nil {
 					return err
 				}
@@ -117,7 +117,7 @@ num.stream.threads, and the stoatflow.* keys), then -X KEY=VALUE, then -b.`,
 
 // startEmbedded starts the embedded broker with the topology's topics and
 // tells the user how to reach it.
-func startEmbedded(ctx context.Context, w io.Writer, file *topofile.File, cfg map[string]string, port int, partitions int32, dataDir string) (*broker.Broker, error) {
+func startEmbedded(ctx context.Context, out, w io.Writer, file *topofile.File, cfg map[string]string, port int, partitions int32, dataDir string) (*broker.Broker, error) {
 	probe := maps.Clone(cfg)
 	if probe[config.ApplicationID] == "" {
 		probe[config.ApplicationID] = "probe"
@@ -138,17 +138,20 @@ func startEmbedded(ctx context.Context, w io.Writer, file *topofile.File, cfg ma
 	if err != nil {
 		return nil, fmt.Errorf("embedded broker: %w", err)
 	}
-	in, out := "TOPIC", "TOPIC"
+	// The address is the command's one line of data: scripts start it
+	// with --broker-port 0 and read where it listens.
+	fmt.Fprintln(out, b.Addr())
+	in, sink := "TOPIC", "TOPIC"
 	if len(sources) > 0 {
 		in = sources[0]
 	}
 	if len(sinks) > 0 {
-		out = sinks[0]
+		sink = sinks[0]
 	}
 	fmt.Fprintf(w, `embedded broker on %[1]s (no -b given); topics: %[2]s
 produce lines of key:value:  kcat -b %[1]s -t %[3]s -P -K:
 read the output committed:   kcat -b %[1]s -t %[4]s -C -o beginning -K: -X isolation.level=read_committed
 stop with Ctrl-C
-`, b.Addr(), strings.Join(append(append([]string{}, sources...), sinks...), ", "), in, out)
+`, b.Addr(), strings.Join(append(append([]string{}, sources...), sinks...), ", "), in, sink)
 	return b, nil
 }
