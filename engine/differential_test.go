@@ -3,9 +3,16 @@ package engine_test
 import (
 	"fmt"
 	"maps"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/stoatflow/stoatctl/engine/config"
+	"github.com/stoatflow/stoatctl/engine/topofile"
+	"github.com/stoatflow/stoatctl/engine/topology"
+	"github.com/stoatflow/stoatctl/replay"
 
 	"github.com/stoatflow/stoatctl/engine"
 	"github.com/stoatflow/stoatctl/fixtures/examples"
@@ -47,6 +54,31 @@ func TestDifferentialDriverVsEngine(t *testing.T) {
 	}
 }
 
+// rawInput is an input record; nulls is the fixtures' tombstones, which
+// an examples.Input cannot hold.
+type rawInput struct {
+	Topic string
+	kv
+}
+
+// nullValues marks, per example name, the inputs whose value is null.
+var nullValues = map[string]map[int]bool{}
+
+func rawInputs(ex examples.Example) []rawInput {
+	var out []rawInput
+	for i, in := range ex.Inputs {
+		out = append(out, rawInput{Topic: in.Topic, kv: kv{Key: in.Key, Value: in.Value, Timestamp: in.Timestamp, NullValue: nullValues[ex.Name][i]}})
+	}
+	return out
+}
+
+func nilIf(s string, null bool) []byte {
+	if null {
+		return nil
+	}
+	return []byte(s)
+}
+
 // perKey is an output topic's values by key, in order.
 type perKey map[string][]string
 
@@ -56,8 +88,8 @@ func driverOutput(t *testing.T, ex examples.Example) map[string]perKey {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	for _, in := range ex.Inputs {
-		if err := d.PipeRaw(in.Topic, testdriver.RawRecord{Key: []byte(in.Key), Value: []byte(in.Value), Timestamp: in.Timestamp}); err != nil {
+	for _, in := range rawInputs(ex) {
+		if err := d.PipeRaw(in.Topic, testdriver.RawRecord{Key: []byte(in.Key), Value: nilIf(in.Value, in.NullValue), Timestamp: in.Timestamp}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -89,14 +121,14 @@ func engineOutput(t *testing.T, ex examples.Example, lanes int) map[string]perKe
 	}
 	e, stop := runEngine(t, ex.Build(), c)
 	produced := 0
-	for i := 0; i < len(ex.Inputs); {
+	inputs := rawInputs(ex)
+	for i := 0; i < len(inputs); {
 		j := i
 		var run []kv
-		for ; j < len(ex.Inputs) && ex.Inputs[j].Topic == ex.Inputs[i].Topic; j++ {
-			in := ex.Inputs[j]
-			run = append(run, kv{Key: in.Key, Value: in.Value, Timestamp: in.Timestamp})
+		for ; j < len(inputs) && inputs[j].Topic == inputs[i].Topic; j++ {
+			run = append(run, inputs[j].kv)
 		}
-		produce(t, addr, ex.Inputs[i].Topic, run)
+		produce(t, addr, inputs[i].Topic, run)
 		produced += len(run)
 		deadline := time.Now().Add(30 * time.Second)
 		for e.Stats().Records < int64(produced) {
@@ -121,4 +153,99 @@ func engineOutput(t *testing.T, ex examples.Example, lanes int) map[string]perKe
 	}
 	_ = engine.Running
 	return out
+}
+
+// TestDifferentialFixtures runs every fixture under fixtures/ whose steps
+// are records only through the driver and the engine (4 lanes) and
+// compares the output per key. Fixtures that move the watermark or the
+// wall clock by hand are skipped, and the skip says why: the driver
+// closes a window the moment its watermark passes the close, the engine
+// at the second barrier after, and with the configured out-of-orderness
+// bound, so the two legitimately emit different sets at a given point.
+func TestDifferentialFixtures(t *testing.T) {
+	paths, err := replay.Expand([]string{"../fixtures"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range paths {
+		t.Run(strings.TrimPrefix(path, "../fixtures/"), func(t *testing.T) {
+			f, err := replay.Load(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range f.Steps {
+				if s.Kind == replay.StepAdvanceWatermark || s.Kind == replay.StepAdvanceWallClock || s.Kind == replay.StepRecordsFile {
+					t.Skipf("step %d is %s: time is moved by hand, which only the driver can do", s.Index, s.Kind)
+				}
+			}
+			file, err := topofile.Resolve(f.Topology, filepath.Dir(path))
+			if err != nil {
+				t.Fatal(err)
+			}
+			conf := maps.Clone(file.Config)
+			maps.Copy(conf, f.Driver.Config)
+			if conf["application.id"] == "" {
+				conf["application.id"] = "fixture"
+			}
+			built, err := file.Topology.Build(config.New(conf))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ex examples.Example
+			ex.Name = "fixture-" + strings.NewReplacer("/", "-", ".", "-").Replace(filepath.Base(path))
+			ex.Config = conf
+			ex.Build = func() *topology.Topology {
+				fresh, err := topofile.Resolve(f.Topology, filepath.Dir(path))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return fresh.Topology
+			}
+			raw := map[int][2][]byte{}
+			for i, s := range f.Steps {
+				if s.Kind != replay.StepRecord {
+					continue
+				}
+				src, ok := built.SourceNodeFor(s.Record.Topic)
+				if !ok {
+					t.Fatalf("step %d: no source reads %s", s.Index, s.Record.Topic)
+				}
+				k, err := replay.Serialize(src.Source.KeySerde, s.Record.Topic, s.Record.Key)
+				if err != nil {
+					t.Fatal(err)
+				}
+				v, err := replay.Serialize(src.Source.ValueSerde, s.Record.Topic, s.Record.Value)
+				if err != nil {
+					t.Fatal(err)
+				}
+				raw[i] = [2][]byte{k, v}
+				if v == nil {
+					if nullValues[ex.Name] == nil {
+						nullValues[ex.Name] = map[int]bool{}
+					}
+					nullValues[ex.Name][len(ex.Inputs)] = true
+				}
+				ex.Inputs = append(ex.Inputs, examples.Input{Topic: s.Record.Topic, Key: string(k), Value: string(v), Timestamp: s.Record.Timestamp})
+			}
+			for _, n := range built.Nodes {
+				if n.Sink != nil && n.Boundary == nil && n.Sink.Topic != "" {
+					ex.Outputs = append(ex.Outputs, examples.Output{Topic: n.Sink.Topic})
+				}
+			}
+			want := driverOutput(t, ex)
+			got := engineOutput(t, ex, 4)
+			for topic, w := range want {
+				for k, vs := range w {
+					if !slices.Equal(vs, got[topic][k]) {
+						t.Errorf("%s key %q: engine %q, driver %q", topic, k, got[topic][k], vs)
+					}
+				}
+				for k, vs := range got[topic] {
+					if _, ok := w[k]; !ok {
+						t.Errorf("%s key %q: engine wrote %q, driver nothing", topic, k, vs)
+					}
+				}
+			}
+		})
+	}
 }

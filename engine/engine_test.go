@@ -36,6 +36,8 @@ type kv struct {
 	Key, Value string
 	Partition  int32
 	Timestamp  int64
+	// NullValue produces a tombstone.
+	NullValue bool
 }
 
 // produce writes records, each to the partition its key hashes to.
@@ -49,6 +51,9 @@ func produce(t testing.TB, addr, topic string, recs []kv) {
 	var rs []*kgo.Record
 	for _, r := range recs {
 		rec := &kgo.Record{Key: []byte(r.Key), Value: []byte(r.Value)}
+		if r.NullValue {
+			rec.Value = nil
+		}
 		if r.Timestamp > 0 {
 			rec.Timestamp = time.UnixMilli(r.Timestamp)
 		}
