@@ -79,6 +79,7 @@ fixture that could not run, 2 a usage error.`,
 	c.Flags().BoolVar(&update, "update", false, "rewrite the expect section of failing fixtures with what the run wrote")
 	c.Flags().StringVar(&junit, "junit", "", "also write a JUnit XML report to `FILE`")
 	addOutputFlag(c, format)
+	c.AddCommand(newReplayRecordCommand())
 	return c
 }
 

@@ -258,3 +258,29 @@ func contains(s, sub string) bool {
 }
 
 var _ = kadm.NewClient
+
+// readCommittedRaw is readCommitted keeping the bytes.
+func readCommittedRaw(t testing.TB, addr, topic string, want int, within time.Duration) [][2][]byte {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var out [][2][]byte
+	deadline := time.Now().Add(within)
+	var extra time.Time
+	for {
+		if len(out) >= want && extra.IsZero() {
+			extra = time.Now().Add(500 * time.Millisecond)
+		}
+		if (!extra.IsZero() && time.Now().After(extra)) || time.Now().After(deadline) {
+			return out
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		fs := cl.PollFetches(ctx)
+		cancel()
+		fs.EachRecord(func(r *kgo.Record) { out = append(out, [2][]byte{r.Key, r.Value}) })
+	}
+}

@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -537,12 +538,29 @@ func (p *parser) headers(n *yaml.Node, what string) (processor.Headers, error) {
 			return nil, p.errf(v, "%s %s: want a string or null, got %s", what, f.key, describe(v))
 		}
 		h := processor.Header{Key: f.key}
-		if v.ShortTag() != "!!null" {
+		switch v.ShortTag() {
+		case "!!null":
+		case "!!binary":
+			if h.Value, err = binary(v); err != nil {
+				return nil, p.errf(v, "%s %s: %v", what, f.key, err)
+			}
+		default:
 			h.Value = []byte(v.Value)
 		}
 		hs = append(hs, h)
 	}
 	return hs, nil
+}
+
+// binary decodes a !!binary scalar: base64, line breaks allowed, as YAML
+// writes long ones. Bytes a string cannot hold (not UTF-8) are written
+// this way, by replay record for one.
+func binary(n *yaml.Node) ([]byte, error) {
+	b, err := base64.StdEncoding.DecodeString(strings.Join(strings.Fields(n.Value), ""))
+	if err != nil {
+		return nil, fmt.Errorf("!!binary: want base64, got %s", clip(n.Value))
+	}
+	return b, nil
 }
 
 // value reads a key or value.
@@ -583,6 +601,12 @@ func (p *parser) scalar(n *yaml.Node, what string) (Value, error) {
 		return Value{Kind: Number, Text: strconv.FormatFloat(f, 'g', -1, 64)}, nil
 	case "!!str", "!!timestamp":
 		return Value{Kind: String, Text: n.Value}, nil
+	case "!!binary":
+		b, err := binary(n)
+		if err != nil {
+			return Value{}, p.errf(n, "%s: %v", what, err)
+		}
+		return Value{Kind: String, Text: string(b)}, nil
 	}
 	return Value{}, p.errf(n, "%s: unsupported YAML tag %s (want a string, number, boolean, null, mapping or list)", what, n.Tag)
 }
