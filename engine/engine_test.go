@@ -284,3 +284,27 @@ func readCommittedRaw(t testing.TB, addr, topic string, want int, within time.Du
 		fs.EachRecord(func(r *kgo.Record) { out = append(out, [2][]byte{r.Key, r.Value}) })
 	}
 }
+
+func TestPauseStopsDispatchUntilResume(t *testing.T) {
+	addr := startBroker(t, map[string]int32{"in": 2, "out": 2})
+	e, stop := runEngine(t, uppercase(), cfg(addr, "pause"))
+	deadline := time.Now().Add(20 * time.Second)
+	for e.State() != engine.Running && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	e.Pause()
+	time.Sleep(300 * time.Millisecond) // a poll in flight may still dispatch
+	before := e.Stats().Records
+	produce(t, addr, "in", []kv{{Key: "a", Value: "1"}, {Key: "b", Value: "2"}})
+	time.Sleep(time.Second)
+	if got := e.Stats().Records; got != before {
+		t.Fatalf("paused engine committed %d records", got-before)
+	}
+	e.Resume()
+	if got := readCommitted(t, addr, "out", 2, 20*time.Second); len(got) != 2 {
+		t.Fatalf("after resume: %v", got)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -124,10 +124,6 @@ func (e *Engine) run(ctx context.Context) error {
 	return r.loop(ctx)
 }
 
-func isBoundarySource(b *topology.Built, n *topology.Node) bool {
-	return n.Source != nil && n.Boundary != nil
-}
-
 // connect checks the topics, creates the internal ones and joins the group.
 func (r *runner) connect(ctx context.Context) error {
 	e := r.e
