@@ -26,6 +26,8 @@ type generation struct {
 	// emitted final results is not taken for idle.
 	outputs atomic.Int64
 	reports chan report
+	// batches are the dispatcher's per-lane records not sent yet.
+	batches [][]item
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -61,7 +63,7 @@ func newGeneration(ctx context.Context, e *Engine, built *topology.Built, s sett
 	for _, st := range built.Subtopologies {
 		sr := g.subs[st.ID]
 		for i := 0; i < s.lanes; i++ {
-			l := &worker{g: g, sub: sr, idx: i, gid: len(g.lanes), in: make(chan item, s.queue),
+			l := &worker{g: g, sub: sr, idx: i, gid: len(g.lanes), in: make(chan []item, max(1, s.queue/dispatchBatch)),
 				floor: max(floor, task.Unknown), flushed: task.Unknown, pinned: noPin, fwdFloor: noPin,
 				partTimes: map[watermark.Partition]int64{}, epoch: 1, ctx: g.ctx}
 			l.clock = laneClock{l}
@@ -220,22 +222,58 @@ func (g *generation) close() {
 	}
 }
 
-// dispatch sends a source record to its lane.
+// dispatchBatch is how many records the dispatcher hands a lane at once:
+// one channel operation (and one wake-up) per batch, not per record.
+const dispatchBatch = 64
+
+// dispatch queues a source record for its lane; flush sends what is
+// queued.
 func (g *generation) dispatch(sub int, in task.Input, laneIdx int) error {
-	sr := g.subs[sub]
+	l := g.subs[sub].lanes[laneIdx]
+	if g.batches == nil {
+		g.batches = make([][]item, len(g.lanes))
+	}
+	g.batches[l.gid] = append(g.batches[l.gid], item{kind: itemRecord, from: 0, in: in, floor: noPin, source: true})
+	if len(g.batches[l.gid]) >= dispatchBatch {
+		return g.send(l)
+	}
+	return nil
+}
+
+func (g *generation) send(l *worker) error {
+	batch := g.batches[l.gid]
+	if len(batch) == 0 {
+		return nil
+	}
+	g.batches[l.gid] = make([]item, 0, dispatchBatch)
 	select {
-	case sr.lanes[laneIdx].in <- item{kind: itemRecord, from: 0, in: in, floor: noPin, source: true}:
+	case l.in <- batch:
 		return nil
 	case <-g.ctx.Done():
 		return g.ctx.Err()
 	}
 }
 
+// flush sends every lane what the dispatcher queued for it.
+func (g *generation) flush() error {
+	for _, l := range g.lanes {
+		if g.batches != nil {
+			if err := g.send(l); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // cut sends barrier b to every lane, after everything dispatched before.
 func (g *generation) cut(b *barrier) error {
+	if err := g.flush(); err != nil {
+		return err
+	}
 	for _, l := range g.lanes {
 		select {
-		case l.in <- item{kind: itemMarker, from: 0, b: b}:
+		case l.in <- []item{{kind: itemMarker, from: 0, b: b}}:
 		case <-g.ctx.Done():
 			return g.ctx.Err()
 		}

@@ -426,7 +426,7 @@ func (r *runner) dispatchMerged(fetches kgo.Fetches) error {
 			return err
 		}
 	}
-	return nil
+	return r.gen.flush()
 }
 
 func (r *runner) dispatchOne(rec *kgo.Record) error {

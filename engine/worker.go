@@ -98,7 +98,7 @@ type worker struct {
 	idx   int // within the sub-topology
 	gid   int // across the generation
 	task  *task.Task
-	in    chan item
+	in    chan []item
 	clock laneClock
 
 	marked  []bool
@@ -222,7 +222,7 @@ func (l *worker) forward(o task.Output) error {
 		in: task.Input{Topic: o.Topic, Partition: part, Offset: l.seq, Key: o.Key, Value: o.Value, Timestamp: o.Timestamp, Headers: o.Headers},
 	}
 	select {
-	case down.lanes[idx].in <- it:
+	case down.lanes[idx].in <- []item{it}:
 		return nil
 	case <-l.ctx.Done():
 		if l.sendErr == nil {
@@ -237,7 +237,7 @@ func (l *worker) sendMarker(b *barrier) error {
 		it := item{kind: itemMarker, from: down.upstreamSlots[l.gid], b: b}
 		for _, dl := range down.lanes {
 			select {
-			case dl.in <- it:
+			case dl.in <- []item{it}:
 			case <-l.ctx.Done():
 				return l.ctx.Err()
 			}
@@ -249,17 +249,16 @@ func (l *worker) sendMarker(b *barrier) error {
 // run processes items until ctx ends or processing fails.
 func (l *worker) run(ctx context.Context) error {
 	for {
-		var it item
-		if len(l.replay) > 0 {
-			it = l.replay[0]
-			l.replay = l.replay[1:]
-		} else {
+		if len(l.replay) == 0 {
 			select {
 			case <-ctx.Done():
 				return nil
-			case it = <-l.in:
+			case l.replay = <-l.in:
 			}
+			continue
 		}
+		it := l.replay[0]
+		l.replay = l.replay[1:]
 		done, err := l.handle(it)
 		if err != nil {
 			return err
