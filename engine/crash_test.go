@@ -3,11 +3,11 @@ package engine_test
 import (
 	"context"
 	"fmt"
-	"slices"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"os/signal"
+	"slices"
 	"strconv"
 	"syscall"
 	"testing"
