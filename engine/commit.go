@@ -48,7 +48,13 @@ type committer struct {
 }
 
 func (c *committer) promise(rec *kgo.Record, err error) {
-	if err != nil {
+	if err == nil {
+		// franz-go is done with a record once its promise runs.
+		*rec = kgo.Record{}
+		recordPool.Put(rec)
+		return
+	}
+	{
 		c.errMu.Lock()
 		if c.produceErr == nil {
 			c.produceErr = fmt.Errorf("produce to %s[%d]: %w", rec.Topic, rec.Partition, err)
@@ -151,7 +157,9 @@ func (r *runner) commitLoop(g *generation, cuts <-chan epochCut, done chan<- str
 				r.commitFailed.Store(&err)
 				return
 			}
-			r.commitTook.Store(int64(time.Since(start)))
+			took := time.Since(start)
+			r.commitTook.Store(int64(took))
+			r.e.log.Debug("epoch committed", "epoch", next, "records", p.cut.records, "stamp", p.cut.stamp, "commit", took)
 			r.ptMu.Lock()
 			for k, v := range p.partTimes {
 				if old, ok := r.knownPartTimes[k]; !ok || v > old {
@@ -336,10 +344,15 @@ func (r *runner) committedPartTime(p watermark.Partition) (int64, bool) {
 	return v, ok
 }
 
+// recordPool recycles the records handed to franz-go: one per output
+// record is the committer's largest allocation.
+var recordPool = sync.Pool{New: func() any { return new(kgo.Record) }}
+
 // record converts an output to a Kafka record with its partition chosen:
 // the task's when it chose one, else Kafka's default for the key.
 func (r *runner) record(ctx context.Context, o task.Output) (*kgo.Record, error) {
-	rec := &kgo.Record{Topic: o.Topic, Key: o.Key, Value: o.Value, Timestamp: time.UnixMilli(o.Timestamp), Partition: o.Partition}
+	rec := recordPool.Get().(*kgo.Record)
+	*rec = kgo.Record{Topic: o.Topic, Key: o.Key, Value: o.Value, Timestamp: time.UnixMilli(o.Timestamp), Partition: o.Partition}
 	for _, h := range o.Headers {
 		rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: h.Key, Value: h.Value})
 	}

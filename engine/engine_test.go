@@ -95,7 +95,7 @@ func readCommitted(t testing.TB, addr, topic string, want int, within time.Durat
 
 func testLogger(t testing.TB) *slog.Logger {
 	if os.Getenv("ENGINE_TEST_LOG") != "" {
-		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel()}))
 	}
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
@@ -307,4 +307,11 @@ func TestPauseStopsDispatchUntilResume(t *testing.T) {
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+func logLevel() slog.Level {
+	if os.Getenv("ENGINE_TEST_LOG") == "debug" {
+		return slog.LevelDebug
+	}
+	return slog.LevelInfo
 }

@@ -245,13 +245,26 @@ func (g *generation) send(l *worker) error {
 	if len(batch) == 0 {
 		return nil
 	}
-	g.batches[l.gid] = make([]item, 0, dispatchBatch)
+	g.batches[l.gid] = getBatch()
 	select {
 	case l.in <- batch:
 		return nil
 	case <-g.ctx.Done():
 		return g.ctx.Err()
 	}
+}
+
+// batchPool recycles the arrays of drained batches: a batch of records is
+// the largest allocation per record on the dispatch path.
+var batchPool = sync.Pool{New: func() any { b := make([]item, 0, dispatchBatch); return &b }}
+
+func getBatch() []item { return (*batchPool.Get().(*[]item))[:0] }
+
+func putBatch(b []item) {
+	b = b[:cap(b)]
+	clear(b)
+	b = b[:0]
+	batchPool.Put(&b)
 }
 
 // flush sends every lane what the dispatcher queued for it.

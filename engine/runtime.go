@@ -63,6 +63,8 @@ type runner struct {
 	lastFrontier   int64
 	lastBarrier    time.Time
 	rr             atomic.Uint32
+	// drained says the last poll returned no record.
+	drained bool
 
 	// ptMu guards what the committer and the dispatcher share:
 	// knownPartTimes (each partition's time as last committed, kept for
@@ -368,7 +370,7 @@ func (r *runner) loop(ctx context.Context) error {
 }
 
 func (r *runner) pollAndDispatch(ctx context.Context) error {
-	pctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	pctx, cancel := context.WithTimeout(ctx, 25*time.Millisecond)
 	r.pollMu.Lock()
 	fetches := r.cl.PollFetches(pctx)
 	r.pollMu.Unlock()
@@ -393,6 +395,7 @@ func (r *runner) pollAndDispatch(ctx context.Context) error {
 	if fatal != nil {
 		return fatal
 	}
+	r.drained = fetches.NumRecords() == 0
 	return r.dispatchMerged(fetches)
 }
 
@@ -496,7 +499,13 @@ func (r *runner) maybeBarrier(final bool) error {
 	if r.committedEpoch.Load() != r.epoch-1 {
 		return nil
 	}
-	if !final && time.Since(r.lastBarrier) < r.interval() {
+	// A drained input cuts the epoch at the minimum interval: waiting out
+	// the full interval would only delay the last records' commit.
+	wait := r.interval()
+	if r.drained {
+		wait = r.s.minInterval
+	}
+	if !final && time.Since(r.lastBarrier) < wait {
 		return nil
 	}
 	w := r.watermarkNow()

@@ -250,6 +250,10 @@ func (l *worker) sendMarker(b *barrier) error {
 func (l *worker) run(ctx context.Context) error {
 	for {
 		if len(l.replay) == 0 {
+			if cap(l.replay) >= dispatchBatch {
+				// Nothing else holds a drained batch: hand its array back.
+				putBatch(l.replay[:0])
+			}
 			select {
 			case <-ctx.Done():
 				return nil
