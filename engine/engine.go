@@ -46,10 +46,12 @@ const (
 	CreateTopics = "stoatflow.topics.create"
 )
 
-// ErrSplitBoundary is returned when a topology with an in-memory re-key
-// boundary would be split across instances: its downstream state needs
-// every upstream partition in one process until repartition topics exist.
-var ErrSplitBoundary = errors.New("a topology with an in-memory re-key boundary cannot be split across instances")
+// ErrSplitBoundary is returned when a topology that must run as one
+// instance would be split across several: one with an in-memory re-key
+// boundary (its downstream state needs every upstream partition in one
+// process until repartition topics exist), or one that closes windows on
+// event time (its floor and emit frontiers are per application).
+var ErrSplitBoundary = errors.New("this topology cannot be split across instances")
 
 // ErrMissingTopic is returned when a source topic does not exist.
 var ErrMissingTopic = errors.New("source topic does not exist")

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/stoatflow/stoatctl/engine"
 	"github.com/stoatflow/stoatctl/engine/dsl"
 	"github.com/stoatflow/stoatctl/engine/serde"
@@ -69,14 +71,16 @@ func rekeyedCounts() *topology.Topology {
 func TestSecondInstanceRefusedBehindBoundary(t *testing.T) {
 	addr := startBroker(t, map[string]int32{"in": 4, "out": 4})
 	produce(t, addr, "in", []kv{{Key: "a", Value: "x"}})
-	a, stopA := runEngine(t, rekeyedCounts(), cfg(addr, "rekey", "stoatflow.instance.id", "a"))
+	a, stopA := runEngine(t, rekeyedCounts(), cfg(addr, "rekey", "stoatflow.instance.id", "a", "session.timeout.ms", "6000"))
 	deadline := time.Now().Add(20 * time.Second)
 	for a.Stats().Records < 1 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	err := engine.New(rekeyedCounts(), cfg(addr, "rekey", "stoatflow.instance.id", "b")).Run(ctx)
+	// The second waits a session timeout for the first to leave (as a
+	// crashed one would), then refuses.
+	err := engine.New(rekeyedCounts(), cfg(addr, "rekey", "stoatflow.instance.id", "b", "session.timeout.ms", "6000")).Run(ctx)
 	if !errors.Is(err, engine.ErrSplitBoundary) {
 		t.Fatalf("second instance: got %v, want ErrSplitBoundary", err)
 	}
@@ -85,5 +89,32 @@ func TestSecondInstanceRefusedBehindBoundary(t *testing.T) {
 	}
 	if err := stopA(); err != nil {
 		t.Fatalf("first instance: %v", err)
+	}
+}
+
+// TestRestartAfterCrashIsNotRefused: the member a killed instance leaves
+// in the group expires with its session; the restart waits for that and
+// runs, rather than taking its own predecessor for a second instance.
+func TestRestartAfterCrashIsNotRefused(t *testing.T) {
+	addr := startBroker(t, map[string]int32{"in": 2, "out": 2})
+	produce(t, addr, "in", []kv{{Key: "a", Value: "x"}, {Key: "b", Value: "y"}})
+	// A group member that never leaves, as a SIGKILL leaves one: a static
+	// member does not leave the group when it closes.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumerGroup("restart"), kgo.ConsumeTopics("in"),
+		kgo.SessionTimeout(6*time.Second), kgo.HeartbeatInterval(time.Second), kgo.InstanceID("ghost"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	cl.PollFetches(ctx)
+	cancel()
+	cl.Close()
+	e, stop := runEngine(t, rekeyedCounts(), cfg(addr, "restart", "session.timeout.ms", "6000"))
+	got := readCommitted(t, addr, "out", 2, 40*time.Second)
+	if err := stop(); err != nil {
+		t.Fatalf("restart: %v (state %s)", err, e.State())
+	}
+	if len(got) != 2 {
+		t.Fatalf("output %v, want 2 counts", got)
 	}
 }

@@ -163,8 +163,8 @@ func (r *runner) connect(ctx context.Context) error {
 	if len(missing) > 0 {
 		return fmt.Errorf("engine: %w: %s (create it first, or check bootstrap.servers)", ErrMissingTopic, strings.Join(missing, ", "))
 	}
-	if len(r.built.Boundaries) > 0 {
-		if err := r.refuseSecondInstance(ctx); err != nil {
+	if reason := r.singleInstanceReason(); reason != "" {
+		if err := r.refuseSecondInstance(ctx, reason); err != nil {
 			return err
 		}
 	}
@@ -247,21 +247,64 @@ func groupOptions(c config.Config) ([]kgo.Opt, error) {
 	return opts, nil
 }
 
-// refuseSecondInstance refuses to join a group that already has members
-// when the topology has an in-memory boundary: the boundary's downstream
-// needs every upstream partition in this process.
-func (r *runner) refuseSecondInstance(ctx context.Context) error {
-	groups, err := r.adm.DescribeGroups(ctx, r.s.appID)
-	if err != nil {
-		return fmt.Errorf("engine: describe group %s: %w", r.s.appID, err)
+// singleInstanceReason says why the topology must run as one instance,
+// or "" when it can be split across several.
+func (r *runner) singleInstanceReason() string {
+	if len(r.built.Boundaries) > 0 {
+		bs := slices.Sorted(maps.Keys(r.built.Boundaries))
+		return fmt.Sprintf("the topology re-keys in memory at %s; run one instance until repartition topics are supported", strings.Join(bs, ", "))
 	}
-	g, ok := groups[r.s.appID]
-	if !ok || g.Err != nil || len(g.Members) == 0 {
-		return nil
+	if r.built.EventTime {
+		return "the topology closes windows on event time, and its watermark floor and emit frontiers are kept per application, not per partition, so a second instance could emit a closed window again; run one instance"
 	}
-	bs := slices.Sorted(maps.Keys(r.built.Boundaries))
-	return fmt.Errorf("engine: %w: group %s already has %d active member(s) and the topology re-keys in memory at %s; run one instance until repartition topics are supported",
-		ErrSplitBoundary, r.s.appID, len(g.Members), strings.Join(bs, ", "))
+	return ""
+}
+
+// refuseSecondInstance refuses to join a group that already has live
+// members when the topology must run as one instance. A member left by a
+// crashed predecessor stays in the group until its session times out, so
+// the check waits that long for members to leave before refusing; a
+// static member with this instance's group.instance.id is this instance's
+// own predecessor and does not count.
+func (r *runner) refuseSecondInstance(ctx context.Context, reason string) error {
+	session := 45 * time.Second
+	if ms, err := r.e.cfg.Int("session.timeout.ms", 0); err == nil && ms > 0 {
+		session = time.Duration(ms) * time.Millisecond
+	}
+	self := strings.TrimSpace(r.e.cfg.String("group.instance.id"))
+	deadline := time.Now().Add(session + 2*time.Second)
+	logged := false
+	for {
+		groups, err := r.adm.DescribeGroups(ctx, r.s.appID)
+		if err != nil {
+			return fmt.Errorf("engine: describe group %s: %w", r.s.appID, err)
+		}
+		others := 0
+		if g, ok := groups[r.s.appID]; ok && g.Err == nil {
+			for _, m := range g.Members {
+				if self == "" || m.InstanceID == nil || *m.InstanceID != self {
+					others++
+				}
+			}
+		}
+		if others == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("engine: %w: group %s still has %d active member(s) after %s; %s",
+				ErrSplitBoundary, r.s.appID, others, session+2*time.Second, reason)
+		}
+		if !logged {
+			r.e.log.Warn("group has members; waiting for them to leave (a crashed predecessor leaves when its session times out)",
+				"group", r.s.appID, "members", others, "session.timeout", session)
+			logged = true
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
 }
 
 func (r *runner) onAssign(m map[string][]int32, add bool) {
@@ -596,11 +639,11 @@ func (r *runner) reset(ctx context.Context) error {
 	r.commitFailed.Store(nil)
 	r.rebalanced.Store(false)
 	assigned := r.assignment()
-	if len(r.built.Boundaries) > 0 {
+	if reason := r.singleInstanceReason(); reason != "" {
 		for _, t := range r.sources {
 			if n := len(assigned[t]); n > 0 && int32(n) < r.partitions[t] {
-				return fmt.Errorf("engine: %w: this instance was assigned %d of %d partitions of %s; another instance joined group %s",
-					ErrSplitBoundary, n, r.partitions[t], t, r.s.appID)
+				return fmt.Errorf("engine: %w: this instance was assigned %d of %d partitions of %s, so another instance joined group %s; %s",
+					ErrSplitBoundary, n, r.partitions[t], t, r.s.appID, reason)
 			}
 		}
 	}
