@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/stoatflow/stoatctl/engine"
-	"github.com/stoatflow/stoatctl/testdriver"
 )
 
 // crashChildEnv, when set to a broker address, makes the test binary run
@@ -121,20 +120,7 @@ func TestCrashWindowsExactlyOnce(t *testing.T) {
 			in = append(in, kv{Key: "k" + strconv.Itoa(k), Value: "x", Timestamp: int64(s)*1000 + 1})
 		}
 	}
-	d, err := testdriver.New(windowedCounts(), map[string]string{"application.id": "crash-windows"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range in {
-		if err := d.PipeRaw("in", testdriver.RawRecord{Key: []byte(r.Key), Value: []byte(r.Value), Timestamp: r.Timestamp}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var want []string
-	for _, r := range d.ReadRaw("out") {
-		want = append(want, fmt.Sprintf("%x=%x", r.Key, r.Value))
-	}
-	d.Close()
+	want := driverWindows(t, "crash-windows", in)
 
 	addr := startBroker(t, map[string]int32{"in": 4, "out": 4})
 	var got []string

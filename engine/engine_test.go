@@ -259,56 +259,6 @@ func contains(s, sub string) bool {
 
 var _ = kadm.NewClient
 
-// readCommittedRaw is readCommitted keeping the bytes.
-func readCommittedRaw(t testing.TB, addr, topic string, want int, within time.Duration) [][2][]byte {
-	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	var out [][2][]byte
-	deadline := time.Now().Add(within)
-	var extra time.Time
-	for {
-		if len(out) >= want && extra.IsZero() {
-			extra = time.Now().Add(500 * time.Millisecond)
-		}
-		if (!extra.IsZero() && time.Now().After(extra)) || time.Now().After(deadline) {
-			return out
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-		fs := cl.PollFetches(ctx)
-		cancel()
-		fs.EachRecord(func(r *kgo.Record) { out = append(out, [2][]byte{r.Key, r.Value}) })
-	}
-}
-
-func TestPauseStopsDispatchUntilResume(t *testing.T) {
-	addr := startBroker(t, map[string]int32{"in": 2, "out": 2})
-	e, stop := runEngine(t, uppercase(), cfg(addr, "pause"))
-	deadline := time.Now().Add(20 * time.Second)
-	for e.State() != engine.Running && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	e.Pause()
-	time.Sleep(300 * time.Millisecond) // a poll in flight may still dispatch
-	before := e.Stats().Records
-	produce(t, addr, "in", []kv{{Key: "a", Value: "1"}, {Key: "b", Value: "2"}})
-	time.Sleep(time.Second)
-	if got := e.Stats().Records; got != before {
-		t.Fatalf("paused engine committed %d records", got-before)
-	}
-	e.Resume()
-	if got := readCommitted(t, addr, "out", 2, 20*time.Second); len(got) != 2 {
-		t.Fatalf("after resume: %v", got)
-	}
-	if err := stop(); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func logLevel() slog.Level {
 	if os.Getenv("ENGINE_TEST_LOG") == "debug" {
 		return slog.LevelDebug

@@ -3,7 +3,6 @@ package engine_test
 import (
 	"fmt"
 	"slices"
-	"strconv"
 	"testing"
 	"time"
 
@@ -40,20 +39,7 @@ func TestWindowCloseOnceAcrossRestart(t *testing.T) {
 		return cfg(addr, "windows", "stoatflow.watermark.max-out-of-orderness-ms", "0")
 	}
 
-	d, err := testdriver.New(windowedCounts(), map[string]string{"application.id": "windows", "stoatflow.watermark.max-out-of-orderness-ms": "0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range recs {
-		if err := d.PipeRaw("in", testdriver.RawRecord{Key: []byte(r.Key), Value: []byte(r.Value), Timestamp: r.Timestamp}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var want []string
-	for _, r := range d.ReadRaw("out") {
-		want = append(want, fmt.Sprintf("%x=%x", r.Key, r.Value))
-	}
-	d.Close()
+	want := driverWindows(t, "windows", recs)
 	if len(want) != 15 {
 		t.Fatalf("driver emitted %d windows, want 15 (5 closed windows x 3 keys)", len(want))
 	}
@@ -72,13 +58,33 @@ func TestWindowCloseOnceAcrossRestart(t *testing.T) {
 		}
 	}
 	var got []string
-	for _, r := range readCommittedRaw(t, addr, "out", len(want), 20*time.Second) {
-		got = append(got, fmt.Sprintf("%x=%x", r[0], r[1]))
+	for _, r := range readCommitted(t, addr, "out", len(want), 20*time.Second) {
+		got = append(got, fmt.Sprintf("%x=%x", r.Key, r.Value))
 	}
 	slices.Sort(want)
 	slices.Sort(got)
 	if !slices.Equal(got, want) {
 		t.Fatalf("engine committed %d window results:\n%q\ndriver:\n%q", len(got), got, want)
 	}
-	_ = strconv.Itoa
+}
+
+// driverWindows pipes recs into windowedCounts on the test driver and
+// returns its window results as "key=value" in hex.
+func driverWindows(t *testing.T, app string, recs []kv) []string {
+	t.Helper()
+	d, err := testdriver.New(windowedCounts(), map[string]string{"application.id": app, "stoatflow.watermark.max-out-of-orderness-ms": "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	for _, r := range recs {
+		if err := d.PipeRaw("in", testdriver.RawRecord{Key: []byte(r.Key), Value: []byte(r.Value), Timestamp: r.Timestamp}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out []string
+	for _, r := range d.ReadRaw("out") {
+		out = append(out, fmt.Sprintf("%x=%x", r.Key, r.Value))
+	}
+	return out
 }
