@@ -42,6 +42,10 @@ type committer struct {
 	ctx context.Context
 	// open says a transaction is begun for the epoch being produced.
 	open bool
+	// stamp is the last watermark stamp written; sent counts the records
+	// produced since the last commit.
+	stamp int64
+	sent  int
 
 	errMu      sync.Mutex
 	produceErr error
@@ -92,6 +96,7 @@ func (c *committer) send(outs []task.Output) {
 	if c.r.sess != nil {
 		produce = c.r.sess.Produce
 	}
+	c.sent += len(outs)
 	for _, o := range outs {
 		rec, err := c.r.record(c.ctx, o)
 		if err != nil {
@@ -104,11 +109,11 @@ func (c *committer) send(outs []task.Output) {
 
 // commitLoop commits epochs in order, each once its cut is known and every
 // lane finished it. It runs until the generation stops.
-func (r *runner) commitLoop(g *generation, cuts <-chan epochCut, done chan<- struct{}) {
+func (r *runner) commitLoop(g *generation, cuts <-chan epochCut, done chan<- struct{}, stamp int64) {
 	defer close(done)
 	// A commit is never cut short: a reset waits for it, and a
 	// transaction left open would refuse the next Begin.
-	c := &committer{r: r, g: g, ctx: context.WithoutCancel(g.ctx)}
+	c := &committer{r: r, g: g, ctx: context.WithoutCancel(g.ctx), stamp: stamp}
 	pending := map[int64]*pendingEpoch{}
 	next := int64(1)
 	get := func(n int64) *pendingEpoch {
@@ -201,11 +206,21 @@ func (r *runner) commit(c *committer, p *pendingEpoch) error {
 	if err != nil {
 		return err
 	}
+	newStamp := p.cut.stamp != c.stamp || p.cut.final
+	if c.sent == 0 && !newStamp && p.cut.records == 0 {
+		// An epoch cut only to tick wall-clock work, which wrote
+		// nothing: there is nothing to commit.
+		return nil
+	}
+	c.sent = 0
 	c.begin()
-	if r.sess != nil {
-		r.sess.Produce(ctx, r.stampRecord(p.cut.stamp, p.cut.final), c.promise)
-	} else {
-		r.cl.Produce(ctx, r.stampRecord(p.cut.stamp, p.cut.final), c.promise)
+	if newStamp {
+		if r.sess != nil {
+			r.sess.Produce(ctx, r.stampRecord(p.cut.stamp, p.cut.final), c.promise)
+		} else {
+			r.cl.Produce(ctx, r.stampRecord(p.cut.stamp, p.cut.final), c.promise)
+		}
+		c.stamp = p.cut.stamp
 	}
 
 	if r.sess != nil {

@@ -28,6 +28,9 @@ type generation struct {
 	reports chan report
 	// batches are the dispatcher's per-lane records not sent yet.
 	batches [][]item
+	// wallClock says a task has wall-clock punctuators or timers: they
+	// fire at barriers, so barriers keep coming when the input is idle.
+	wallClock bool
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -172,6 +175,9 @@ func (g *generation) initTasks(ctx context.Context, sr *subRun, s settings, rest
 		l.task = t
 		if err := t.Init(); err != nil {
 			return err
+		}
+		if t.HasWallClockWork() {
+			g.wallClock = true
 		}
 	}
 	return nil

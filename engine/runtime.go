@@ -21,6 +21,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
+// errStopNow ends a shutdown early without an error.
+var errStopNow = errors.New("stop now")
+
 // errAborted is a transaction that did not commit: the runtime resets and
 // reprocesses from the committed offsets.
 var errAborted = errors.New("transaction aborted")
@@ -552,7 +555,7 @@ func (r *runner) maybeBarrier(final bool) error {
 		return nil
 	}
 	w := r.watermarkNow()
-	busy := r.dispatched > 0 || r.gen.outputs.Load() > 0 || w != r.lastStamp || r.lastStamp != r.lastFrontier
+	busy := r.dispatched > 0 || r.gen.outputs.Load() > 0 || w != r.lastStamp || r.lastStamp != r.lastFrontier || r.gen.wallClock
 	if !busy && !final {
 		return nil
 	}
@@ -587,25 +590,38 @@ func cloneOffsets(m map[string]map[int32]int64) map[string]map[int32]int64 {
 func (r *runner) shutdown() error {
 	r.e.setState(PendingShutdown)
 	deadline := time.Now().Add(30 * time.Second)
-	for r.committedEpoch.Load() != r.epoch-1 {
-		if err := r.shutdownWait(deadline); err != nil {
-			return err
+	wait := func() error {
+		for r.committedEpoch.Load() != r.epoch-1 {
+			if err := r.shutdownWait(deadline); err != nil {
+				return err
+			}
 		}
+		return nil
 	}
-	if err := r.maybeBarrier(true); err != nil {
-		return fmt.Errorf("engine: final barrier: %w", err)
-	}
-	for r.committedEpoch.Load() != r.epoch-1 {
-		if err := r.shutdownWait(deadline); err != nil {
-			return err
+	err := wait()
+	if err == nil {
+		if err = r.maybeBarrier(true); err != nil {
+			err = fmt.Errorf("engine: final barrier: %w", err)
+		} else {
+			err = wait()
 		}
 	}
 	r.stopGeneration()
-	return nil
+	if errors.Is(err, errStopNow) {
+		return nil
+	}
+	return err
 }
 
 func (r *runner) shutdownWait(deadline time.Time) error {
 	if p := r.commitFailed.Load(); p != nil {
+		if errors.Is(*p, errAborted) {
+			// A rebalance took partitions while stopping: what did not
+			// commit is reprocessed from the committed offsets by whoever
+			// owns them now, so this is still a clean stop.
+			r.e.log.Warn("final epoch aborted; it will be reprocessed from the committed offsets", "err", *p)
+			return errStopNow
+		}
 		return fmt.Errorf("engine: final commit: %w", *p)
 	}
 	if err := r.gen.failure(); err != nil {
@@ -704,7 +720,7 @@ func (r *runner) reset(ctx context.Context) error {
 	r.lastBarrier = time.Now()
 	r.committer = make(chan struct{})
 	gen.start()
-	go r.commitLoop(gen, r.cuts, r.committer)
+	go r.commitLoop(gen, r.cuts, r.committer, floor)
 	if r.rebalanced.Load() {
 		// Assigned again while restoring: start over.
 		return r.reset(ctx)

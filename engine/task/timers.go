@@ -180,6 +180,10 @@ func (t *Task) attachTimers(nd *node, order int) error {
 // runtime need not ask the others to fire any.
 func (t *Task) HasTimers() bool { return len(t.timers.nodes) > 0 }
 
+// HasWallClockWork reports whether the task has wall-clock punctuators or
+// timers, which need the runtime to keep ticking when no record arrives.
+func (t *Task) HasWallClockWork() bool { return len(t.wallPunct) > 0 || t.HasTimers() }
+
 // TimerService is the processor's timer service (processor.Timers).
 func (c *nodeContext) TimerService() (processor.ErasedTimerService, error) {
 	if c.node.timers == nil {
