@@ -155,7 +155,7 @@ func (c *compiler) numericPlan(st *step, f fields, in *flowInfo) (aggPlan, bool)
 		}
 	}
 	defSerde, _ := namedSerde(def)
-	vs, _, ok := c.optSerde(f, "value-serde", st, defSerde.serde, nil)
+	vs, _, ok := c.optSerde(f, "value-serde", st.what, defSerde.serde, nil)
 	if !ok {
 		return aggPlan{}, false
 	}
@@ -199,7 +199,7 @@ func (c *compiler) reducePlan(st *step, f fields, in *flowInfo, onTable bool) (a
 	if !ok {
 		return aggPlan{}, false
 	}
-	vs, vt, ok := c.optSerde(f, "value-serde", st, in.valueSerde, in.valueType)
+	vs, vt, ok := c.optSerde(f, "value-serde", st.what, in.valueSerde, in.valueType)
 	if !ok {
 		return aggPlan{}, false
 	}
@@ -254,7 +254,7 @@ func settle(v any, vs *dynSerde) any {
 
 func (c *compiler) aggregatePlan(st *step, f fields, in *flowInfo, onTable, session bool) (aggPlan, bool) {
 	json, _ := namedSerde("json")
-	vs, vt, ok := c.optSerde(f, "value-serde", st, json.serde, json.typ)
+	vs, vt, ok := c.optSerde(f, "value-serde", st.what, json.serde, json.typ)
 	if !ok {
 		return aggPlan{}, false
 	}

@@ -64,7 +64,8 @@ func (c *compiler) define(name string, at *yaml.Node, f flow) {
 	c.defined[name], c.names[name] = at, f
 }
 
-// lookup finds a flow by name for a field reading it.
+// lookup finds a flow by name for a field reading it. A pipeline with
+// errors is not found, without a second error.
 func (c *compiler) lookup(n *yaml.Node, name, what string) (flow, bool) {
 	at, ok := c.defined[name]
 	if !ok {
@@ -76,7 +77,23 @@ func (c *compiler) lookup(n *yaml.Node, name, what string) (flow, bool) {
 		c.errf(n, "%s: pipeline %q (line %d) ends in a sink or a split and has no result to read", what, name, at.Line)
 		return nil, false
 	}
+	if _, bad := f.(poisoned); bad {
+		return nil, false
+	}
 	return f, true
+}
+
+// lookupAll is lookup for each of names, stopping at the first not found.
+func (c *compiler) lookupAll(n *yaml.Node, names []string, what string) ([]flow, bool) {
+	flows := make([]flow, 0, len(names))
+	for _, name := range names {
+		f, ok := c.lookup(n, name, what)
+		if !ok {
+			return nil, false
+		}
+		flows = append(flows, f)
+	}
+	return flows, true
 }
 
 var topLevel = []string{"application-id", "description", "config", "sources", "tables", "pipelines"}
@@ -224,26 +241,10 @@ func (c *compiler) source(name string, n *yaml.Node, f fields, table bool) (flow
 		c.errf(n, "%s: missing field \"topic\"", what)
 		return nil, false
 	}
-	info := flowInfo{keySerde: c.defKey, valueSerde: c.defValue, keyType: types.Any, valueType: types.Any}
-	ok := true
-	if kn := f.get("key-serde"); kn != nil {
-		s, good := c.serdeField(kn, what+" key-serde")
-		if good {
-			info.keySerde, info.keyType = s.serde, s.typ
-		}
-		ok = ok && good
-	} else {
-		info.keyType = serdeType(c.defKey)
-	}
-	if vn := f.get("value-serde"); vn != nil {
-		s, good := c.serdeField(vn, what+" value-serde")
-		if good {
-			info.valueSerde, info.valueType = s.serde, s.typ
-		}
-		ok = ok && good
-	} else {
-		info.valueType = serdeType(c.defValue)
-	}
+	ks, kt, okK := c.sourceSerde(f, "key-serde", what, c.defKey)
+	vs, vt, okV := c.sourceSerde(f, "value-serde", what, c.defValue)
+	info := flowInfo{keySerde: ks, keyType: kt, valueSerde: vs, valueType: vt}
+	ok := okK && okV
 	consumed := dsl.ConsumedWith[any, any](info.keySerde, info.valueSerde)
 	if tn := f.get("timestamp"); tn != nil {
 		p, good := c.compileExpr(tn, what+" timestamp", recordScope(&info), false)
@@ -292,6 +293,17 @@ func (c *compiler) source(name string, n *yaml.Node, f fields, table bool) (flow
 	return &tableFlow[any]{t: dsl.Table(c.b, topics[0], consumed, m), info: info}, true
 }
 
+// sourceSerde reads a source's key-serde or value-serde option, else def.
+// A bad option leaves def with type any, so that the source's other
+// fields are still checked.
+func (c *compiler) sourceSerde(f fields, k, what string, def *dynSerde) (*dynSerde, types.Type, bool) {
+	s, t, ok := c.optSerde(f, k, what, def, serdeType(def))
+	if !ok {
+		return def, types.Any, false
+	}
+	return s, t, true
+}
+
 func serdeType(s *dynSerde) types.Type {
 	if s.goType == nil {
 		return types.Any
@@ -324,7 +336,7 @@ func (e *exprExtractor) Extract(rec topology.ConsumedRecord, _ int64) (int64, er
 	}
 	ts, err := timestampOf(out)
 	if err != nil {
-		return 0, &EvalError{At: e.p.at, What: e.p.what, Expr: e.p.src, Err: err}
+		return 0, e.p.fail(err)
 	}
 	return ts, nil
 }
@@ -418,16 +430,9 @@ func (poisoned) meta() *flowInfo { return &flowInfo{} }
 
 // inputs resolves a pipeline's from: one flow, or several streams merged.
 func (c *compiler) inputs(n *yaml.Node, names []string, what string) (flow, bool) {
-	var flows []flow
-	for _, name := range names {
-		f, ok := c.lookup(n, name, what+" from")
-		if !ok {
-			return nil, false
-		}
-		if _, bad := f.(poisoned); bad {
-			return nil, false
-		}
-		flows = append(flows, f)
+	flows, ok := c.lookupAll(n, names, what+" from")
+	if !ok {
+		return nil, false
 	}
 	if len(flows) == 1 {
 		return flows[0], true

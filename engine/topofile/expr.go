@@ -153,14 +153,19 @@ func (v *identFinder) Visit(n *ast.Node) {
 func (p *program) run(env map[string]any) (out any, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			out, err = nil, &EvalError{At: p.at, What: p.what, Expr: p.src, Err: fmt.Errorf("%v", r)}
+			out, err = nil, p.fail(fmt.Errorf("%v", r))
 		}
 	}()
 	out, err = expr.Run(p.prog, env)
 	if err != nil {
-		return nil, &EvalError{At: p.at, What: p.what, Expr: p.src, Err: err}
+		return nil, p.fail(err)
 	}
 	return out, nil
+}
+
+// fail is err, met running p on a record.
+func (p *program) fail(err error) *EvalError {
+	return &EvalError{At: p.at, What: p.what, Expr: p.src, Err: err}
 }
 
 // runBool evaluates a predicate.
@@ -171,7 +176,7 @@ func (p *program) runBool(env map[string]any) (bool, error) {
 	}
 	b, ok := out.(bool)
 	if !ok {
-		return false, &EvalError{At: p.at, What: p.what, Expr: p.src, Err: fmt.Errorf("result %s is a %T, not a bool", short(out), out)}
+		return false, p.fail(fmt.Errorf("result %s is a %T, not a bool", short(out), out))
 	}
 	return b, nil
 }

@@ -115,11 +115,7 @@ func (s *streamFlow[K]) merge(other anyStream, name string) (anyStream, bool) {
 	if !ok {
 		return nil, false
 	}
-	var named []dsl.Named
-	if name != "" {
-		named = append(named, dsl.Name(name))
-	}
-	out := s.derive(s.s.Merge(o.s, named...))
+	out := s.derive(s.s.Merge(o.s, named(name)...))
 	if o.info.valueSerde.Name() != s.info.valueSerde.Name() {
 		out.info.valueType = types.Any
 	}
@@ -257,6 +253,15 @@ type tableFlow[K any] struct {
 func (t *tableFlow[K]) kind() string    { return "a table" }
 func (t *tableFlow[K]) meta() *flowInfo { return &t.info }
 
+// named and tableOpts are the options naming a node, none for "": the
+// DSL then generates the name.
+func named(name string) []dsl.Named {
+	if name == "" {
+		return nil
+	}
+	return []dsl.Named{dsl.Name(name)}
+}
+
 func tableOpts(name string) []dsl.TableOption {
 	if name == "" {
 		return nil
@@ -278,19 +283,11 @@ func (t *tableFlow[K]) mapValues(name string, fn func(key, value any) any, info 
 }
 
 func (t *tableFlow[K]) toStream(name string) anyStream {
-	var named []dsl.Named
-	if name != "" {
-		named = append(named, dsl.Name(name))
-	}
-	return &streamFlow[K]{s: t.t.ToStream(named...), info: t.info}
+	return &streamFlow[K]{s: t.t.ToStream(named(name)...), info: t.info}
 }
 
 func (t *tableFlow[K]) suppress(s dsl.Suppressed, name string) anyTable {
-	var named []dsl.Named
-	if name != "" {
-		named = append(named, dsl.Name(name))
-	}
-	return &tableFlow[K]{t: t.t.Suppress(s, named...), info: t.info}
+	return &tableFlow[K]{t: t.t.Suppress(s, named(name)...), info: t.info}
 }
 
 // The processors behind the stream steps. They run the step's function

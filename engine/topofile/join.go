@@ -26,9 +26,6 @@ func (c *compiler) joinStep(st *step) (flow, bool) {
 	if !ok {
 		return nil, false
 	}
-	if _, bad := other.(poisoned); bad {
-		return nil, false
-	}
 	name, ok := c.nodeName(f, st, "")
 	if !ok {
 		return nil, false
@@ -41,7 +38,7 @@ func (c *compiler) joinStep(st *step) (flow, bool) {
 	}
 	left, right := st.in.meta(), other.meta()
 	info := flowInfo{keySerde: left.keySerde, keyType: left.keyType, valueType: types.Any}
-	if info.valueSerde, _, ok = c.optSerde(f, "value-serde", st, c.defValue, nil); !ok {
+	if info.valueSerde, _, ok = c.optSerde(f, "value-serde", st.what, c.defValue, nil); !ok {
 		return nil, false
 	}
 	plain := func(fl flow) bool {
@@ -138,10 +135,7 @@ func (c *compiler) joinStep(st *step) (flow, bool) {
 		if bad := c.refuse(st, f, windowOpts, "a table-table join has no window"); bad {
 			return nil, false
 		}
-		var opts []dsl.TableOption
-		if name != "" {
-			opts = append(opts, dsl.Name(name))
-		}
+		opts := tableOpts(name)
 		if store != "" {
 			opts = append(opts, dsl.MaterializedAs[any, any](store).WithKeySerde(left.keySerde).WithValueSerde(info.valueSerde))
 		}

@@ -171,12 +171,12 @@ func (c *compiler) nodeName(f fields, st *step, prefix string) (string, bool) {
 }
 
 // optSerde reads an optional serde option, keeping def when absent.
-func (c *compiler) optSerde(f fields, k string, st *step, def *dynSerde, defType types.Type) (*dynSerde, types.Type, bool) {
+func (c *compiler) optSerde(f fields, k, what string, def *dynSerde, defType types.Type) (*dynSerde, types.Type, bool) {
 	n := f.get(k)
 	if n == nil {
 		return def, defType, true
 	}
-	s, ok := c.serdeField(n, st.what+" "+k)
+	s, ok := c.serdeField(n, what+" "+k)
 	if !ok {
 		return nil, nil, false
 	}
@@ -191,27 +191,212 @@ func (c *compiler) wantStream(st *step) (anyStream, bool) {
 	return s, ok
 }
 
-func (c *compiler) filterStep(st *step) (flow, bool) {
-	f, ok := c.args(st, "expr", "expr", "name")
+func (c *compiler) wantTable(st *step) (anyTable, bool) {
+	t, ok := st.in.(anyTable)
+	if !ok {
+		c.errf(st.at, "%s: needs a table, but its input is %s", st.what, st.in.kind())
+	}
+	return t, ok
+}
+
+// resultSerdes is which serde options a step reads for its result, before
+// it names its node.
+type resultSerdes int
+
+const (
+	// inputSerdes reads none: the result keeps the input's serdes, or the
+	// step reads its serde options itself.
+	inputSerdes resultSerdes = iota
+	// newValues: value-serde, else the default; the values become any.
+	newValues
+	// newKeys: key-serde, else the default; value-serde, else the
+	// input's. The keys become any and plain.
+	newKeys
+	// newRecords: key-serde and value-serde, else the defaults; keys and
+	// values become any, the keys plain.
+	newRecords
+)
+
+// stepInput is the kind of input a step takes. A stream or a table is
+// checked right after the options; streamOrTable after the result's
+// serdes, and a table's node is then named only by its name option.
+type stepInput int
+
+const (
+	streamInput stepInput = iota
+	tableInput
+	streamOrTable
+)
+
+// stepSpec is what a step reads before its own work, in this order: its
+// options, its input, the required options, the result's serdes, check,
+// and its node name.
+type stepSpec struct {
+	// shorthand is the option a bare scalar stands for (see args).
+	shorthand string
+	allowed   []string
+	input     stepInput
+	required  []string
+	result    resultSerdes
+	// check, when set, vets the options before the node is named.
+	check func(a *stepArgs) bool
+	// prefix is the scheme of the generated node name; "" leaves an
+	// unnamed node to the DSL.
+	prefix string
+}
+
+// stepArgs is what compiler.stepArgs reads for a step.
+type stepArgs struct {
+	f fields
+	// s is the input stream, or t the input table.
+	s anyStream
+	t anyTable
+	// req holds the values of stepSpec.required, in its order.
+	req []*yaml.Node
+	// info is the result's flowInfo under stepSpec.result.
+	info flowInfo
+	name string
+}
+
+// stepArgs reads what spec describes, reporting the first error.
+func (c *compiler) stepArgs(st *step, spec stepSpec) (*stepArgs, bool) {
+	f, ok := c.args(st, spec.shorthand, spec.allowed...)
 	if !ok {
 		return nil, false
 	}
-	en, ok := c.required(st, f, "expr")
+	a := &stepArgs{f: f}
+	switch spec.input {
+	case streamInput:
+		a.s, ok = c.wantStream(st)
+	case tableInput:
+		a.t, ok = c.wantTable(st)
+	}
+	if !ok {
+		return nil, false
+	}
+	for _, k := range spec.required {
+		n, ok := c.required(st, f, k)
+		if !ok {
+			return nil, false
+		}
+		a.req = append(a.req, n)
+	}
+	if a.info, ok = c.resultInfo(f, st, spec.result); !ok {
+		return nil, false
+	}
+	prefix := spec.prefix
+	if spec.input == streamOrTable {
+		if t, isTable := st.in.(anyTable); isTable {
+			a.t, prefix = t, ""
+		} else if a.s, ok = c.wantStream(st); !ok {
+			return nil, false
+		}
+	}
+	if spec.check != nil && !spec.check(a) {
+		return nil, false
+	}
+	if a.name, ok = c.nodeName(f, st, prefix); !ok {
+		return nil, false
+	}
+	return a, true
+}
+
+// resultInfo reads the serde options r names.
+func (c *compiler) resultInfo(f fields, st *step, r resultSerdes) (flowInfo, bool) {
+	in := st.in.meta()
+	info := *in
+	var ok bool
+	switch r {
+	case inputSerdes:
+		return info, true
+	case newValues:
+		info.valueType = types.Any
+		info.valueSerde, _, ok = c.optSerde(f, "value-serde", st.what, c.defValue, nil)
+		return info, ok
+	}
+	// The keys change.
+	info = flowInfo{keyType: types.Any, valueType: types.Any}
+	if info.keySerde, _, ok = c.optSerde(f, "key-serde", st.what, c.defKey, nil); !ok {
+		return info, false
+	}
+	valueDef := c.defValue
+	if r == newKeys {
+		valueDef, info.valueType = in.valueSerde, in.valueType
+	}
+	info.valueSerde, _, ok = c.optSerde(f, "value-serde", st.what, valueDef, nil)
+	return info, ok
+}
+
+// serdeOptions applies a step's key-serde and value-serde options to info.
+func (c *compiler) serdeOptions(f fields, st *step, info flowInfo) (flowInfo, bool) {
+	var ok bool
+	if info.keySerde, info.keyType, ok = c.optSerde(f, "key-serde", st.what, info.keySerde, info.keyType); !ok {
+		return info, false
+	}
+	info.valueSerde, info.valueType, ok = c.optSerde(f, "value-serde", st.what, info.valueSerde, info.valueType)
+	return info, ok
+}
+
+// recordProgram is a step's expression over its input's records.
+type recordProgram struct {
+	*program
+	// headers is whether it reads the headers, which are converted only
+	// then.
+	headers bool
+}
+
+func (c *compiler) recordProgram(st *step, n *yaml.Node, what string, asBool bool) (recordProgram, bool) {
+	p, ok := c.compileExpr(n, what, recordScope(st.in.meta()), asBool)
+	if !ok {
+		return recordProgram{}, false
+	}
+	return recordProgram{program: p, headers: p.uses("headers")}, true
+}
+
+func (p recordProgram) env(k, v any, ts int64, hs processor.Headers) map[string]any {
+	return recordEnv(k, v, ts, hs, p.headers)
+}
+
+// listProgram is recordProgram for an expression that yields a list,
+// refused when its static type is known not to be one.
+func (c *compiler) listProgram(st *step, n *yaml.Node) (recordProgram, bool) {
+	p, ok := c.recordProgram(st, n, st.what, false)
+	if !ok {
+		return p, false
+	}
+	if t := p.resultType(); t != nil && t.Kind() != reflect.Slice && t.Kind() != reflect.Array {
+		c.errf(n, "%s %q: result is a %s; expected a list", st.what, p.src, t)
+		return p, false
+	}
+	return p, true
+}
+
+// runList evaluates a program that yields a list.
+func (p *program) runList(env map[string]any) ([]any, error) {
+	res, err := p.run(env)
+	if err != nil {
+		return nil, err
+	}
+	l, err := toList(res)
+	if err != nil {
+		return nil, p.fail(err)
+	}
+	return l, nil
+}
+
+func (c *compiler) filterStep(st *step) (flow, bool) {
+	a, ok := c.stepArgs(st, stepSpec{shorthand: "expr", allowed: []string{"expr", "name"}, required: []string{"expr"},
+		input: streamOrTable, prefix: "KSTREAM-FILTER-"})
 	if !ok {
 		return nil, false
 	}
 	not := st.op == "filter-not"
-	info := st.in.meta()
-	if t, isTable := st.in.(anyTable); isTable {
-		name, ok := c.nodeName(f, st, "")
+	if a.t != nil {
+		p, ok := c.compileExpr(a.req[0], st.what, keyValueScope(st.in.meta()), true)
 		if !ok {
 			return nil, false
 		}
-		p, ok := c.compileExpr(en, st.what, keyValueScope(info), true)
-		if !ok {
-			return nil, false
-		}
-		return t.filter(name, func(k, v any) bool {
+		return a.t.filter(a.name, func(k, v any) bool {
 			keep, err := p.runBool(keyValueEnv(k, v))
 			if err != nil {
 				// A table filter has no error path in the DSL; the record
@@ -222,21 +407,12 @@ func (c *compiler) filterStep(st *step) (flow, bool) {
 			return keep
 		}, not), true
 	}
-	s, ok := c.wantStream(st)
+	p, ok := c.recordProgram(st, a.req[0], st.what, true)
 	if !ok {
 		return nil, false
 	}
-	name, ok := c.nodeName(f, st, "KSTREAM-FILTER-")
-	if !ok {
-		return nil, false
-	}
-	p, ok := c.compileExpr(en, st.what, recordScope(info), true)
-	if !ok {
-		return nil, false
-	}
-	h := p.uses("headers")
-	return s.values(name, func(k, v any, ts int64, hs processor.Headers) ([]any, error) {
-		keep, err := p.runBool(recordEnv(k, v, ts, hs, h))
+	return a.s.values(a.name, func(k, v any, ts int64, hs processor.Headers) ([]any, error) {
+		keep, err := p.runBool(p.env(k, v, ts, hs))
 		if err != nil || keep == not {
 			return nil, err
 		}
@@ -245,30 +421,17 @@ func (c *compiler) filterStep(st *step) (flow, bool) {
 }
 
 func (c *compiler) peekStep(st *step) (flow, bool) {
-	f, ok := c.args(st, "expr", "expr", "name")
+	a, ok := c.stepArgs(st, stepSpec{shorthand: "expr", allowed: []string{"expr", "name"}, required: []string{"expr"},
+		prefix: "KSTREAM-PEEK-"})
 	if !ok {
 		return nil, false
 	}
-	s, ok := c.wantStream(st)
+	p, ok := c.recordProgram(st, a.req[0], st.what, false)
 	if !ok {
 		return nil, false
 	}
-	en, ok := c.required(st, f, "expr")
-	if !ok {
-		return nil, false
-	}
-	name, ok := c.nodeName(f, st, "KSTREAM-PEEK-")
-	if !ok {
-		return nil, false
-	}
-	info := st.in.meta()
-	p, ok := c.compileExpr(en, st.what, recordScope(info), false)
-	if !ok {
-		return nil, false
-	}
-	h := p.uses("headers")
-	return s.values(name, func(k, v any, ts int64, hs processor.Headers) ([]any, error) {
-		out, err := p.run(recordEnv(k, v, ts, hs, h))
+	return a.s.values(a.name, func(k, v any, ts int64, hs processor.Headers) ([]any, error) {
+		out, err := p.run(p.env(k, v, ts, hs))
 		if err != nil {
 			return nil, err
 		}
@@ -278,162 +441,65 @@ func (c *compiler) peekStep(st *step) (flow, bool) {
 }
 
 func (c *compiler) mapValuesStep(st *step) (flow, bool) {
-	f, ok := c.args(st, "expr", "expr", "name", "value-serde")
+	a, ok := c.stepArgs(st, stepSpec{shorthand: "expr", allowed: []string{"expr", "name", "value-serde"}, required: []string{"expr"},
+		input: streamOrTable, result: newValues, prefix: "KSTREAM-MAPVALUES-"})
 	if !ok {
 		return nil, false
 	}
-	en, ok := c.required(st, f, "expr")
-	if !ok {
-		return nil, false
-	}
-	in := st.in.meta()
-	info := *in
-	info.valueType = types.Any
-	if info.valueSerde, _, ok = c.optSerde(f, "value-serde", st, c.defValue, nil); !ok {
-		return nil, false
-	}
-	if t, isTable := st.in.(anyTable); isTable {
-		name, ok := c.nodeName(f, st, "")
+	if a.t != nil {
+		p, ok := c.compileExpr(a.req[0], st.what, keyValueScope(st.in.meta()), false)
 		if !ok {
 			return nil, false
 		}
-		p, ok := c.compileExpr(en, st.what, keyValueScope(in), false)
-		if !ok {
-			return nil, false
-		}
-		return t.mapValues(name, func(k, v any) any {
+		return a.t.mapValues(a.name, func(k, v any) any {
 			return p.runOrFail(keyValueEnv(k, v))
-		}, info), true
+		}, a.info), true
 	}
-	s, ok := c.wantStream(st)
+	p, ok := c.recordProgram(st, a.req[0], st.what, false)
 	if !ok {
 		return nil, false
 	}
-	name, ok := c.nodeName(f, st, "KSTREAM-MAPVALUES-")
-	if !ok {
-		return nil, false
-	}
-	p, ok := c.compileExpr(en, st.what, recordScope(in), false)
-	if !ok {
-		return nil, false
-	}
-	h := p.uses("headers")
-	out := s.values(name, func(k, v any, ts int64, hs processor.Headers) ([]any, error) {
-		nv, err := p.run(recordEnv(k, v, ts, hs, h))
+	out := a.s.values(a.name, func(k, v any, ts int64, hs processor.Headers) ([]any, error) {
+		nv, err := p.run(p.env(k, v, ts, hs))
 		if err != nil {
 			return nil, err
 		}
 		return []any{nv}, nil
 	})
-	*out.meta() = info
+	*out.meta() = a.info
 	return out, true
 }
 
 func (c *compiler) flatMapValuesStep(st *step) (flow, bool) {
-	f, ok := c.args(st, "expr", "expr", "name", "value-serde")
+	a, ok := c.stepArgs(st, stepSpec{shorthand: "expr", allowed: []string{"expr", "name", "value-serde"}, required: []string{"expr"},
+		result: newValues, prefix: "KSTREAM-FLATMAPVALUES-"})
 	if !ok {
 		return nil, false
 	}
-	s, ok := c.wantStream(st)
+	p, ok := c.listProgram(st, a.req[0])
 	if !ok {
 		return nil, false
 	}
-	en, ok := c.required(st, f, "expr")
-	if !ok {
-		return nil, false
-	}
-	info := *st.in.meta()
-	info.valueType = types.Any
-	if info.valueSerde, _, ok = c.optSerde(f, "value-serde", st, c.defValue, nil); !ok {
-		return nil, false
-	}
-	name, ok := c.nodeName(f, st, "KSTREAM-FLATMAPVALUES-")
-	if !ok {
-		return nil, false
-	}
-	in := st.in.meta()
-	p, ok := c.compileExpr(en, st.what, recordScope(in), false)
-	if !ok || !c.checkList(en, p, st) {
-		return nil, false
-	}
-	h := p.uses("headers")
-	out := s.values(name, func(k, v any, ts int64, hs processor.Headers) ([]any, error) {
-		res, err := p.run(recordEnv(k, v, ts, hs, h))
-		if err != nil {
-			return nil, err
-		}
-		l, err := toList(res)
-		if err != nil {
-			return nil, &EvalError{At: p.at, What: p.what, Expr: p.src, Err: err}
-		}
-		return l, nil
+	out := a.s.values(a.name, func(k, v any, ts int64, hs processor.Headers) ([]any, error) {
+		return p.runList(p.env(k, v, ts, hs))
 	})
-	*out.meta() = info
+	*out.meta() = a.info
 	return out, true
 }
 
-// checkList refuses an expression whose static type is known not to be a
-// list.
-func (c *compiler) checkList(n *yaml.Node, p *program, st *step) bool {
-	if t := p.resultType(); t != nil && t.Kind() != reflect.Slice && t.Kind() != reflect.Array {
-		c.errf(n, "%s %q: result is a %s; expected a list", st.what, p.src, t)
-		return false
-	}
-	return true
-}
-
-// keyChange is what map, select-key and flat-map share: the result's serdes.
-func (c *compiler) keyChange(f fields, st *step, keepValue bool) (flowInfo, bool) {
-	in := st.in.meta()
-	info := flowInfo{keyType: types.Any, valueType: types.Any}
-	var ok bool
-	if info.keySerde, _, ok = c.optSerde(f, "key-serde", st, c.defKey, nil); !ok {
-		return info, false
-	}
-	valueDef := c.defValue
-	if keepValue {
-		valueDef, info.valueType = in.valueSerde, in.valueType
-	}
-	if info.valueSerde, _, ok = c.optSerde(f, "value-serde", st, valueDef, nil); !ok {
-		return info, false
-	}
-	return info, true
-}
-
 func (c *compiler) mapStep(st *step) (flow, bool) {
-	f, ok := c.args(st, "", "key", "value", "name", "key-serde", "value-serde")
+	a, ok := c.stepArgs(st, stepSpec{allowed: []string{"key", "value", "name", "key-serde", "value-serde"}, required: []string{"key", "value"},
+		result: newRecords, prefix: "KSTREAM-MAP-"})
 	if !ok {
 		return nil, false
 	}
-	s, ok := c.wantStream(st)
-	if !ok {
-		return nil, false
-	}
-	kn, ok := c.required(st, f, "key")
-	if !ok {
-		return nil, false
-	}
-	vn, ok := c.required(st, f, "value")
-	if !ok {
-		return nil, false
-	}
-	info, ok := c.keyChange(f, st, false)
-	if !ok {
-		return nil, false
-	}
-	name, ok := c.nodeName(f, st, "KSTREAM-MAP-")
-	if !ok {
-		return nil, false
-	}
-	in := st.in.meta()
-	sc := recordScope(in)
-	kp, okK := c.compileExpr(kn, st.what+" key", sc, false)
-	vp, okV := c.compileExpr(vn, st.what+" value", sc, false)
+	kp, okK := c.recordProgram(st, a.req[0], st.what+" key", false)
+	vp, okV := c.recordProgram(st, a.req[1], st.what+" value", false)
 	if !okK || !okV {
 		return nil, false
 	}
-	h := kp.uses("headers") || vp.uses("headers")
-	return s.keyValues(name, func(k, v any, ts int64, hs processor.Headers) ([]keyValue, error) {
+	h := kp.headers || vp.headers
+	return a.s.keyValues(a.name, func(k, v any, ts int64, hs processor.Headers) ([]keyValue, error) {
 		env := recordEnv(k, v, ts, hs, h)
 		nk, err := kp.run(env)
 		if err != nil {
@@ -444,43 +510,26 @@ func (c *compiler) mapStep(st *step) (flow, bool) {
 			return nil, err
 		}
 		return []keyValue{{nk, nv}}, nil
-	}, info), true
+	}, a.info), true
 }
 
 func (c *compiler) selectKeyStep(st *step) (flow, bool) {
-	f, ok := c.args(st, "expr", "expr", "name", "key-serde")
+	a, ok := c.stepArgs(st, stepSpec{shorthand: "expr", allowed: []string{"expr", "name", "key-serde"}, required: []string{"expr"},
+		result: newKeys, prefix: "KSTREAM-KEY-SELECT-"})
 	if !ok {
 		return nil, false
 	}
-	s, ok := c.wantStream(st)
-	if !ok {
-		return nil, false
-	}
-	en, ok := c.required(st, f, "expr")
-	if !ok {
-		return nil, false
-	}
-	info, ok := c.keyChange(f, st, true)
-	if !ok {
-		return nil, false
-	}
-	name, ok := c.nodeName(f, st, "KSTREAM-KEY-SELECT-")
-	if !ok {
-		return nil, false
-	}
-	return c.rekey(st, s, en, name, info)
+	return c.rekey(st, a.s, a.req[0], a.name, a.info)
 }
 
 // rekey adds a node computing a new key from each record.
 func (c *compiler) rekey(st *step, s anyStream, en *yaml.Node, name string, info flowInfo) (*streamFlow[any], bool) {
-	in := st.in.meta()
-	p, ok := c.compileExpr(en, st.what, recordScope(in), false)
+	p, ok := c.recordProgram(st, en, st.what, false)
 	if !ok {
 		return nil, false
 	}
-	h := p.uses("headers")
 	return s.keyValues(name, func(k, v any, ts int64, hs processor.Headers) ([]keyValue, error) {
-		nk, err := p.run(recordEnv(k, v, ts, hs, h))
+		nk, err := p.run(p.env(k, v, ts, hs))
 		if err != nil {
 			return nil, err
 		}
@@ -489,51 +538,30 @@ func (c *compiler) rekey(st *step, s anyStream, en *yaml.Node, name string, info
 }
 
 func (c *compiler) flatMapStep(st *step) (flow, bool) {
-	f, ok := c.args(st, "expr", "expr", "name", "key-serde", "value-serde")
+	a, ok := c.stepArgs(st, stepSpec{shorthand: "expr", allowed: []string{"expr", "name", "key-serde", "value-serde"}, required: []string{"expr"},
+		result: newRecords, prefix: "KSTREAM-FLATMAP-"})
 	if !ok {
 		return nil, false
 	}
-	s, ok := c.wantStream(st)
+	p, ok := c.listProgram(st, a.req[0])
 	if !ok {
 		return nil, false
 	}
-	en, ok := c.required(st, f, "expr")
-	if !ok {
-		return nil, false
-	}
-	info, ok := c.keyChange(f, st, false)
-	if !ok {
-		return nil, false
-	}
-	name, ok := c.nodeName(f, st, "KSTREAM-FLATMAP-")
-	if !ok {
-		return nil, false
-	}
-	in := st.in.meta()
-	p, ok := c.compileExpr(en, st.what, recordScope(in), false)
-	if !ok || !c.checkList(en, p, st) {
-		return nil, false
-	}
-	h := p.uses("headers")
-	return s.keyValues(name, func(k, v any, ts int64, hs processor.Headers) ([]keyValue, error) {
-		res, err := p.run(recordEnv(k, v, ts, hs, h))
+	return a.s.keyValues(a.name, func(k, v any, ts int64, hs processor.Headers) ([]keyValue, error) {
+		l, err := p.runList(p.env(k, v, ts, hs))
 		if err != nil {
 			return nil, err
-		}
-		l, err := toList(res)
-		if err != nil {
-			return nil, &EvalError{At: p.at, What: p.what, Expr: p.src, Err: err}
 		}
 		out := make([]keyValue, 0, len(l))
 		for _, e := range l {
 			nk, nv, err := pairOf(e)
 			if err != nil {
-				return nil, &EvalError{At: p.at, What: p.what, Expr: p.src, Err: err}
+				return nil, p.fail(err)
 			}
 			out = append(out, keyValue{nk, nv})
 		}
 		return out, nil
-	}, info), true
+	}, a.info), true
 }
 
 func (c *compiler) mergeStep(st *step) (flow, bool) {
@@ -549,45 +577,30 @@ func (c *compiler) mergeStep(st *step) (flow, bool) {
 	if !ok {
 		return nil, false
 	}
-	flows := []flow{st.in}
-	for _, n := range names {
-		fl, ok := c.lookup(wn, n, st.what)
-		if !ok {
-			return nil, false
-		}
-		if _, bad := fl.(poisoned); bad {
-			return nil, false
-		}
-		flows = append(flows, fl)
+	others, ok := c.lookupAll(wn, names, st.what)
+	if !ok {
+		return nil, false
 	}
 	name, ok := c.nodeName(f, st, "")
 	if !ok {
 		return nil, false
 	}
-	return c.mergeAll(st.at, flows, append([]string{"the pipeline's stream"}, names...), name, st.what)
+	return c.mergeAll(st.at, append([]flow{st.in}, others...), append([]string{"the pipeline's stream"}, names...), name, st.what)
 }
 
 func (c *compiler) splitStep(st *step) (flow, bool) {
-	f, ok := c.args(st, "branches", "branches", "name")
+	a, ok := c.stepArgs(st, stepSpec{shorthand: "branches", allowed: []string{"branches", "name"}, required: []string{"branches"},
+		prefix: "KSTREAM-BRANCH-", check: func(a *stepArgs) bool {
+			if bn := a.req[0]; bn.Kind != yaml.SequenceNode || len(bn.Content) == 0 {
+				c.errf(bn, "%s branches: expected a list of branches, got %s", st.what, kindName(bn))
+				return false
+			}
+			return true
+		}})
 	if !ok {
 		return nil, false
 	}
-	s, ok := c.wantStream(st)
-	if !ok {
-		return nil, false
-	}
-	bn, ok := c.required(st, f, "branches")
-	if !ok {
-		return nil, false
-	}
-	if bn.Kind != yaml.SequenceNode || len(bn.Content) == 0 {
-		c.errf(bn, "%s branches: expected a list of branches, got %s", st.what, kindName(bn))
-		return nil, false
-	}
-	splitter, ok := c.nodeName(f, st, "KSTREAM-BRANCH-")
-	if !ok {
-		return nil, false
-	}
+	bn, splitter := a.req[0], a.name
 	in := st.in.meta()
 	type branch struct {
 		name  string
@@ -633,7 +646,7 @@ func (c *compiler) splitStep(st *step) (flow, bool) {
 		// names them.
 		children = append(children, splitter+br.name)
 	}
-	outs := s.split(splitter, children, func(k, v any, ts int64, hs processor.Headers) (int, error) {
+	outs := a.s.split(splitter, children, func(k, v any, ts int64, hs processor.Headers) (int, error) {
 		env := recordEnv(k, v, ts, hs, headers)
 		for i, b := range branches {
 			if b.pred == nil {
@@ -659,155 +672,95 @@ func (c *compiler) splitStep(st *step) (flow, bool) {
 }
 
 func (c *compiler) repartitionStep(st *step) (flow, bool) {
-	f, ok := c.args(st, "", "name", "partitions", "key-serde", "value-serde")
-	if !ok {
-		return nil, false
-	}
-	s, ok := c.wantStream(st)
-	if !ok {
-		return nil, false
-	}
-	name, ok := c.nodeName(f, st, "")
+	a, ok := c.stepArgs(st, stepSpec{allowed: []string{"name", "partitions", "key-serde", "value-serde"}})
 	if !ok {
 		return nil, false
 	}
 	var partitions int64
-	if pn := f.get("partitions"); pn != nil {
+	if pn := a.f.get("partitions"); pn != nil {
 		if partitions, ok = c.intField(pn, st.what+" partitions", 1, math.MaxInt32); !ok {
 			return nil, false
 		}
 	}
-	info := *st.in.meta()
-	if info.keySerde, info.keyType, ok = c.optSerde(f, "key-serde", st, info.keySerde, info.keyType); !ok {
+	info, ok := c.serdeOptions(a.f, st, *st.in.meta())
+	if !ok {
 		return nil, false
 	}
-	if info.valueSerde, info.valueType, ok = c.optSerde(f, "value-serde", st, info.valueSerde, info.valueType); !ok {
-		return nil, false
-	}
-	return s.repartition(name, int32(partitions), info), true
+	return a.s.repartition(a.name, int32(partitions), info), true
 }
 
 func (c *compiler) toStep(st *step) (flow, bool) {
-	f, ok := c.args(st, "topic", "topic", "name", "key-serde", "value-serde")
+	var topic string
+	a, ok := c.stepArgs(st, stepSpec{shorthand: "topic", allowed: []string{"topic", "name", "key-serde", "value-serde"},
+		check: func(a *stepArgs) bool {
+			var ok bool
+			topic, ok = c.requiredString(a.f, st.at, "topic", st.what)
+			return ok
+		}})
 	if !ok {
 		return nil, false
 	}
-	s, ok := c.wantStream(st)
+	info, ok := c.serdeOptions(a.f, st, *st.in.meta())
 	if !ok {
 		return nil, false
 	}
-	topic, ok := c.requiredString(f, st.at, "topic", st.what)
-	if !ok {
-		return nil, false
-	}
-	name, ok := c.nodeName(f, st, "")
-	if !ok {
-		return nil, false
-	}
-	info := st.in.meta()
-	ks, _, ok := c.optSerde(f, "key-serde", st, info.keySerde, nil)
-	if !ok {
-		return nil, false
-	}
-	vs, _, ok := c.optSerde(f, "value-serde", st, info.valueSerde, nil)
-	if !ok {
-		return nil, false
-	}
-	s.to(topic, name, ks, vs)
+	a.s.to(topic, a.name, info.keySerde, info.valueSerde)
 	return nil, true
 }
 
 func (c *compiler) groupByKeyStep(st *step) (flow, bool) {
-	f, ok := c.args(st, "", "name", "key-serde", "value-serde")
+	a, ok := c.stepArgs(st, stepSpec{allowed: []string{"name", "key-serde", "value-serde"}})
 	if !ok {
 		return nil, false
 	}
-	s, ok := c.wantStream(st)
+	info, ok := c.serdeOptions(a.f, st, *st.in.meta())
 	if !ok {
 		return nil, false
 	}
-	name, ok := c.nodeName(f, st, "")
-	if !ok {
-		return nil, false
-	}
-	info, ok := c.groupSerdes(f, st, *st.in.meta())
-	if !ok {
-		return nil, false
-	}
-	return s.groupByKey(name, info), true
-}
-
-func (c *compiler) groupSerdes(f fields, st *step, info flowInfo) (flowInfo, bool) {
-	var ok bool
-	if info.keySerde, info.keyType, ok = c.optSerde(f, "key-serde", st, info.keySerde, info.keyType); !ok {
-		return info, false
-	}
-	if info.valueSerde, info.valueType, ok = c.optSerde(f, "value-serde", st, info.valueSerde, info.valueType); !ok {
-		return info, false
-	}
-	return info, true
+	return a.s.groupByKey(a.name, info), true
 }
 
 func (c *compiler) groupByStep(st *step) (flow, bool) {
 	if t, isTable := st.in.(*tableFlow[any]); isTable {
 		return c.groupTableBy(st, t)
 	}
-	f, ok := c.args(st, "key", "key", "name", "key-serde", "value-serde")
-	if !ok {
-		return nil, false
-	}
-	s, ok := c.wantStream(st)
-	if !ok {
-		return nil, false
-	}
-	kn, ok := c.required(st, f, "key")
+	a, ok := c.stepArgs(st, stepSpec{shorthand: "key", allowed: []string{"key", "name", "key-serde", "value-serde"}, required: []string{"key"}})
 	if !ok {
 		return nil, false
 	}
 	// The DSL's GroupBy names its key selector after the grouping when
 	// the grouping is named.
-	name, ok := c.nodeName(f, st, "")
-	if !ok {
-		return nil, false
-	}
-	selector := name
+	selector := a.name
 	if selector == "" {
 		selector = c.b.Topology().GeneratedName("KSTREAM-KEY-SELECT-")
 	}
 	in := *st.in.meta()
 	in.keySerde, in.keyType, in.win = c.defKey, types.Any, nil
-	info, ok := c.groupSerdes(f, st, in)
+	info, ok := c.serdeOptions(a.f, st, in)
 	if !ok {
 		return nil, false
 	}
-	rekeyed, ok := c.rekey(st, s, kn, selector, info)
+	rekeyed, ok := c.rekey(st, a.s, a.req[0], selector, info)
 	if !ok {
 		return nil, false
 	}
-	return rekeyed.groupByKey(name, info), true
+	return rekeyed.groupByKey(a.name, info), true
 }
 
 func (c *compiler) groupTableBy(st *step, t *tableFlow[any]) (flow, bool) {
-	f, ok := c.args(st, "key", "key", "value", "name", "key-serde", "value-serde")
-	if !ok {
-		return nil, false
-	}
-	kn, ok := c.required(st, f, "key")
-	if !ok {
-		return nil, false
-	}
-	name, ok := c.nodeName(f, st, "")
+	a, ok := c.stepArgs(st, stepSpec{shorthand: "key", allowed: []string{"key", "value", "name", "key-serde", "value-serde"},
+		input: tableInput, required: []string{"key"}})
 	if !ok {
 		return nil, false
 	}
 	in := st.in.meta()
 	sc := keyValueScope(in)
-	kp, ok := c.compileExpr(kn, st.what+" key", sc, false)
+	kp, ok := c.compileExpr(a.req[0], st.what+" key", sc, false)
 	if !ok {
 		return nil, false
 	}
 	var vp *program
-	if vn := f.get("value"); vn != nil {
+	if vn := a.f.get("value"); vn != nil {
 		if vp, ok = c.compileExpr(vn, st.what+" value", sc, false); !ok {
 			return nil, false
 		}
@@ -817,10 +770,10 @@ func (c *compiler) groupTableBy(st *step, t *tableFlow[any]) (flow, bool) {
 	if vp != nil {
 		info.valueSerde, info.valueType = c.defValue, types.Any
 	}
-	if info, ok = c.groupSerdes(f, st, info); !ok {
+	if info, ok = c.serdeOptions(a.f, st, info); !ok {
 		return nil, false
 	}
-	g := dsl.GroupedWith[any, any](info.keySerde, info.valueSerde).WithName(name)
+	g := dsl.GroupedWith[any, any](info.keySerde, info.valueSerde).WithName(a.name)
 	gt := dsl.GroupTableBy(t.t, func(k, v any) (any, any) {
 		env := keyValueEnv(k, v)
 		nk := kp.runOrFail(env)
@@ -923,20 +876,11 @@ func (c *compiler) windowStep(st *step) (flow, bool) {
 }
 
 func (c *compiler) toStreamStep(st *step) (flow, bool) {
-	f, ok := c.args(st, "", "name")
+	a, ok := c.stepArgs(st, stepSpec{allowed: []string{"name"}, input: tableInput})
 	if !ok {
 		return nil, false
 	}
-	t, ok := st.in.(anyTable)
-	if !ok {
-		c.errf(st.at, "%s: needs a table, but its input is %s", st.what, st.in.kind())
-		return nil, false
-	}
-	name, ok := c.nodeName(f, st, "")
-	if !ok {
-		return nil, false
-	}
-	return t.toStream(name), true
+	return a.t.toStream(a.name), true
 }
 
 func (c *compiler) suppressStep(st *step) (flow, bool) {
@@ -944,9 +888,8 @@ func (c *compiler) suppressStep(st *step) (flow, bool) {
 	if !ok {
 		return nil, false
 	}
-	t, ok := st.in.(anyTable)
+	t, ok := c.wantTable(st)
 	if !ok {
-		c.errf(st.at, "%s: needs a table, but its input is %s", st.what, st.in.kind())
 		return nil, false
 	}
 	un, ok := c.required(st, f, "until")
@@ -967,19 +910,20 @@ func (c *compiler) suppressStep(st *step) (flow, bool) {
 	}
 	buf := dsl.Unbounded()
 	bounded := false
-	if n := f.get("max-records"); n != nil {
-		v, ok := c.intField(n, st.what+" max-records", 1, math.MaxInt64)
-		if !ok {
-			return nil, false
+	for _, opt := range []struct {
+		k    string
+		with func(dsl.BufferConfig, int64) dsl.BufferConfig
+	}{
+		{"max-records", dsl.BufferConfig.WithMaxRecords},
+		{"max-bytes", dsl.BufferConfig.WithMaxBytes},
+	} {
+		if n := f.get(opt.k); n != nil {
+			v, ok := c.intField(n, st.what+" "+opt.k, 1, math.MaxInt64)
+			if !ok {
+				return nil, false
+			}
+			buf, bounded = opt.with(buf, v), true
 		}
-		buf, bounded = buf.WithMaxRecords(v), true
-	}
-	if n := f.get("max-bytes"); n != nil {
-		v, ok := c.intField(n, st.what+" max-bytes", 1, math.MaxInt64)
-		if !ok {
-			return nil, false
-		}
-		buf, bounded = buf.WithMaxBytes(v), true
 	}
 	// Only a time limit may release early by default: the other two
 	// promise one result per window or epoch.
