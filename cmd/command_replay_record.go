@@ -85,9 +85,15 @@ docs/fixtures.md.`,
 			if out != "" && out != "-" {
 				dir = filepath.Dir(out)
 			}
+			fo := replay.FixtureOptions{Topology: topo, RecordsFile: filepath.ToSlash(recordsFile)}
 			if topo != "" {
-				if _, err := topofile.Resolve(topo, dir); err != nil {
+				f, err := topofile.Resolve(topo, dir)
+				if err != nil {
 					return usageErrorf("--topology: %v", err)
+				}
+				// Keys and values are written as the topology reads them.
+				if fo.Serdes, err = replay.SourceSerdes(f); err != nil {
+					return fmt.Errorf("--topology %s: %w", topo, err)
 				}
 			}
 
@@ -97,11 +103,11 @@ docs/fixtures.md.`,
 			}
 			var fixture, records bytes.Buffer
 			if recordsFile != "" {
-				if err := rec.WriteRecords(&records); err != nil {
+				if err := rec.WriteRecordsWith(&records, fo); err != nil {
 					return err
 				}
 			}
-			if err := rec.WriteFixture(&fixture, replay.FixtureOptions{Topology: topo, RecordsFile: filepath.ToSlash(recordsFile)}); err != nil {
+			if err := rec.WriteFixture(&fixture, fo); err != nil {
 				return err
 			}
 			if recordsFile != "" {

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	gocontext "context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -18,7 +19,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/stoatflow/stoatctl/engine/config"
 	"github.com/stoatflow/stoatctl/engine/kafka"
+	"github.com/stoatflow/stoatctl/engine/serde"
+	"github.com/stoatflow/stoatctl/engine/topofile"
 )
 
 // This file is replay record (context is imported as gocontext: the
@@ -354,6 +358,76 @@ type FixtureOptions struct {
 	// to the fixture) in place of inline record steps; WriteRecords
 	// writes its contents.
 	RecordsFile string
+	// Serdes, when set, gives the serdes the topology reads a topic with
+	// (see SourceSerdes). Keys and values are then written decoded, a JSON
+	// document as a mapping and a long as a number, so that the fixture
+	// reads as what the topology sees and replays through the same
+	// serdes; bytes a serde cannot decode are written as they are.
+	Serdes func(topic string) (key, value serde.Any, ok bool)
+}
+
+// SourceSerdes returns the serdes f's topology reads each topic with, for
+// FixtureOptions.Serdes.
+func SourceSerdes(f *topofile.File) (func(topic string) (key, value serde.Any, ok bool), error) {
+	conf := maps.Clone(f.Config)
+	if conf == nil {
+		conf = map[string]string{}
+	}
+	if conf[config.ApplicationID] == "" {
+		conf[config.ApplicationID] = "replay-record"
+	}
+	built, err := f.Topology.Build(config.New(conf))
+	if err != nil {
+		return nil, err
+	}
+	return func(topic string) (serde.Any, serde.Any, bool) {
+		n, ok := built.SourceNodeFor(topic)
+		if !ok || n.Source == nil {
+			return nil, nil, false
+		}
+		return n.Source.KeySerde, n.Source.ValueSerde, true
+	}, nil
+}
+
+// decoded renders b, read by s, as JSON text (which is also YAML): false
+// when there is no serde, it is a raw one, or it cannot read b.
+func decoded(s serde.Any, topic string, b []byte) (string, bool) {
+	if s == nil || b == nil || s.Name() == "bytes" || strings.Contains(s.Name(), "windowed(") {
+		return "", false
+	}
+	v, err := Decode(s, topic, b)
+	if err != nil {
+		return "", false
+	}
+	j, err := json.Marshal(v)
+	if err != nil {
+		return "", false
+	}
+	return string(j), true
+}
+
+// keyValueText renders a record's key and value: decoded through opts'
+// serdes when it has them for the topic, else as yamlBytes (raw) does.
+func keyValueText(r *Recorded, opts FixtureOptions, raw func([]byte) (string, error)) (key, value string, err error) {
+	var ks, vs serde.Any
+	if opts.Serdes != nil {
+		ks, vs, _ = opts.Serdes(r.Topic)
+	}
+	text := func(s serde.Any, b []byte, what string) (string, error) {
+		if t, ok := decoded(s, r.Topic, b); ok {
+			return t, nil
+		}
+		t, err := raw(b)
+		if err != nil {
+			return "", fmt.Errorf("record %s: %s %w", r.Source(), what, err)
+		}
+		return t, nil
+	}
+	if key, err = text(ks, r.Key, "key"); err != nil {
+		return "", "", err
+	}
+	value, err = text(vs, r.Value, "value")
+	return key, value, err
 }
 
 // WriteFixture writes the recording as a fixture: a comment with the merge
@@ -398,7 +472,7 @@ func (rec *Recording) WriteFixture(w io.Writer, opts FixtureOptions) error {
 		for i := range rec.Records {
 			r := &rec.Records[i]
 			line.Reset()
-			if err := yamlRecord(&line, r); err != nil {
+			if err := yamlRecord(&line, r, opts); err != nil {
 				return err
 			}
 			fmt.Fprintf(bw, "  # %s\n  - %s\n", r.Source(), line.Bytes())
@@ -409,8 +483,12 @@ func (rec *Recording) WriteFixture(w io.Writer, opts FixtureOptions) error {
 }
 
 // yamlRecord writes a record step as a one-line flow mapping.
-func yamlRecord(b *bytes.Buffer, r *Recorded) error {
-	fmt.Fprintf(b, "{topic: %s, key: %s, value: %s, timestamp: %d", yamlString(r.Topic), yamlBytes(r.Key), yamlBytes(r.Value), r.Timestamp)
+func yamlRecord(b *bytes.Buffer, r *Recorded, opts FixtureOptions) error {
+	key, value, err := keyValueText(r, opts, func(b []byte) (string, error) { return yamlBytes(b), nil })
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(b, "{topic: %s, key: %s, value: %s, timestamp: %d", yamlString(r.Topic), key, value, r.Timestamp)
 	if len(r.Headers) > 0 {
 		if err := checkHeaders(r); err != nil {
 			return err
@@ -490,17 +568,23 @@ func yamlString(s string) string {
 // key, value or header fails, naming the record's topic, partition and
 // offset.
 func (rec *Recording) WriteRecords(w io.Writer) error {
+	return rec.WriteRecordsWith(w, FixtureOptions{})
+}
+
+// WriteRecordsWith is WriteRecords with keys and values decoded through
+// opts.Serdes, as WriteFixture does.
+func (rec *Recording) WriteRecordsWith(w io.Writer, opts FixtureOptions) error {
 	bw := bufio.NewWriter(w)
 	for i := range rec.Records {
 		r := &rec.Records[i]
-		if err := recordLine(bw, r); err != nil {
+		if err := recordLine(bw, r, opts); err != nil {
 			return err
 		}
 	}
 	return bw.Flush()
 }
 
-func recordLine(w *bufio.Writer, r *Recorded) error {
+func recordLine(w *bufio.Writer, r *Recorded, opts FixtureOptions) error {
 	str := func(what string, b []byte) ([]byte, error) {
 		if b == nil {
 			return []byte("null"), nil
@@ -511,11 +595,13 @@ func recordLine(w *bufio.Writer, r *Recorded) error {
 		return marshal(string(b))
 	}
 	topic, _ := marshal(r.Topic)
-	key, err := str("key", r.Key)
-	if err != nil {
-		return err
-	}
-	value, err := str("value", r.Value)
+	key, value, err := keyValueText(r, opts, func(b []byte) (string, error) {
+		if b != nil && !utf8.Valid(b) {
+			return "", errors.New("is not UTF-8, which a records file cannot hold (record without --records-file to write it as !!binary)")
+		}
+		t, err := str("", b)
+		return string(t), err
+	})
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/stoatflow/stoatctl/engine/broker"
 	"github.com/stoatflow/stoatctl/engine/processor"
+	"github.com/stoatflow/stoatctl/engine/topofile"
 )
 
 func TestParseBound(t *testing.T) {
@@ -391,4 +392,63 @@ func FuzzRecordedRoundTrip(f *testing.F) {
 			t.Fatalf("round trip of key %q value %q header %q:\n%s", key, value, header, b.Bytes())
 		}
 	})
+}
+
+// TestRecordedJSONReplaysAsDocuments records JSON values for a topology
+// that reads them with the json serde: with the topology's serdes the
+// fixture holds the documents as mappings, not as quoted strings, and the
+// replay pipes the same documents.
+func TestRecordedJSONReplaysAsDocuments(t *testing.T) {
+	addr := startBroker(t, map[string]int32{"orders": 1, "customers": 1})
+	produce(t, addr, "customers", "", produced{0, 1000, "c1", `{"name":"Alice","tier":"gold"}`})
+	produce(t, addr, "orders", "", produced{0, 2000, "c1", `{"item":"tea","qty":2}`}, produced{0, 3000, "c9", `{"item":"cake","qty":1}`})
+	rec, err := Capture(t.Context(), RecordOptions{Brokers: []string{addr}, Topics: []string{"customers", "orders"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo, err := filepath.Abs("../fixtures/enrich-orders/topology.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := topofile.Resolve(topo, ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	serdes, err := SourceSerdes(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := rec.WriteFixture(&b, FixtureOptions{Topology: topo, Serdes: serdes}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), `value: {"item":"tea","qty":2}`) || !strings.Contains(b.String(), `key: "c1"`) {
+		t.Fatalf("fixture does not hold the documents as mappings:\n%s", b.String())
+	}
+	path := filepath.Join(t.TempDir(), "orders.fixture.yaml")
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := RunFile(path)
+	if res.Err != nil {
+		t.Fatalf("replay: %v", res.Err)
+	}
+	if _, err := UpdateAll([]*Result{res}); err != nil {
+		t.Fatal(err)
+	}
+	updated, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"{key: c1, value: {customer: Alice, item: tea, qty: 2, tier: gold}",
+		"{key: c9, value: {customer: null, item: cake, qty: 1, tier: unknown}",
+	} {
+		if !strings.Contains(string(updated), want) {
+			t.Errorf("expectations lack %s:\n%s", want, updated)
+		}
+	}
+	if res := RunFile(path); res.Status != Pass {
+		t.Fatalf("after update: %s %v", res.Status, res.Err)
+	}
 }
