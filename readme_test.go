@@ -7,29 +7,38 @@ import (
 	"testing"
 )
 
-// TestReadmeExample checks that README.md's Go example is example_test.go
-// from its import block down, so the README shows code that compiles and
-// whose printed output is checked.
+// TestReadmeExample checks that README.md's Go examples are, in order,
+// example_test.go and engine/example_test.go from their import blocks
+// down, so the README shows code that compiles (and, for the first, whose
+// printed output is checked).
 func TestReadmeExample(t *testing.T) {
 	readme, err := os.ReadFile("README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile("(?s)```go\n(.*?)```").FindSubmatch(readme)
-	if m == nil {
-		t.Fatal("README.md has no ```go block")
+	blocks := regexp.MustCompile("(?s)```go\n(.*?)```").FindAllSubmatch(readme, -1)
+	files := []string{"example_test.go", "engine/example_test.go"}
+	if len(blocks) != len(files) {
+		t.Fatalf("README.md has %d ```go blocks, want %d: %v", len(blocks), len(files), files)
 	}
-	src, err := os.ReadFile("example_test.go")
+	for i, file := range files {
+		checkExample(t, file, blocks[i][1])
+	}
+}
+
+func checkExample(t *testing.T, file string, block []byte) {
+	t.Helper()
+	src, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
 	i := strings.Index(string(src), "import (")
 	if i < 0 {
-		t.Fatal("example_test.go has no import block")
+		t.Fatalf("%s has no import block", file)
 	}
 	want := string(src[i:])
 	// The README indents with tabs as gofmt does; compare as is.
-	if got := string(m[1]); got != want {
-		t.Fatalf("README.md's Go example differs from example_test.go (from `import (` down); copy one into the other.\nREADME:\n%s\nexample_test.go:\n%s", got, want)
+	if got := string(block); got != want {
+		t.Fatalf("README.md's Go example differs from %s (from `import (` down); copy one into the other.\nREADME:\n%s\n%s:\n%s", file, got, file, want)
 	}
 }
