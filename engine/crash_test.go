@@ -35,10 +35,15 @@ func runCrashChild(addr string) int {
 		// the group at once.
 		"group.instance.id", "crash-1", "session.timeout.ms", "6000")
 	topo := counts()
-	if os.Getenv("STOATFLOW_CRASH_TOPOLOGY") == "windows" {
+	switch os.Getenv("STOATFLOW_CRASH_TOPOLOGY") {
+	case "windows":
 		topo = windowedCounts()
 		c["stoatflow.watermark.max-out-of-orderness-ms"] = "0"
 		c["application.id"] = "crash-windows"
+	case "suppress":
+		topo = suppressedCounts()
+		c["stoatflow.watermark.max-out-of-orderness-ms"] = "0"
+		c["application.id"] = "crash-suppress"
 	}
 	if err := engine.New(topo, c, engine.WithLogger(testLogger(nil))).Run(ctx); err != nil {
 		os.Stderr.WriteString("child: " + err.Error() + "\n")
@@ -135,3 +140,31 @@ func TestCrashWindowsExactlyOnce(t *testing.T) {
 }
 
 func head(s []string) []string { return s[:min(len(s), 5)] }
+
+// TestCrashSuppressExactlyOnce is the windowed crash test with the final
+// counts held back by suppress(untilWindowCloses) instead of emitted on
+// close: the buffer's releases and their deletes must survive the kills
+// together, so no window is released twice or never.
+func TestCrashSuppressExactlyOnce(t *testing.T) {
+	keys, steps, kills := 100, 200, 6
+	if testing.Short() {
+		keys, steps, kills = 20, 100, 3
+	}
+	var in []kv
+	for s := range steps {
+		for k := range keys {
+			in = append(in, kv{Key: "k" + strconv.Itoa(k), Value: "x", Timestamp: int64(s)*1000 + 1})
+		}
+	}
+	want := driverOutputOf(t, suppressedCounts(), "crash-suppress", in)
+	addr := startBroker(t, map[string]int32{"in": 4, "out": 4})
+	var got []string
+	for _, r := range crashAndRestart(t, addr, "suppress", kills, in, len(want)) {
+		got = append(got, fmt.Sprintf("%x=%x", r.Key, r.Value))
+	}
+	slices.Sort(want)
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Fatalf("engine committed %d suppressed results, driver %d; first engine %q, first driver %q", len(got), len(want), head(got), head(want))
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/stoatflow/stoatctl/engine/lane"
 	"github.com/stoatflow/stoatctl/engine/state"
 	"github.com/stoatflow/stoatctl/engine/task"
 	"github.com/stoatflow/stoatctl/engine/topology"
@@ -125,7 +126,7 @@ func (g *generation) initTasks(ctx context.Context, sr *subRun, s settings, rest
 			err := restore(ctx, sr, name, func(rec changelogRecord) error {
 				cr := state.ChangelogRecord{Key: rec.key, Value: rec.value, Timestamp: rec.timestamp}
 				if rec.hashed {
-					i := int(rec.hash&0x7fffffff) % len(sr.lanes)
+					i := lane.For32(rec.hash, len(sr.lanes))
 					perLane[i] = append(perLane[i], cr)
 					return nil
 				}

@@ -827,8 +827,11 @@ func (r *runner) committedOffsets(ctx context.Context, assigned map[string][]int
 	return out, nil
 }
 
-// restorer returns how the generation restores: the changelog partitions
-// of the assigned source partitions, all of them behind a boundary.
+// restorer returns how the generation restores: every partition of a
+// store's changelog, keeping the records of keys this instance owns. A
+// record's lane hash says which input partition its key comes from (the
+// hash mod the partition count, as Kafka's default partitioner places
+// keys); a record without one (written by a punctuator) is kept.
 func (r *runner) restorer(assigned map[string][]int32) restoreSource {
 	return func(ctx context.Context, sub *subRun, store string, apply func(changelogRecord) error) error {
 		topic := r.built.Stores[store].ChangelogTopic
@@ -846,22 +849,29 @@ func (r *runner) restorer(assigned map[string][]int32) restoreSource {
 				}
 			}
 		}
-		if fedByBoundary {
-			for p := int32(0); p < sub.changelogPartitions; p++ {
-				parts[p] = true
-			}
-		}
-		if len(parts) == 0 {
+		if len(parts) == 0 && !fedByBoundary {
 			return nil
 		}
-		list := slices.Sorted(maps.Keys(parts))
-		_, err := kafka.ReadToEnd(ctx, r.s.seeds, topic, kafka.FromLogStart(list...), func(rec *kgo.Record) error {
+		all := make([]int32, sub.changelogPartitions)
+		for p := range all {
+			all[p] = int32(p)
+		}
+		owned := func(cr changelogRecord) bool {
+			if fedByBoundary || !cr.hashed {
+				return true
+			}
+			return parts[int32(lane.For32(cr.hash, int(sub.changelogPartitions)))]
+		}
+		_, err := kafka.ReadToEnd(ctx, r.s.seeds, topic, kafka.FromLogStart(all...), func(rec *kgo.Record) error {
 			cr := changelogRecord{key: rec.Key, value: rec.Value, timestamp: rec.Timestamp.UnixMilli()}
 			for _, h := range rec.Headers {
 				if h.Key == laneHashHeader && len(h.Value) == 4 {
 					cr.hash = int32(uint32(h.Value[0])<<24 | uint32(h.Value[1])<<16 | uint32(h.Value[2])<<8 | uint32(h.Value[3]))
 					cr.hashed = true
 				}
+			}
+			if !owned(cr) {
+				return nil
 			}
 			return apply(cr)
 		})

@@ -68,11 +68,30 @@ func TestWindowCloseOnceAcrossRestart(t *testing.T) {
 	}
 }
 
+// suppressedCounts counts tumbling windows, emitting every update, and
+// holds the counts back with suppress until each window closes.
+func suppressedCounts() *topology.Topology {
+	str := serde.String()
+	b := dsl.NewBuilder()
+	g := dsl.Stream(b, dsl.ConsumedWith(str, str), "in").GroupByKey()
+	dsl.CountWindowed(g.WindowedBy(window.TimeWindowsOfSizeAndGrace(10*time.Second, 2*time.Second)),
+		dsl.MaterializedAs[string, int64]("win")).
+		Suppress(dsl.UntilWindowCloses(dsl.Unbounded())).
+		ToStream().To("out", dsl.ProducedWith(window.TimeWindowedSerde(str, 10_000), serde.Int64()))
+	return b.Topology()
+}
+
 // driverWindows pipes recs into windowedCounts on the test driver and
 // returns its window results as "key=value" in hex.
 func driverWindows(t *testing.T, app string, recs []kv) []string {
+	return driverOutputOf(t, windowedCounts(), app, recs)
+}
+
+// driverOutputOf pipes recs into topo on the test driver and returns
+// what it wrote to "out" as "key=value" in hex.
+func driverOutputOf(t *testing.T, topo *topology.Topology, app string, recs []kv) []string {
 	t.Helper()
-	d, err := testdriver.New(windowedCounts(), map[string]string{"application.id": app, "stoatflow.watermark.max-out-of-orderness-ms": "0"})
+	d, err := testdriver.New(topo, map[string]string{"application.id": app, "stoatflow.watermark.max-out-of-orderness-ms": "0"})
 	if err != nil {
 		t.Fatal(err)
 	}

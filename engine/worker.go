@@ -187,18 +187,17 @@ func (l *worker) Send(o task.Output) error {
 	return nil
 }
 
-// routeChangelog picks a changelog record's partition, as Kafka Streams
-// would: the partition of the record being processed; outside a record,
-// the key's hash. It also stamps the lane hash restoration routes by.
+// routeChangelog picks a changelog record's partition: the hash of its
+// changelog key, so that every write of one store key lands in one
+// partition, in order, whether a record, a timer or an emission pass wrote
+// it. (Kafka Streams writes a task's changes to the task's partition; here
+// a lane holds keys of many partitions, and a delete made by an emission
+// pass in another partition than the put it undoes could be restored
+// before it.) It also stamps the hash of the key bytes that picked the
+// lane, which restoration routes by.
 func (l *worker) routeChangelog(o *task.Output) {
-	part, inRecord, keyBytes, laned := l.task.Laning()
-	n := l.sub.changelogPartitions
-	switch {
-	case inRecord && part >= 0 && part < n:
-		o.Partition = part
-	default:
-		o.Partition = int32(lane.For(o.Key, int(n)))
-	}
+	_, _, keyBytes, laned := l.task.Laning()
+	o.Partition = int32(lane.For(o.Key, int(l.sub.changelogPartitions)))
 	if laned {
 		h := binary.BigEndian.AppendUint32(nil, uint32(lane.Murmur2(keyBytes)))
 		o.Headers = append(o.Headers[:len(o.Headers):len(o.Headers)], processor.Header{Key: laneHashHeader, Value: h})

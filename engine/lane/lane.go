@@ -65,6 +65,15 @@ func For(keyBytes []byte, lanes int) int {
 	return int(toPositive(Murmur2(keyBytes)) % int32(lanes))
 }
 
+// For32 is For over a murmur2 hash already computed: the lane of key bytes
+// whose Murmur2 is h.
+func For32(h int32, lanes int) int {
+	if lanes <= 1 {
+		return 0
+	}
+	return int(toPositive(h) % int32(lanes))
+}
+
 // Configured is the lane count a configuration asks for:
 // num.stream.threads when set, else ReferenceCount. The test driver's
 // numberOfLanes override comes before it and is the driver's business.

@@ -76,3 +76,13 @@ func FuzzFor(f *testing.F) {
 		}
 	})
 }
+
+func TestFor32IsForOverTheHash(t *testing.T) {
+	for _, k := range []string{"", "a", "key-1", "the quick brown fox", "\xff\xfe"} {
+		for _, n := range []int{1, 3, 16, 1000} {
+			if got, want := lane.For32(lane.Murmur2([]byte(k)), n), lane.For([]byte(k), n); got != want {
+				t.Errorf("For32(Murmur2(%q), %d) = %d, For = %d", k, n, got, want)
+			}
+		}
+	}
+}
