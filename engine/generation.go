@@ -29,6 +29,8 @@ type generation struct {
 	reports chan report
 	// batches are the dispatcher's per-lane records not sent yet.
 	batches [][]item
+	// global are the global stores every lane reads.
+	global map[string]state.Store
 	// wallClock says a task has wall-clock punctuators or timers: they
 	// fire at barriers, so barriers keep coming when the input is idle.
 	wallClock bool
@@ -55,8 +57,8 @@ type changelogRecord struct {
 
 // newGeneration builds the lanes of every sub-topology, their tasks and
 // stores, restored through restore, with each lane's floor at floor.
-func newGeneration(ctx context.Context, e *Engine, built *topology.Built, s settings, partitions func(sub *topology.Subtopology) int32, floor int64, restore restoreSource) (*generation, error) {
-	g := &generation{e: e, built: built}
+func newGeneration(ctx context.Context, e *Engine, built *topology.Built, s settings, partitions func(sub *topology.Subtopology) int32, floor int64, restore restoreSource, global map[string]state.Store) (*generation, error) {
+	g := &generation{e: e, built: built, global: global}
 	g.watermark.Store(max(floor, task.Unknown))
 	// Shutdown outlives the caller's context: the final barrier still has
 	// to travel and commit after it is cancelled.
@@ -150,6 +152,9 @@ func (g *generation) initTasks(ctx context.Context, sr *subRun, s settings, rest
 			Logger:    g.e.log,
 			Metrics:   g.e.metrics,
 			Lanes:     len(sr.lanes),
+			// Lanes read them while the global runner writes them; the
+			// in-memory store guards every call.
+			GlobalStores: g.global,
 			PartitionCount: func(string) int32 {
 				return sr.changelogPartitions
 			},

@@ -51,6 +51,7 @@ type runner struct {
 	rebalanced atomic.Bool
 
 	gen       *generation
+	global    *globalRunner
 	committer chan struct{}
 	cuts      chan epochCut
 	tracker   *watermark.Tracker
@@ -99,9 +100,6 @@ func (e *Engine) run(ctx context.Context) error {
 	for _, w := range built.Warnings {
 		e.log.Warn(w.String(), "rule", w.Rule, "node", w.Node)
 	}
-	if built.Global != nil {
-		return errors.New("engine: global stores are not supported by the live engine yet; use a table join instead")
-	}
 	r := &runner{e: e, s: s, built: built, topicSub: map[string]int{}, assigned: map[string]map[int32]bool{}, sinkParts: map[string]int32{},
 		stampTopic: s.appID + "-stoatflow-watermark-changelog", lastStamp: task.Unknown, lastFrontier: task.Unknown}
 	for _, st := range built.Subtopologies {
@@ -126,6 +124,9 @@ func (e *Engine) run(ctx context.Context) error {
 		return err
 	}
 	defer r.close()
+	if r.global, err = r.startGlobal(ctx); err != nil {
+		return err
+	}
 	return r.loop(ctx)
 }
 
@@ -355,6 +356,7 @@ func (r *runner) close() {
 	if r.gen != nil {
 		r.stopGeneration()
 	}
+	r.global.close()
 	if r.sess != nil {
 		r.sess.Close()
 	} else if r.cl != nil {
@@ -377,6 +379,9 @@ func (r *runner) loop(ctx context.Context) error {
 			return r.shutdown()
 		}
 		if err := r.gen.failure(); err != nil {
+			return err
+		}
+		if err := r.global.failure(); err != nil {
 			return err
 		}
 		if p := r.commitFailed.Load(); p != nil {
@@ -708,7 +713,7 @@ func (r *runner) reset(ctx context.Context) error {
 	// emission pass a crash may have lost (the emit frontiers keep it
 	// from emitting anything twice).
 	r.lastStamp, r.lastFrontier = floor, task.Unknown
-	gen, err := newGeneration(ctx, r.e, r.built, r.s, r.changelogPartitions, floor, r.restorer(assigned))
+	gen, err := newGeneration(ctx, r.e, r.built, r.s, r.changelogPartitions, floor, r.restorer(assigned), r.global.stores())
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,178 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/stoatflow/stoatctl/engine/kafka"
+	"github.com/stoatflow/stoatctl/engine/state"
+	"github.com/stoatflow/stoatctl/engine/task"
+)
+
+// globalRunner keeps the global stores: it reads every partition of the
+// global topics to their end before the lanes start (the topic is the
+// store's changelog, as in Kafka Streams), then follows them for as long
+// as the engine runs. Lanes read the stores while it writes them; the
+// in-memory store guards each call, and a lookup sees the table as of
+// some moment, as a Kafka Streams global table does.
+type globalRunner struct {
+	e      *Engine
+	task   *task.Task
+	topics []string
+	seeds  []string
+	// next is the offset to read next, per topic and partition.
+	next map[string]kafka.Positions
+
+	cancel context.CancelFunc
+	done   chan struct{}
+	errMu  sync.Mutex
+	err    error
+}
+
+// startGlobal builds the global task, bootstraps it and starts following.
+// It returns nil, nil for a topology without global stores.
+func (r *runner) startGlobal(ctx context.Context) (*globalRunner, error) {
+	st := r.built.Global
+	if st == nil {
+		return nil, nil
+	}
+	g := &globalRunner{e: r.e, seeds: r.s.seeds, next: map[string]kafka.Positions{}}
+	for _, src := range st.Sources {
+		if src.Source.Pattern != nil {
+			return nil, fmt.Errorf("engine: global source %s reads a topic pattern, which the live engine does not support yet", src.Name)
+		}
+		g.topics = append(g.topics, src.Source.Topics...)
+	}
+	slices.Sort(g.topics)
+	details, err := r.adm.ListTopics(ctx, g.topics...)
+	if err != nil {
+		return nil, fmt.Errorf("engine: global topics: %w", err)
+	}
+	var missing []string
+	for _, t := range g.topics {
+		d, ok := details[t]
+		if !ok || d.Err != nil {
+			missing = append(missing, t)
+			continue
+		}
+		from := kafka.Positions{}
+		for p := range d.Partitions {
+			from[p] = kafka.LogStart
+		}
+		g.next[t] = from
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("engine: %w: %v (global table topics)", ErrMissingTopic, missing)
+	}
+	g.task, err = task.New(r.built, st, task.Options{
+		ID: "global",
+		// Global stores are not logged: their topic is their changelog.
+		Collector: task.CollectorFunc(func(task.Output) error { return nil }),
+		Time:      task.NewStreamClock(nil),
+		Logger:    r.e.log,
+		Metrics:   r.e.metrics,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := g.task.Init(); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	if err := g.readToEnd(ctx); err != nil {
+		g.task.Close()
+		return nil, fmt.Errorf("engine: bootstrap global stores: %w", err)
+	}
+	r.e.log.Info("global stores bootstrapped", "topics", g.topics, "took", time.Since(start))
+	fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	g.cancel, g.done = cancel, make(chan struct{})
+	go g.follow(fctx)
+	return g, nil
+}
+
+// stores are the global stores, for the lanes' tasks.
+func (g *globalRunner) stores() map[string]state.Store {
+	if g == nil {
+		return nil
+	}
+	return g.task.Stores()
+}
+
+func (g *globalRunner) process(rec *kgo.Record) error {
+	in := task.Input{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset, Key: rec.Key, Value: rec.Value,
+		Timestamp: rec.Timestamp.UnixMilli()}
+	for _, h := range rec.Headers {
+		in.Headers = append(in.Headers, headerOf(h.Key, h.Value))
+	}
+	if err := g.task.Process(in); err != nil {
+		return err
+	}
+	g.next[rec.Topic][rec.Partition] = rec.Offset + 1
+	return nil
+}
+
+// readToEnd processes every global topic from where it stands to its end
+// offsets as they are now.
+func (g *globalRunner) readToEnd(ctx context.Context) error {
+	for _, t := range g.topics {
+		ends, err := kafka.ReadToEnd(ctx, g.seeds, t, g.next[t], g.process)
+		if err != nil {
+			return fmt.Errorf("topic %s: %w", t, err)
+		}
+		for p, end := range ends {
+			g.next[t][p] = end
+		}
+	}
+	return nil
+}
+
+// follow keeps reading the global topics until cancelled.
+func (g *globalRunner) follow(ctx context.Context) {
+	defer close(g.done)
+	for ctx.Err() == nil {
+		if err := g.readToEnd(ctx); err != nil {
+			if errors.Is(err, context.Canceled) {
+				return
+			}
+			g.errMu.Lock()
+			g.err = err
+			g.errMu.Unlock()
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// failure is the error that stopped following, or nil.
+func (g *globalRunner) failure() error {
+	if g == nil {
+		return nil
+	}
+	g.errMu.Lock()
+	defer g.errMu.Unlock()
+	if g.err != nil {
+		return fmt.Errorf("engine: global stores: %w", g.err)
+	}
+	return nil
+}
+
+func (g *globalRunner) close() {
+	if g == nil {
+		return
+	}
+	g.cancel()
+	<-g.done
+	if err := g.task.Close(); err != nil {
+		g.e.log.Warn("close global task", "err", err)
+	}
+}
