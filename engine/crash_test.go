@@ -40,6 +40,9 @@ func runCrashChild(addr string) int {
 		topo = windowedCounts()
 		c["stoatflow.watermark.max-out-of-orderness-ms"] = "0"
 		c["application.id"] = "crash-windows"
+	case "rekey":
+		topo = rekeyedCounts()
+		c["application.id"] = "crash-rekey"
 	case "suppress":
 		topo = suppressedCounts()
 		c["stoatflow.watermark.max-out-of-orderness-ms"] = "0"
@@ -140,6 +143,24 @@ func TestCrashWindowsExactlyOnce(t *testing.T) {
 }
 
 func head(s []string) []string { return s[:min(len(s), 5)] }
+
+// TestCrashRekeyExactlyOnce kills the engine while it counts values
+// re-keyed through an in-memory boundary: records crossing between lanes,
+// barrier alignment and the restore of the downstream sub-topology must
+// keep every count exactly once.
+func TestCrashRekeyExactlyOnce(t *testing.T) {
+	words, per, kills := 500, 100, 6
+	if testing.Short() {
+		words, per, kills = 100, 30, 3
+	}
+	var in []kv
+	for i := range words * per {
+		in = append(in, kv{Key: "line-" + strconv.Itoa(i), Value: "w" + strconv.Itoa(i%words)})
+	}
+	addr := startBroker(t, map[string]int32{"in": 4, "out": 4})
+	got := crashAndRestart(t, addr, "rekey", kills, in)
+	checkCounts(t, got, words, per)
+}
 
 // TestCrashSuppressExactlyOnce is the windowed crash test with the final
 // counts held back by suppress(untilWindowCloses) instead of emitted on
