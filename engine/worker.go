@@ -105,6 +105,8 @@ type worker struct {
 	nmarked int
 	stash   []item
 	replay  []item
+	// batch is the last batch received, recycled once replayed.
+	batch []item
 
 	epoch   int64
 	floor   int64
@@ -249,15 +251,18 @@ func (l *worker) sendMarker(b *barrier) error {
 func (l *worker) run(ctx context.Context) error {
 	for {
 		if len(l.replay) == 0 {
-			if cap(l.replay) >= dispatchBatch {
-				// Nothing else holds a drained batch: hand its array back.
-				putBatch(l.replay[:0])
+			if cap(l.batch) >= dispatchBatch {
+				// Nothing holds a drained batch any more (a barrier
+				// copies what it stashes): hand its array back.
+				putBatch(l.batch)
 			}
+			l.batch = nil
 			select {
 			case <-ctx.Done():
 				return nil
-			case l.replay = <-l.in:
+			case l.batch = <-l.in:
 			}
+			l.replay = l.batch
 			continue
 		}
 		it := l.replay[0]
