@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/stoatflow/stoatctl/engine"
+	"github.com/stoatflow/stoatctl/engine/topology"
 )
 
 // crashChildEnv, when set to a broker address, makes the test binary run
@@ -118,6 +119,21 @@ func crashAndRestart(t *testing.T, addr, topo string, kills int, in []kv, want .
 // end is committed exactly once with its full count, the set the driver
 // emits for the same records.
 func TestCrashWindowsExactlyOnce(t *testing.T) {
+	crashWindowed(t, "windows", windowedCounts())
+}
+
+// TestCrashSuppressExactlyOnce is the windowed crash test with the final
+// counts held back by suppress(untilWindowCloses) instead of emitted on
+// close: the buffer's releases and their deletes must survive the kills
+// together, so no window is released twice or never.
+func TestCrashSuppressExactlyOnce(t *testing.T) {
+	crashWindowed(t, "suppress", suppressedCounts())
+}
+
+// crashWindowed runs the crash test for the child topology name (topo):
+// 100 keys with a record a second each for 200 s, 6 kills, and the
+// committed window results must be the driver's set.
+func crashWindowed(t *testing.T, name string, topo *topology.Topology) {
 	keys, steps, kills := 100, 200, 6
 	if testing.Short() {
 		keys, steps, kills = 20, 100, 3
@@ -128,17 +144,16 @@ func TestCrashWindowsExactlyOnce(t *testing.T) {
 			in = append(in, kv{Key: "k" + strconv.Itoa(k), Value: "x", Timestamp: int64(s)*1000 + 1})
 		}
 	}
-	want := driverWindows(t, "crash-windows", in)
-
+	want := driverOutputOf(t, topo, "crash-"+name, in)
 	addr := startBroker(t, map[string]int32{"in": 4, "out": 4})
 	var got []string
-	for _, r := range crashAndRestart(t, addr, "windows", kills, in, len(want)) {
+	for _, r := range crashAndRestart(t, addr, name, kills, in, len(want)) {
 		got = append(got, fmt.Sprintf("%x=%x", r.Key, r.Value))
 	}
 	slices.Sort(want)
 	slices.Sort(got)
 	if !slices.Equal(got, want) {
-		t.Fatalf("engine committed %d window results, driver %d; first engine %q, first driver %q", len(got), len(want), head(got), head(want))
+		t.Fatalf("engine committed %d %s results, driver %d; first engine %q, first driver %q", len(got), name, len(want), head(got), head(want))
 	}
 }
 
@@ -160,32 +175,4 @@ func TestCrashRekeyExactlyOnce(t *testing.T) {
 	addr := startBroker(t, map[string]int32{"in": 4, "out": 4})
 	got := crashAndRestart(t, addr, "rekey", kills, in)
 	checkCounts(t, got, words, per)
-}
-
-// TestCrashSuppressExactlyOnce is the windowed crash test with the final
-// counts held back by suppress(untilWindowCloses) instead of emitted on
-// close: the buffer's releases and their deletes must survive the kills
-// together, so no window is released twice or never.
-func TestCrashSuppressExactlyOnce(t *testing.T) {
-	keys, steps, kills := 100, 200, 6
-	if testing.Short() {
-		keys, steps, kills = 20, 100, 3
-	}
-	var in []kv
-	for s := range steps {
-		for k := range keys {
-			in = append(in, kv{Key: "k" + strconv.Itoa(k), Value: "x", Timestamp: int64(s)*1000 + 1})
-		}
-	}
-	want := driverOutputOf(t, suppressedCounts(), "crash-suppress", in)
-	addr := startBroker(t, map[string]int32{"in": 4, "out": 4})
-	var got []string
-	for _, r := range crashAndRestart(t, addr, "suppress", kills, in, len(want)) {
-		got = append(got, fmt.Sprintf("%x=%x", r.Key, r.Value))
-	}
-	slices.Sort(want)
-	slices.Sort(got)
-	if !slices.Equal(got, want) {
-		t.Fatalf("engine committed %d suppressed results, driver %d; first engine %q, first driver %q", len(got), len(want), head(got), head(want))
-	}
 }
