@@ -3,16 +3,14 @@ package cmd
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/ with the output the commands give now")
+	"github.com/stoatflow/stoatctl/internal/golden"
+)
 
 // testStamp makes version output deterministic but for the toolchain.
 var testStamp = WithStamp("v0.0.0-test", "abc1234")
@@ -92,20 +90,7 @@ func transcript(args []string, code int, stdout, stderr string) string {
 
 func checkGolden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", name+".golden")
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./cmd -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("output differs from %s (go test ./cmd -update rewrites it)\ngot:\n%s\nwant:\n%s", path, got, want)
-	}
+	golden.Check(t, "./cmd", filepath.Join("testdata", name+".golden"), got)
 }
 
 // maskVersion hides what depends on the toolchain and machine: the go and

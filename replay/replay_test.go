@@ -3,15 +3,13 @@ package replay
 import (
 	"bytes"
 	"errors"
-	"flag"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+	"github.com/stoatflow/stoatctl/internal/golden"
+)
 
 // reportPaths are the fixtures the golden reports cover: passing, failing
 // and broken ones.
@@ -24,20 +22,7 @@ var knownExamples = regexp.MustCompile(`\(known: [^)]*\)`)
 func checkGolden(t *testing.T, name, got string) {
 	t.Helper()
 	got = knownExamples.ReplaceAllString(got, "(known: <examples>)")
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (go test ./replay -update creates it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("output differs from %s (go test ./replay -update rewrites it)\ngot:\n%s\nwant:\n%s", path, got, want)
-	}
+	golden.Check(t, "./replay", filepath.Join("testdata", name), got)
 }
 
 func runReport(t *testing.T) []*Result {

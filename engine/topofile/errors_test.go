@@ -2,14 +2,12 @@ package topofile
 
 import (
 	"errors"
-	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/ with what the code gives now")
+	"github.com/stoatflow/stoatctl/internal/golden"
+)
 
 // Each testdata/errors/NAME.yaml is a broken topology; NAME.golden holds
 // what validating it reports. Every case must report at least one error,
@@ -44,19 +42,7 @@ func TestErrorsGolden(t *testing.T) {
 
 func checkGolden(t *testing.T, path, got string) {
 	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (go test ./engine/topofile -update creates it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("differs from %s (go test ./engine/topofile -update rewrites it)\ngot:\n%s\nwant:\n%s", path, got, want)
-	}
+	golden.Check(t, "./engine/topofile", path, got)
 }
 
 func TestLoadErrorsAreTyped(t *testing.T) {
