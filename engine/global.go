@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -17,8 +16,8 @@ import (
 
 // globalRunner keeps the global stores: it reads every partition of the
 // global topics to their end before the lanes start (the topic is the
-// store's changelog, as in Kafka Streams), then follows them for as long
-// as the engine runs. Lanes read the stores while it writes them; the
+// store's changelog, as in Kafka Streams), then follows them with one
+// consumer for as long as the engine runs. Lanes read the stores while it writes them; the
 // in-memory store guards each call, and a lookup sees the table as of
 // some moment, as a Kafka Streams global table does.
 type globalRunner struct {
@@ -132,23 +131,46 @@ func (g *globalRunner) readToEnd(ctx context.Context) error {
 	return nil
 }
 
-// follow keeps reading the global topics until cancelled.
+// follow keeps reading the global topics, from where the bootstrap
+// ended, with one long-lived consumer, until cancelled.
 func (g *globalRunner) follow(ctx context.Context) {
 	defer close(g.done)
+	fail := func(err error) {
+		g.errMu.Lock()
+		g.err = err
+		g.errMu.Unlock()
+	}
+	starts := map[string]map[int32]kgo.Offset{}
+	for t, ps := range g.next {
+		starts[t] = map[int32]kgo.Offset{}
+		for p, off := range ps {
+			starts[t][p] = kgo.NewOffset().At(off)
+		}
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(g.seeds...), kgo.ConsumePartitions(starts),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.FetchMaxWait(500*time.Millisecond))
+	if err != nil {
+		fail(err)
+		return
+	}
+	defer cl.Close()
 	for ctx.Err() == nil {
-		if err := g.readToEnd(ctx); err != nil {
-			if errors.Is(err, context.Canceled) {
-				return
-			}
-			g.errMu.Lock()
-			g.err = err
-			g.errMu.Unlock()
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
 			return
 		}
-		select {
-		case <-ctx.Done():
+		var perr error
+		fs.EachError(func(t string, p int32, err error) {
+			g.e.log.Warn("global topic fetch error", "topic", t, "partition", p, "err", err)
+		})
+		fs.EachRecord(func(rec *kgo.Record) {
+			if perr == nil {
+				perr = g.process(rec)
+			}
+		})
+		if perr != nil {
+			fail(perr)
 			return
-		case <-time.After(100 * time.Millisecond):
 		}
 	}
 }
