@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -42,6 +43,7 @@ type runner struct {
 	pollMu sync.Mutex
 
 	sources    []string
+	patterns   []patternSource
 	topicSub   map[string]int
 	partitions map[string]int32
 	stampTopic string
@@ -79,6 +81,44 @@ type runner struct {
 	sinkParts      map[string]int32
 }
 
+// patternSource is a source reading the topics a pattern matches.
+type patternSource struct {
+	node string
+	re   *regexp.Regexp
+	sub  int
+}
+
+// resolvePatterns adds the topics that exist now and match a pattern
+// source to the sources. Topics created later are read after a restart.
+func (r *runner) resolvePatterns(ctx context.Context) error {
+	if len(r.patterns) == 0 {
+		return nil
+	}
+	all, err := r.adm.ListTopics(ctx)
+	if err != nil {
+		return fmt.Errorf("engine: list topics for pattern sources: %w", err)
+	}
+	for _, p := range r.patterns {
+		matched := 0
+		for _, t := range all.Names() {
+			if strings.HasPrefix(t, "__") || strings.HasPrefix(t, r.s.appID+"-") || !p.re.MatchString(t) {
+				continue
+			}
+			if _, dup := r.topicSub[t]; dup {
+				continue
+			}
+			r.sources = append(r.sources, t)
+			r.topicSub[t] = p.sub
+			matched++
+		}
+		if matched == 0 {
+			return fmt.Errorf("engine: %w: source %s reads pattern %s, which matches no topic (create one first; topics created later are read after a restart)",
+				ErrMissingTopic, p.node, p.re)
+		}
+	}
+	return nil
+}
+
 // epochCut is what the dispatcher knows of an epoch when it cuts it.
 type epochCut struct {
 	epoch   int64
@@ -104,10 +144,11 @@ func (e *Engine) run(ctx context.Context) error {
 		stampTopic: s.appID + "-stoatflow-watermark-changelog", lastStamp: task.Unknown, lastFrontier: task.Unknown}
 	for _, st := range built.Subtopologies {
 		for _, src := range st.Sources {
-			if src.Source.Pattern != nil {
-				return fmt.Errorf("engine: source %s reads a topic pattern, which the live engine does not support yet", src.Name)
-			}
 			if src.Boundary != nil {
+				continue
+			}
+			if src.Source.Pattern != nil {
+				r.patterns = append(r.patterns, patternSource{node: src.Name, re: src.Source.Pattern, sub: st.ID})
 				continue
 			}
 			for _, t := range src.Source.Topics {
@@ -116,8 +157,7 @@ func (e *Engine) run(ctx context.Context) error {
 			}
 		}
 	}
-	slices.Sort(r.sources)
-	if len(r.sources) == 0 {
+	if len(r.sources) == 0 && len(r.patterns) == 0 {
 		return errors.New("engine: the topology reads no topic")
 	}
 	if err := r.connect(ctx); err != nil {
@@ -154,6 +194,15 @@ func (r *runner) connect(ctx context.Context) error {
 		case <-time.After(time.Duration(attempt+1) * 500 * time.Millisecond):
 		}
 	}
+	if len(r.patterns) > 0 {
+		if err := r.resolvePatterns(ctx); err != nil {
+			return err
+		}
+		if details, err = r.adm.ListTopics(ctx, r.sources...); err != nil {
+			return fmt.Errorf("engine: list source topics: %w", err)
+		}
+	}
+	slices.Sort(r.sources)
 	r.partitions = map[string]int32{}
 	var missing []string
 	for _, t := range r.sources {
