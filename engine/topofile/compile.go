@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
-	"strings"
 	"time"
 
 	"github.com/expr-lang/expr/types"
@@ -96,7 +95,7 @@ func (c *compiler) lookupAll(n *yaml.Node, names []string, what string) ([]flow,
 	return flows, true
 }
 
-var topLevel = []string{"application-id", "description", "config", "sources", "tables", "pipelines"}
+var topLevel = []string{"application-id", "description", "config", "sources", "tables", "global-tables", "pipelines"}
 
 // compile compiles the document root.
 func (c *compiler) compile(root *yaml.Node) {
@@ -114,9 +113,11 @@ func (c *compiler) compile(root *yaml.Node) {
 	for _, k := range f.order {
 		switch k {
 		case "sources":
-			c.compileSources(f.get(k), false)
+			c.compileSources(f.get(k), streamSource)
 		case "tables":
-			c.compileSources(f.get(k), true)
+			c.compileSources(f.get(k), tableSource)
+		case "global-tables":
+			c.compileSources(f.get(k), globalSource)
 		}
 	}
 	if p := f.get("pipelines"); p != nil {
@@ -183,13 +184,27 @@ func (c *compiler) defaultSerde(cfgNode *yaml.Node, key, fallback string) *dynSe
 
 var sourceFields = []string{"topic", "topics", "key-serde", "value-serde", "timestamp", "watermark", "offset-reset", "name"}
 
-// compileSources adds each source (or table) in the order written.
-func (c *compiler) compileSources(n *yaml.Node, tables bool) {
-	what := "sources"
+// sourceKind is what a section of named inputs defines.
+type sourceKind int
+
+const (
+	streamSource sourceKind = iota
+	tableSource
+	globalSource
+)
+
+// compileSources adds each source (table, global table) in the order
+// written.
+func (c *compiler) compileSources(n *yaml.Node, kind sourceKind) {
+	what, one := "sources", "source"
 	allowed := sourceFields
-	if tables {
-		what = "tables"
+	switch kind {
+	case tableSource:
+		what, one = "tables", "table"
 		allowed = append([]string{"store"}, sourceFields...)
+	case globalSource:
+		what, one = "global-tables", "global table"
+		allowed = globalTableFields
 	}
 	f, ok := c.mapping(n, what)
 	if !ok {
@@ -201,20 +216,23 @@ func (c *compiler) compileSources(n *yaml.Node, tables bool) {
 			c.errf(kn, "%s: name %q must be letters, digits, '_' and '-'", what, name)
 			continue
 		}
-		sf, ok := c.mapping(vn, fmt.Sprintf("%s %s", strings.TrimSuffix(what, "s"), name), allowed...)
+		sf, ok := c.mapping(vn, one+" "+name, allowed...)
 		if !ok {
 			continue
 		}
-		if fl, ok := c.source(name, vn, sf, tables); ok {
+		if fl, ok := c.source(name, vn, sf, kind); ok {
 			c.define(name, kn, fl)
 		}
 	}
 }
 
-func (c *compiler) source(name string, n *yaml.Node, f fields, table bool) (flow, bool) {
+func (c *compiler) source(name string, n *yaml.Node, f fields, kind sourceKind) (flow, bool) {
 	what := "source " + name
-	if table {
+	switch kind {
+	case tableSource:
 		what = "table " + name
+	case globalSource:
+		what = "global table " + name
 	}
 	var topics []string
 	switch {
@@ -228,7 +246,7 @@ func (c *compiler) source(name string, n *yaml.Node, f fields, table bool) (flow
 		}
 		topics = []string{t}
 	case f.has("topics"):
-		if table {
+		if kind != streamSource {
 			c.errf(f.key("topics"), "%s: a table reads one topic: use topic", what)
 			return nil, false
 		}
@@ -280,7 +298,7 @@ func (c *compiler) source(name string, n *yaml.Node, f fields, table bool) (flow
 	if !ok {
 		return nil, false
 	}
-	if !table {
+	if kind == streamSource {
 		return &streamFlow[any]{s: dsl.Stream(c.b, consumed, topics...), info: info}, true
 	}
 	var store string
@@ -290,6 +308,9 @@ func (c *compiler) source(name string, n *yaml.Node, f fields, table bool) (flow
 		}
 	}
 	m := dsl.MaterializedAs[any, any](store).WithKeySerde(info.keySerde).WithValueSerde(info.valueSerde)
+	if kind == globalSource {
+		return &globalFlow{g: dsl.GlobalTable(c.b, topics[0], consumed, m), info: info}, true
+	}
 	return &tableFlow[any]{t: dsl.Table(c.b, topics[0], consumed, m), info: info}, true
 }
 
@@ -433,6 +454,12 @@ func (c *compiler) inputs(n *yaml.Node, names []string, what string) (flow, bool
 	flows, ok := c.lookupAll(n, names, what+" from")
 	if !ok {
 		return nil, false
+	}
+	for i, f := range flows {
+		if _, global := f.(*globalFlow); global {
+			c.errf(n, "%s from: %s is a global table, which only join-global and left-join-global read", what, names[i])
+			return nil, false
+		}
 	}
 	if len(flows) == 1 {
 		return flows[0], true

@@ -3,11 +3,13 @@
 // processors as one written in Go. docs/topology-files.md documents the
 // format for users; this comment defines the terms the code uses.
 //
-//   - A file has sources and tables (named inputs) and pipelines. A
-//     pipeline reads one name (or merges several streams) and applies a
-//     list of steps; each step is one DSL operation with its options.
+//   - A file has sources, tables and global tables (named inputs) and
+//     pipelines. A pipeline reads one name (or merges several streams) and
+//     applies a list of steps; each step is one DSL operation with its
+//     options.
 //   - A flow is what a name or a step stands for: a stream, a table, a
-//     grouped stream, a windowed grouping, a grouped table (flows.go). The
+//     grouped stream, a windowed grouping, a grouped table (flows.go), a
+//     global table, which only the global joins read (global.go). The
 //     DSL is generic; a file's values are dynamically typed, so every flow
 //     has values of type any, and keys of type any or, after a windowed
 //     aggregation, window.Windowed[any].

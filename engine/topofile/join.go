@@ -26,6 +26,10 @@ func (c *compiler) joinStep(st *step) (flow, bool) {
 	if !ok {
 		return nil, false
 	}
+	if _, global := other.(*globalFlow); global {
+		c.errf(wn, "%s: %s is a global table; join it with join-global or left-join-global", st.what, otherName)
+		return nil, false
+	}
 	name, ok := c.nodeName(f, st, "")
 	if !ok {
 		return nil, false
