@@ -550,6 +550,10 @@ func yamlString(s string) string {
 			b.WriteString(`\t`)
 		case c == '\r':
 			b.WriteString(`\r`)
+		case c == 0x2028 || c == 0x2029:
+			// YAML reads the line and paragraph separators as line
+			// breaks, even inside a quoted scalar.
+			fmt.Fprintf(&b, `\u%04x`, c)
 		case c >= 0x20 && c <= 0x7e, c >= 0xa0 && c <= 0xd7ff, c >= 0xe000 && c <= 0xfffd && c != 0xfeff, c >= 0x10000 && c <= 0x10ffff:
 			b.WriteRune(c)
 		case c <= 0xff:
