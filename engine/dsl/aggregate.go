@@ -87,16 +87,8 @@ type streamAggregator[K, V, VA any] struct {
 }
 
 func (p *streamAggregator[K, V, VA]) Process(rec processor.Erased) error {
-	if absent(rec.Key) {
-		droppedNullKey(p.ctx)
-		return nil
-	}
-	if absent(rec.Value) {
-		droppedNullValue(p.ctx)
-		return nil
-	}
-	k, v, err := narrow[K, V](rec)
-	if err != nil {
+	k, v, ok, err := keyedRecord[K, V](p.ctx, rec, true)
+	if !ok {
 		return err
 	}
 	cur, curTS, err := p.current(k)

@@ -46,3 +46,20 @@ func anyOrNil(x any) any {
 	}
 	return x
 }
+
+// keyedRecord narrows rec for an aggregation, after the null checks every
+// aggregation makes: ok is false, with the drop counted, for a record
+// without a key, or without a value when needValue (a windowed count
+// counts null values; the others drop them).
+func keyedRecord[K, V any](ctx processor.Context[any, any], rec processor.Erased, needValue bool) (k K, v V, ok bool, err error) {
+	if absent(rec.Key) {
+		droppedNullKey(ctx)
+		return k, v, false, nil
+	}
+	if needValue && absent(rec.Value) {
+		droppedNullValue(ctx)
+		return k, v, false, nil
+	}
+	k, v, err = narrow[K, V](rec)
+	return k, v, err == nil, err
+}

@@ -593,12 +593,8 @@ func (p *timeWindowAggregate[K, V, VA]) Init(ctx processor.Context[any, any]) er
 // Process drops a record without a key; a null value is aggregated (a
 // count counts it), as in Kafka Streams' windowed aggregations.
 func (p *timeWindowAggregate[K, V, VA]) Process(rec processor.Erased) error {
-	if absent(rec.Key) {
-		droppedNullKey(p.ctx)
-		return nil
-	}
-	k, v, err := narrow[K, V](rec)
-	if err != nil {
+	k, v, ok, err := keyedRecord[K, V](p.ctx, rec, false)
+	if !ok {
 		return err
 	}
 	tw, floor := p.plan.time, p.ctx.Floor()
@@ -680,16 +676,8 @@ func (p *slidingWindowAggregate[K, V, VA]) Init(ctx processor.Context[any, any])
 // Process drops a record without a key or a value, as Kafka Streams'
 // sliding aggregation does (unlike its time and session ones).
 func (p *slidingWindowAggregate[K, V, VA]) Process(rec processor.Erased) error {
-	if absent(rec.Key) {
-		droppedNullKey(p.ctx)
-		return nil
-	}
-	if absent(rec.Value) {
-		droppedNullValue(p.ctx)
-		return nil
-	}
-	k, v, err := narrow[K, V](rec)
-	if err != nil {
+	k, v, ok, err := keyedRecord[K, V](p.ctx, rec, true)
+	if !ok {
 		return err
 	}
 	ts, d := rec.Timestamp, p.plan.sliding.TimeDifference()

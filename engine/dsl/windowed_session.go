@@ -126,12 +126,8 @@ func (p *sessionWindowAggregate[K, V, VA]) Init(ctx processor.Context[any, any])
 // Process drops a record without a key; a null value is aggregated, as in
 // Kafka Streams' session aggregation.
 func (p *sessionWindowAggregate[K, V, VA]) Process(rec processor.Erased) error {
-	if absent(rec.Key) {
-		droppedNullKey(p.ctx)
-		return nil
-	}
-	k, v, err := narrow[K, V](rec)
-	if err != nil {
+	k, v, ok, err := keyedRecord[K, V](p.ctx, rec, false)
+	if !ok {
 		return err
 	}
 	ts, def, floor := rec.Timestamp, p.plan.session, p.ctx.Floor()
