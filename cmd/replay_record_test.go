@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stoatflow/stoatctl/engine/broker"
+	"github.com/stoatflow/stoatctl/internal/kafkatest"
 )
 
 func TestReplayRecordUsageErrors(t *testing.T) {
@@ -44,15 +44,11 @@ func TestReplayRecordUsageErrors(t *testing.T) {
 // stdout and once to a file with a records file, and replays the result
 // with --update and then plainly.
 func TestReplayRecordThenReplay(t *testing.T) {
-	b, err := broker.Start(t.Context(), broker.Options{Port: broker.RandomPort, SeedTopics: map[string]int32{"sentences": 3}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	produceRecords(t, b.Addr(), "sentences", "alice:hello, world", "bob:   ", "carol:bye")
+	addr := kafkatest.Start(t, map[string]int32{"sentences": 3})
+	produceRecords(t, addr, "sentences", "alice:hello, world", "bob:   ", "carol:bye")
 
 	var stdout, stderr bytes.Buffer
-	if code := Run([]string{"replay", "record", "-b", b.Addr(), "-t", "sentences", "--topology", "uppercase", "--limit", "2"}, &stdout, &stderr); code != ExitOK {
+	if code := Run([]string{"replay", "record", "-b", addr, "-t", "sentences", "--topology", "uppercase", "--limit", "2"}, &stdout, &stderr); code != ExitOK {
 		t.Fatalf("replay record exited %d\n%s", code, stderr.String())
 	}
 	if n := strings.Count(stdout.String(), "\n  - {topic:"); n != 2 {
@@ -63,7 +59,7 @@ func TestReplayRecordThenReplay(t *testing.T) {
 	out := filepath.Join(dir, "sentences.fixture.yaml")
 	stdout.Reset()
 	stderr.Reset()
-	args := []string{"replay", "record", "-b", b.Addr(), "-t", "sentences", "--topology", "uppercase", "-o", out, "--records-file", "sentences.jsonl"}
+	args := []string{"replay", "record", "-b", addr, "-t", "sentences", "--topology", "uppercase", "-o", out, "--records-file", "sentences.jsonl"}
 	if code := Run(args, &stdout, &stderr); code != ExitOK {
 		t.Fatalf("replay record exited %d\n%s", code, stderr.String())
 	}

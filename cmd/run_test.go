@@ -12,12 +12,16 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/stoatflow/stoatctl/internal/kafkatest"
 )
 
 // TestRunOnEmbeddedBrokerWithKcat is the black-box test of stoatctl run:
 // with no cluster it starts the embedded broker, kcat (an independent
 // client) produces the input, and kcat reads the output read-committed.
-// SIGTERM commits a final barrier and exits 0.
+// SIGTERM commits a final barrier and exits 0. In the real-Kafka tier
+// (STOATCTL_TEST_KAFKA=real) the same run gets -b with the real broker's
+// address instead, and must not start a broker of its own.
 func TestRunOnEmbeddedBrokerWithKcat(t *testing.T) {
 	kcat, err := exec.LookPath("kcat")
 	if err != nil {
@@ -27,7 +31,13 @@ func TestRunOnEmbeddedBrokerWithKcat(t *testing.T) {
 		t.Skip("kcat is not installed (scripts/test.sh installs it)")
 	}
 	bin := filepath.Join(buildBinary(t), "stoatctl")
-	cmd := exec.Command(bin, "run", "-t", "uppercase", "--broker-port", "0", "-X", "stoatflow.commit-barrier.interval-ms=100")
+	args := []string{"run", "-t", "uppercase", "--broker-port", "0", "-X", "stoatflow.commit-barrier.interval-ms=100"}
+	var realAddr string
+	if kafkatest.Real() {
+		realAddr = kafkatest.Start(t, map[string]int32{"sentences": 2, "shouted": 2})
+		args = []string{"run", "-t", "uppercase", "-b", realAddr, "-X", "stoatflow.commit-barrier.interval-ms=100"}
+	}
+	cmd := exec.Command(bin, args...)
 	stderr := &syncBuffer{}
 	cmd.Stderr = stderr
 	out, err := cmd.StdoutPipe()
@@ -45,13 +55,15 @@ func TestRunOnEmbeddedBrokerWithKcat(t *testing.T) {
 		line <- sc.Text()
 		io.Copy(io.Discard, out)
 	}()
-	var addr string
-	select {
-	case addr = <-line:
-	case <-time.After(30 * time.Second):
-	}
+	addr := realAddr
 	if addr == "" {
-		t.Fatalf("stoatctl run printed no broker address; stderr:\n%s", stderr)
+		select {
+		case addr = <-line:
+		case <-time.After(30 * time.Second):
+		}
+		if addr == "" {
+			t.Fatalf("stoatctl run printed no broker address; stderr:\n%s", stderr)
+		}
 	}
 	kc := func(stdin string, args ...string) string {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -86,7 +98,11 @@ func TestRunOnEmbeddedBrokerWithKcat(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("stoatctl run after SIGTERM: %v; stderr:\n%s", err, stderr)
 	}
-	for _, s := range []string{"to=RUNNING", "to=PENDING_SHUTDOWN", "to=NOT_RUNNING", "kcat -b " + addr + " -t sentences -P -K:"} {
+	want = []string{"to=RUNNING", "to=PENDING_SHUTDOWN", "to=NOT_RUNNING"}
+	if realAddr == "" {
+		want = append(want, "kcat -b "+addr+" -t sentences -P -K:")
+	}
+	for _, s := range want {
 		if !strings.Contains(stderr.String(), s) {
 			t.Errorf("stderr lacks %q:\n%s", s, stderr)
 		}

@@ -20,16 +20,27 @@ import (
 	"github.com/stoatflow/stoatctl/engine/dsl"
 	"github.com/stoatflow/stoatctl/engine/serde"
 	"github.com/stoatflow/stoatctl/engine/topology"
+	"github.com/stoatflow/stoatctl/internal/kafkatest"
 )
 
+// startBroker starts an embedded broker with topics for a test that runs
+// on the embedded broker only; in the real-Kafka tier the test is skipped.
 func startBroker(t testing.TB, topics map[string]int32) string {
 	t.Helper()
+	kafkatest.EmbeddedOnly(t)
 	b, err := broker.Start(context.Background(), broker.Options{Port: broker.RandomPort, SeedTopics: topics})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.Close() })
 	return b.Addr()
+}
+
+// startKafka gives a test that runs in both tiers its broker: embedded by
+// default, real Kafka under STOATCTL_TEST_KAFKA=real (internal/kafkatest).
+func startKafka(t testing.TB, topics map[string]int32) string {
+	t.Helper()
+	return kafkatest.Start(t, topics)
 }
 
 type kv struct {
@@ -153,7 +164,7 @@ func cfg(addr, app string, extra ...string) map[string]string {
 }
 
 func TestStatelessExactlyOnce(t *testing.T) {
-	addr := startBroker(t, map[string]int32{"in": 4, "out": 4})
+	addr := startKafka(t, map[string]int32{"in": 4, "out": 4})
 	var in []kv
 	for i := range 500 {
 		in = append(in, kv{Key: "k" + strconv.Itoa(i%37), Value: strconv.Itoa(i)})
@@ -182,7 +193,7 @@ func TestStatelessExactlyOnce(t *testing.T) {
 }
 
 func TestCountRestoresAcrossRestart(t *testing.T) {
-	addr := startBroker(t, map[string]int32{"in": 3, "out": 3})
+	addr := startKafka(t, map[string]int32{"in": 3, "out": 3})
 	var in []kv
 	for i := range 300 {
 		in = append(in, kv{Key: "k" + strconv.Itoa(i%10), Value: "x"})

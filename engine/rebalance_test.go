@@ -23,7 +23,7 @@ import (
 // exactly once.
 func TestRebalanceExactlyOnce(t *testing.T) {
 	const keys, per = 100, 60
-	addr := startBroker(t, map[string]int32{"in": 6, "out": 6})
+	addr := startKafka(t, map[string]int32{"in": 6, "out": 6})
 	batch := func(round int) []kv {
 		var in []kv
 		for i := range keys * per / 6 {

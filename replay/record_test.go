@@ -13,9 +13,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/stoatflow/stoatctl/engine/broker"
 	"github.com/stoatflow/stoatctl/engine/processor"
 	"github.com/stoatflow/stoatctl/engine/topofile"
+	"github.com/stoatflow/stoatctl/internal/kafkatest"
 )
 
 func TestParseBound(t *testing.T) {
@@ -150,14 +150,11 @@ type produced struct {
 	value string
 }
 
+// startBroker gives a test its broker: embedded, or real Kafka under
+// STOATCTL_TEST_KAFKA=real (internal/kafkatest).
 func startBroker(t *testing.T, topics map[string]int32) string {
 	t.Helper()
-	b, err := broker.Start(t.Context(), broker.Options{Port: broker.RandomPort, SeedTopics: topics})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
-	return b.Addr()
+	return kafkatest.Start(t, topics)
 }
 
 // produce writes rs to topic, in order, each to its partition; with
@@ -190,6 +187,8 @@ func produce(t *testing.T, addr, topic, txnID string, rs ...produced) {
 		if err := cl.EndTransaction(gocontext.Background(), kgo.TryCommit); err != nil {
 			t.Fatal(err)
 		}
+		// Real Kafka writes the commit markers after EndTxn returns.
+		kafkatest.AwaitStable(t, addr, topic)
 	}
 }
 

@@ -46,3 +46,32 @@ need_pkg() {
 	"${sudo[@]}" apt-get update -qq &&
 		DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
+
+# need_java makes sure a JDK (17 or later) and Maven are on PATH, installing
+# Debian's when they are missing. The interop tooling (interop/) needs both.
+need_java() {
+	if ! command -v java >/dev/null 2>&1 || ! command -v javac >/dev/null 2>&1; then
+		need_pkg openjdk-17-jdk-headless || die "the interop tooling needs a JDK (17 or later)"
+	fi
+	if ! command -v mvn >/dev/null 2>&1; then
+		need_pkg maven || die "the interop tooling needs Maven"
+	fi
+}
+
+# interop_classpath prints the class path of the interop Maven project
+# (interop/pom.xml): its compiled classes and every jar it depends on,
+# resolved from Maven Central into the local Maven cache. It builds the
+# project first when the sources or the pom are newer than the last build,
+# so a warm cache costs nothing. Run from the repository root.
+interop_classpath() {
+	local root=interop target=interop/target stamp=interop/target/.built
+	need_java
+	if [[ ! -f $stamp || -n $(find "$root/pom.xml" "$root/src" -newer "$stamp" -print -quit 2>/dev/null) ]]; then
+		log "building the interop tooling (Maven)" >&2
+		mvn -q -B -f "$root/pom.xml" package -DskipTests >&2 &&
+			mvn -q -B -f "$root/pom.xml" dependency:build-classpath -Dmdep.outputFile=target/classpath.txt >&2 ||
+			die "building interop/ with Maven failed"
+		touch "$stamp"
+	fi
+	printf '%s:%s\n' "$PWD/$target/classes" "$(cat "$target/classpath.txt")"
+}

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Everything CI checks, in order: formatting, go vet, staticcheck, the
-# tests under the race detector, and a short fuzz run of every Fuzz target.
+# tests under the race detector on the embedded broker, the real-Kafka tier
+# (the same tests that can meet both, on a real Apache Kafka 4.4 broker),
+# and a short fuzz run of every Fuzz target.
 # Installs the Debian packages the tests need when they are missing.
 #
 #   FUZZTIME=5s      how long each fuzz target runs (0 skips fuzzing)
@@ -36,6 +38,10 @@ setup() {
 	# broker tests. They skip without it on a developer's machine, but fail
 	# under CI, so that a CI run cannot pass without having run them.
 	need_pkg kcat || note "the kcat black-box tests will skip, or fail under CI"
+	# Java and Maven: the real Apache Kafka broker and the Kafka Streams
+	# runner of the interop tests (interop/, built from Maven Central).
+	need_java
+	interop_classpath >/dev/null
 	go version
 	go env CGO_ENABLED | grep -qx 1 || die "cgo is disabled (CGO_ENABLED=$(go env CGO_ENABLED)); the race detector needs it"
 }
@@ -89,11 +95,31 @@ fuzz_smoke() {
 	echo "fuzzed $count targets"
 }
 
+# The real-Kafka tier: the tests written for both brokers
+# (internal/kafkatest.Start) run again, against one real Apache Kafka 4.4
+# broker that scripts/kafka.sh starts for them; the rest skip there. The
+# packages run one at a time (-p 1) because they share the broker and each
+# test clears it first.
+real_kafka_tier() {
+	need_java
+	local addr
+	export STOATCTL_KAFKA_DIR
+	STOATCTL_KAFKA_DIR=$(mktemp -d)/kafka
+	addr=$(scripts/kafka.sh start --watch $$)
+	echo "real Kafka at $addr"
+	local rc=0
+	STOATCTL_TEST_KAFKA=real STOATCTL_TEST_BOOTSTRAP=$addr \
+		go test -race -count=1 -p 1 ./engine/ ./replay/ ./cmd/ || rc=$?
+	scripts/kafka.sh stop
+	return "$rc"
+}
+
 step setup setup
 step gofmt check_gofmt
 step vet go vet ./...
 step staticcheck go run "$STATICCHECK" ./...
 step test go test -race -count=1 ./...
+step real-kafka real_kafka_tier
 step fuzz fuzz_smoke
 
 log "done in $((SECONDS - start))s"

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -158,6 +159,9 @@ func EnsureTopics(ctx context.Context, adm *kadm.Client, specs []TopicSpec, allo
 				return fmt.Errorf("create internal topic %s: %w", s.Name, err)
 			}
 		}
+		if err := awaitLeaders(ctx, adm, missing); err != nil {
+			return err
+		}
 		if len(raced) > 0 {
 			more, gone, err := lookUp(ctx, adm, raced)
 			if err != nil {
@@ -181,6 +185,52 @@ func EnsureTopics(ctx context.Context, adm *kadm.Client, specs []TopicSpec, allo
 		return terr
 	}
 	return nil
+}
+
+// awaitLeaders waits until every topic of specs is known to the broker we
+// ask, with a leader for each partition. Apache Kafka answers CreateTopics
+// before every broker's metadata has the new topic (the controller
+// publishes it a moment later), so a read or produce right after a create
+// can be told the topic does not exist; the embedded broker creates
+// synchronously and never showed this.
+func awaitLeaders(ctx context.Context, adm *kadm.Client, specs []TopicSpec) error {
+	if len(specs) == 0 {
+		return nil
+	}
+	names := make([]string, len(specs))
+	for i, s := range specs {
+		names[i] = s.Name
+	}
+	wait := 10 * time.Millisecond
+	for {
+		// As in lookUp, authorized operations make kadm ask the broker
+		// rather than the client's metadata cache.
+		details, err := adm.ListTopics(kadm.WithAuthorizedOps(ctx), names...)
+		if err == nil && allLed(details, specs) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("wait for created internal topics %s: %w", strings.Join(names, ", "), ctx.Err())
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 500*time.Millisecond)
+	}
+}
+
+func allLed(details kadm.TopicDetails, specs []TopicSpec) bool {
+	for _, s := range specs {
+		d, ok := details[s.Name]
+		if !ok || d.Err != nil || int32(len(d.Partitions)) < s.Partitions {
+			return false
+		}
+		for _, p := range d.Partitions {
+			if p.Err != nil || p.Leader < 0 {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // lookUp splits specs into the topics that exist, with their partition
