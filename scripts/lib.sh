@@ -68,8 +68,8 @@ interop_classpath() {
 	need_java
 	if [[ ! -f $stamp || -n $(find "$root/pom.xml" "$root/src" -newer "$stamp" -print -quit 2>/dev/null) ]]; then
 		log "building the interop tooling (Maven)" >&2
-		mvn -q -B -f "$root/pom.xml" package -DskipTests >&2 &&
-			mvn -q -B -f "$root/pom.xml" dependency:build-classpath -Dmdep.outputFile=target/classpath.txt >&2 ||
+		# package also writes target/classpath.txt (see the pom).
+		mvn -q -B -Dstyle.color=never -f "$root/pom.xml" package -DskipTests >&2 ||
 			die "building interop/ with Maven failed"
 		touch "$stamp"
 	fi

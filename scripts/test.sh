@@ -109,7 +109,7 @@ real_kafka_tier() {
 	echo "real Kafka at $addr"
 	local rc=0
 	STOATCTL_TEST_KAFKA=real STOATCTL_TEST_BOOTSTRAP=$addr \
-		go test -race -count=1 -p 1 ./engine/ ./replay/ ./cmd/ || rc=$?
+		go test -race -count=1 -p 1 ./engine/ ./replay/ ./cmd/ ./interop/ || rc=$?
 	scripts/kafka.sh stop
 	return "$rc"
 }

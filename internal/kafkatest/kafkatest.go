@@ -199,8 +199,16 @@ func waitGone(ctx context.Context, adm *kadm.Client, topics []string) error {
 	}
 }
 
-// CreateTopics creates topics with the given partition counts and the
-// broker's default replication, retrying while a deleted topic of the same
+// keepForever is the config of the topics tests create: no retention.
+// Tests stamp records with times long past (1970, 2024), which Apache
+// Kafka deletes under its default retention of a week once it rolls the
+// segment, and it rolls a segment at once when its records are that old.
+var keepForever = map[string]*string{"retention.ms": ptr("-1")}
+
+func ptr(s string) *string { return &s }
+
+// CreateTopics creates topics with the given partition counts, the
+// broker's default replication and no retention limit, retrying while a deleted topic of the same
 // name is still on its way out. A topic that exists already is fine.
 func CreateTopics(ctx context.Context, adm *kadm.Client, topics map[string]int32) error {
 	names := make([]string, 0, len(topics))
@@ -214,7 +222,7 @@ func CreateTopics(ctx context.Context, adm *kadm.Client, topics map[string]int32
 			n = 1
 		}
 		for {
-			res, err := adm.CreateTopic(ctx, n, -1, nil, name)
+			res, err := adm.CreateTopic(ctx, n, -1, keepForever, name)
 			if err == nil {
 				err = res.Err
 			}
