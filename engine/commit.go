@@ -77,10 +77,10 @@ func (c *committer) takeErr() error {
 
 // begin opens the epoch's transaction under exactly-once.
 func (c *committer) begin() {
-	if c.open || c.r.sess == nil {
+	if c.open || !c.r.sess.transactional() {
 		return
 	}
-	if err := c.r.sess.Begin(); err != nil {
+	if err := c.r.sess.begin(); err != nil {
 		c.promise(&kgo.Record{}, fmt.Errorf("begin transaction: %w", err))
 		return
 	}
@@ -92,10 +92,7 @@ func (c *committer) send(outs []task.Output) {
 		return
 	}
 	c.begin()
-	produce := c.r.cl.Produce
-	if c.r.sess != nil {
-		produce = c.r.sess.Produce
-	}
+	produce := c.r.sess.produce
 	c.sent += len(outs)
 	for _, o := range outs {
 		rec, err := c.r.record(c.ctx, o)
@@ -130,7 +127,9 @@ func (r *runner) commitLoop(g *generation, cuts <-chan epochCut, done chan<- str
 			if c.open {
 				// Abandon the open transaction; the next incarnation of
 				// the transactional id, or the timeout, aborts it.
-				_, _ = r.sess.End(c.ctx, kgo.TryAbort)
+				if _, err := r.sess.end(c.ctx, kgo.TryAbort); err != nil {
+					r.e.log.Warn("abort the open transaction at stop", "err", err)
+				}
 			}
 			return
 		case cut := <-cuts:
@@ -215,15 +214,11 @@ func (r *runner) commit(c *committer, p *pendingEpoch) error {
 	c.sent = 0
 	c.begin()
 	if newStamp {
-		if r.sess != nil {
-			r.sess.Produce(ctx, r.stampRecord(p.cut.stamp, p.cut.final), c.promise)
-		} else {
-			r.cl.Produce(ctx, r.stampRecord(p.cut.stamp, p.cut.final), c.promise)
-		}
+		r.sess.produce(ctx, r.stampRecord(p.cut.stamp, p.cut.final), c.promise)
 		c.stamp = p.cut.stamp
 	}
 
-	if r.sess != nil {
+	if r.sess.transactional() {
 		hook := kgo.PreTxnCommitFnContext(ctx, func(req *kmsg.TxnOffsetCommitRequest) error {
 			ids := map[string][16]byte{}
 			for _, t := range req.Topics {
@@ -254,9 +249,7 @@ func (r *runner) commit(c *committer, p *pendingEpoch) error {
 		if produceErr != nil {
 			try = kgo.TryAbort
 		}
-		r.pollMu.Lock()
-		committed, err := r.sess.End(hook, try)
-		r.pollMu.Unlock()
+		committed, err := r.sess.end(hook, try)
 		c.open = false
 		switch {
 		case err != nil:

@@ -53,8 +53,31 @@ const (
 // event time (its floor and emit frontiers are per application).
 var ErrSplitBoundary = errors.New("this topology cannot be split across instances")
 
-// ErrMissingTopic is returned when a source topic does not exist.
+// ErrMissingTopic is returned, as a *MissingTopicError, when a source
+// topic does not exist.
 var ErrMissingTopic = errors.New("source topic does not exist")
+
+// MissingTopicError names the source topics (or the pattern) that were
+// not found at start. It matches ErrMissingTopic.
+type MissingTopicError struct {
+	// Topics are the missing topics, sorted; empty for a pattern.
+	Topics []string
+	// Pattern is the source pattern that matched no topic, if any, and
+	// Node the source node that reads it.
+	Pattern, Node string
+	// Hint says what to do, after the names.
+	Hint string
+}
+
+func (e *MissingTopicError) Error() string {
+	if e.Pattern != "" {
+		return fmt.Sprintf("engine: %v: source %s reads pattern %s, which matches no topic (%s)", ErrMissingTopic, e.Node, e.Pattern, e.Hint)
+	}
+	return fmt.Sprintf("engine: %v: %s (%s)", ErrMissingTopic, strings.Join(e.Topics, ", "), e.Hint)
+}
+
+// Is makes errors.Is(err, ErrMissingTopic) hold.
+func (e *MissingTopicError) Is(target error) bool { return target == ErrMissingTopic }
 
 // Engine runs one topology. Create it with New, start it with Run.
 type Engine struct {
@@ -73,6 +96,8 @@ type Engine struct {
 
 	statsMu sync.Mutex
 	stats   Stats
+	// assignment is what the running lanes process (under statsMu).
+	assignment map[string][]int32
 }
 
 // Stats are running totals, for tests and the REST API.
@@ -87,6 +112,8 @@ type Stats struct {
 	Resets int64
 	// Watermark is the stamp of the last committed barrier.
 	Watermark int64
+	// GlobalRecords is the number of records applied to global stores.
+	GlobalRecords int64
 }
 
 // Option configures an Engine.
@@ -168,6 +195,25 @@ func (e *Engine) Stats() Stats {
 	e.statsMu.Lock()
 	defer e.statsMu.Unlock()
 	return e.stats
+}
+
+// Assignment returns the source partitions the lanes process now, by
+// topic, sorted: the group's assignment as of the last (re)start of the
+// lanes. It is empty before the first start and after a stop.
+func (e *Engine) Assignment() map[string][]int32 {
+	e.statsMu.Lock()
+	defer e.statsMu.Unlock()
+	out := make(map[string][]int32, len(e.assignment))
+	for t, ps := range e.assignment {
+		out[t] = slices.Clone(ps)
+	}
+	return out
+}
+
+func (e *Engine) setAssignment(a map[string][]int32) {
+	e.statsMu.Lock()
+	e.assignment = a
+	e.statsMu.Unlock()
 }
 
 func (e *Engine) addStats(fn func(*Stats)) {

@@ -67,7 +67,8 @@ func (r *runner) startGlobal(ctx context.Context) (*globalRunner, error) {
 		g.next[t] = from
 	}
 	if len(missing) > 0 {
-		return nil, fmt.Errorf("engine: %w: %v (global table topics)", ErrMissingTopic, missing)
+		slices.Sort(missing)
+		return nil, &MissingTopicError{Topics: missing, Hint: "global table topics; create them first"}
 	}
 	g.task, err = task.New(r.built, st, task.Options{
 		ID: "global",
@@ -113,6 +114,7 @@ func (g *globalRunner) process(rec *kgo.Record) error {
 		return err
 	}
 	g.next[rec.Topic][rec.Partition] = rec.Offset + 1
+	g.e.addStats(func(s *Stats) { s.GlobalRecords++ })
 	return nil
 }
 

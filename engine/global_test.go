@@ -35,9 +35,16 @@ func TestGlobalTableJoin(t *testing.T) {
 		t.Fatalf("before the update: %v, want o1 and o2 enriched", got)
 	}
 	produce(t, addr, "customers", []kv{{Key: "c1", Value: "Alice Smith"}})
-	time.Sleep(time.Second) // the runner follows the topic every 100 ms
-	produce(t, addr, "orders", []kv{{Key: "o4", Value: "c1"}})
+	// The update must be in the global store before o4 is produced.
 	deadline := time.Now().Add(20 * time.Second)
+	for e.Stats().GlobalRecords < 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the global store applied %d records, want 3", e.Stats().GlobalRecords)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	produce(t, addr, "orders", []kv{{Key: "o4", Value: "c1"}})
+	deadline = time.Now().Add(20 * time.Second)
 	for e.Stats().Records < 4 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -37,17 +38,41 @@ func TestRebalanceExactlyOnce(t *testing.T) {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
+	// owned waits until e's lanes run exactly n of the six partitions, and
+	// returns them.
+	owned := func(name string, e *engine.Engine, n int) []int32 {
+		t.Helper()
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			ps := e.Assignment()["in"]
+			if len(ps) == n {
+				return ps
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("instance %s runs partitions %v, want %d of them", name, ps, n)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
 	a, stopA := runEngine(t, counts(), cfg(addr, "rebalance", "stoatflow.instance.id", "a"))
+	owned("a", a, 6)
 	produce(t, addr, "in", batch(0))
 	waitRecords(a, int64(keys*per/6))
 	produce(t, addr, "in", batch(1))
-	_, stopB := runEngine(t, counts(), cfg(addr, "rebalance", "stoatflow.instance.id", "b"))
+	b, stopB := runEngine(t, counts(), cfg(addr, "rebalance", "stoatflow.instance.id", "b"))
 	produce(t, addr, "in", batch(2))
-	time.Sleep(1500 * time.Millisecond)
+	// The group splits the partitions: each instance runs three, none
+	// both, so state really moved to b (restored from the changelogs).
+	psA, psB := owned("a", a, 3), owned("b", b, 3)
+	if both := slices.DeleteFunc(slices.Clone(psA), func(p int32) bool { return !slices.Contains(psB, p) }); len(both) > 0 {
+		t.Fatalf("partitions %v run on both instances (a %v, b %v)", both, psA, psB)
+	}
 	produce(t, addr, "in", batch(3))
 	if err := stopA(); err != nil {
 		t.Fatalf("first instance: %v", err)
 	}
+	// And back: b takes a's partitions.
+	owned("b", b, 6)
 	produce(t, addr, "in", batch(4))
 	produce(t, addr, "in", batch(5))
 	got := readCommitted(t, addr, "out", keys*per, 60*time.Second)

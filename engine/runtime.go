@@ -35,12 +35,11 @@ type runner struct {
 	s     settings
 	built *topology.Built
 
+	// sess owns the client (cl is sess.client()): polls and the
+	// transaction's begin and end go through it, never overlapping.
+	sess *session
 	cl   *kgo.Client
-	sess *kgo.GroupTransactSession
 	adm  *kadm.Client
-	// pollMu keeps polling and ending a transaction apart, which franz-go
-	// requires of a transact session.
-	pollMu sync.Mutex
 
 	sources    []string
 	patterns   []patternSource
@@ -112,8 +111,8 @@ func (r *runner) resolvePatterns(ctx context.Context) error {
 			matched++
 		}
 		if matched == 0 {
-			return fmt.Errorf("engine: %w: source %s reads pattern %s, which matches no topic (create one first; topics created later are read after a restart)",
-				ErrMissingTopic, p.node, p.re)
+			return &MissingTopicError{Pattern: p.re.String(), Node: p.node,
+				Hint: "create one first; topics created later are read after a restart"}
 		}
 	}
 	return nil
@@ -214,7 +213,7 @@ func (r *runner) connect(ctx context.Context) error {
 		r.partitions[t] = int32(len(d.Partitions))
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("engine: %w: %s (create it first, or check bootstrap.servers)", ErrMissingTopic, strings.Join(missing, ", "))
+		return &MissingTopicError{Topics: missing, Hint: "create it first, or check bootstrap.servers"}
 	}
 	if reason := r.singleInstanceReason(); reason != "" {
 		if err := r.refuseSecondInstance(ctx, reason); err != nil {
@@ -249,23 +248,18 @@ func (r *runner) connect(ctx context.Context) error {
 		return err
 	}
 	opts = append(opts, groupOpts...)
+	r.sess, err = newSession(r.s.exactlyOnce, opts...)
+	if err != nil {
+		return fmt.Errorf("engine: kafka client: %w", err)
+	}
+	r.cl = r.sess.client()
 	if r.s.exactlyOnce {
-		r.sess, err = kgo.NewGroupTransactSession(opts...)
-		if err != nil {
-			return fmt.Errorf("engine: kafka client: %w", err)
-		}
-		r.cl = r.sess.Client()
 		// Fence the previous incarnation of this transactional id now: a
 		// crashed one's open transaction holds back the last stable
 		// offset of every partition it wrote, and with it restoration and
 		// the group's committed offsets, until it is aborted.
 		if _, _, err := r.cl.ProducerID(ctx); err != nil {
 			return fmt.Errorf("engine: initialise transactional producer: %w", err)
-		}
-	} else {
-		r.cl, err = kgo.NewClient(opts...)
-		if err != nil {
-			return fmt.Errorf("engine: kafka client: %w", err)
 		}
 	}
 	return nil
@@ -402,14 +396,13 @@ func (r *runner) assignment() map[string][]int32 {
 }
 
 func (r *runner) close() {
+	r.e.setAssignment(nil)
 	if r.gen != nil {
 		r.stopGeneration()
 	}
 	r.global.close()
 	if r.sess != nil {
-		r.sess.Close()
-	} else if r.cl != nil {
-		r.cl.Close()
+		r.sess.close()
 	}
 	if r.adm != nil {
 		r.adm.Close()
@@ -471,9 +464,7 @@ func (r *runner) loop(ctx context.Context) error {
 
 func (r *runner) pollAndDispatch(ctx context.Context) error {
 	pctx, cancel := context.WithTimeout(ctx, 25*time.Millisecond)
-	r.pollMu.Lock()
-	fetches := r.cl.PollFetches(pctx)
-	r.pollMu.Unlock()
+	fetches := r.sess.poll(pctx)
 	cancel()
 	if r.rebalanced.Load() {
 		// Records of a partition assigned a moment ago may be in this
@@ -779,6 +770,7 @@ func (r *runner) reset(ctx context.Context) error {
 		// Assigned again while restoring: start over.
 		return r.reset(ctx)
 	}
+	r.e.setAssignment(assigned)
 	r.e.setState(Running)
 	return nil
 }

@@ -404,15 +404,9 @@ func (s joinSpan) lookup(t int64) (from, to int64) {
 	return streamJoinAdd(t, -s.before), streamJoinAdd(t, s.after)
 }
 
-// closeTime is the first frontier at which the window of a record at t is
-// closed: its inclusive end, t + after, plus 1 plus grace, as for sliding
-// windows, so Kafka Streams' outer join (which keeps it open while stream
-// time <= t + after + grace) emits the unmatched record at the same time.
-// A negative after counts as 0: a window wholly in the past does not make
-// an in-order record late.
-func (s joinSpan) closeTime(t int64) int64 {
-	return streamJoinAdd(streamJoinAdd(t, max(s.after, 0)), streamJoinAdd(1, s.grace))
-}
+// closeTime is the close time of the window of a record at t on this side
+// (window.JoinCloseTime).
+func (s joinSpan) closeTime(t int64) int64 { return window.JoinCloseTime(t, s.after, s.grace) }
 
 // expiryFrontier is what this side's store expires on at frontier f. A
 // record at t is needed while a partner of the other side can still be
@@ -431,16 +425,7 @@ func (s joinSpan) retention() int64 { return streamJoinAdd(streamJoinAdd(s.befor
 
 // streamJoinAdd adds milliseconds without overflowing: results past the int64
 // range stick at its ends, so huge windows never wrap to the past.
-func streamJoinAdd(a, b int64) int64 {
-	s := a + b
-	switch {
-	case b > 0 && s < a:
-		return math.MaxInt64
-	case b < 0 && s > a:
-		return math.MinInt64
-	}
-	return s
-}
+func streamJoinAdd(a, b int64) int64 { return window.AddSaturating(a, b) }
 
 // streamJoinDuration converts milliseconds to a Duration, saturating, and never
 // negative: invalid windows are reported by Validate, not by the store.
@@ -498,8 +483,9 @@ func (p *joinWindowed[K, V]) Process(rec processor.Erased) error {
 	// The one late rule: the record's window has closed at or before the
 	// floor, so a result it took part in could reach a window downstream
 	// that has already been emitted.
-	if p.span.closeTime(rec.Timestamp) <= p.ctx.Floor() {
-		countDropped(p.ctx, metrics.ReasonLateWindow)
+	if c := p.span.closeTime(rec.Timestamp); window.Closed(c, p.ctx.Floor()) {
+		from, to := p.span.lookup(rec.Timestamp)
+		dropLate(p.ctx, metrics.ReasonLateWindow, rec, window.Window{Start: from, End: to}, c)
 		return nil
 	}
 	k, v, err := narrow[K, V](rec)

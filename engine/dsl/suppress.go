@@ -523,8 +523,8 @@ func (p *timeSuppress) Process(rec processor.Erased) error {
 		}
 		// The one late rule: a window whose close is at or before the
 		// floor is closed, and a closed window never changes again.
-		if release = p.opt.closeTime(w); release <= p.ctx.Floor() {
-			countDropped(p.ctx, metrics.ReasonLateWindow)
+		if release = p.opt.closeTime(w); window.Closed(release, p.ctx.Floor()) {
+			dropLate(p.ctx, metrics.ReasonLateWindow, rec, w, release)
 			return nil
 		}
 		bufferTime = w.End
@@ -571,7 +571,7 @@ func (p *timeSuppress) enforceBounds() error {
 			return p.opt.bufferFull(p.buf.records()-dueRecords, p.buf.bytes-dueBytes)
 		}
 		e, _ := p.buf.first()
-		if e.release <= floor {
+		if window.Closed(e.release, floor) {
 			dueRecords, dueBytes = dueRecords-1, dueBytes-e.size
 		}
 		if err := p.release(e); err != nil {

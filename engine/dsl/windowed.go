@@ -599,7 +599,7 @@ func (p *timeWindowAggregate[K, V, VA]) Process(rec processor.Erased) error {
 	}
 	tw, floor := p.plan.time, p.ctx.Floor()
 	for _, w := range tw.WindowsFor(rec.Timestamp) {
-		if c := tw.CloseTime(w); c <= floor {
+		if c := tw.CloseTime(w); window.Closed(c, floor) {
 			dropLate(p.ctx, metrics.ReasonLateWindow, rec, w, c)
 			continue
 		}
@@ -684,7 +684,7 @@ func (p *slidingWindowAggregate[K, V, VA]) Process(rec processor.Erased) error {
 	// The latest-closing window holding the record starts at it; once that
 	// one has closed, all have, and the record is dropped whole (Kafka
 	// Streams' first check).
-	if w := (window.Window{Start: ts, End: ts + d}); p.plan.closeTime(w) <= p.ctx.Floor() {
+	if w := (window.Window{Start: ts, End: ts + d}); window.Closed(p.plan.closeTime(w), p.ctx.Floor()) {
 		dropLate(p.ctx, metrics.ReasonLateWindow, rec, window.Window{Start: ts - d, End: ts}, p.plan.closeTime(w))
 		return nil
 	}
@@ -840,7 +840,7 @@ func (p *slidingWindowAggregate[K, V, VA]) processEarly(k K, v V, rec processor.
 // update folds the record into window w, whose current aggregate is cur,
 // unless w has closed.
 func (p *slidingWindowAggregate[K, V, VA]) update(k K, v V, w window.Window, cur slot[VA], rec processor.Erased) error {
-	if c := p.plan.closeTime(w); c <= p.ctx.Floor() {
+	if c := p.plan.closeTime(w); window.Closed(c, p.ctx.Floor()) {
 		dropLate(p.ctx, metrics.ReasonLateWindow, rec, w, c)
 		return nil
 	}

@@ -145,7 +145,7 @@ func (p *sessionWindowAggregate[K, V, VA]) Process(rec processor.Erased) error {
 	merged := window.Window{Start: ts, End: ts}
 	for it.Next() {
 		s := it.Key()
-		if def.CloseTime(s.Window.End) <= floor {
+		if window.Closed(def.CloseTime(s.Window.End), floor) {
 			continue
 		}
 		val := it.Value()
@@ -158,7 +158,7 @@ func (p *sessionWindowAggregate[K, V, VA]) Process(rec processor.Erased) error {
 	if err != nil {
 		return fmt.Errorf("find sessions: %w", err)
 	}
-	if c := def.CloseTime(merged.End); c <= floor {
+	if c := def.CloseTime(merged.End); window.Closed(c, floor) {
 		dropLate(p.ctx, metrics.ReasonLateSession, rec, merged, c)
 		return nil
 	}

@@ -53,6 +53,17 @@ func (w JoinWindows) String() string {
 	return "join windows [before " + ms(w.beforeMs) + ", after " + ms(w.afterMs) + ", grace " + ms(w.graceMs) + "]"
 }
 
+// JoinCloseTime is the close time of the join window of a record at t on a
+// side that pairs with the other side's records up to after past t: the
+// window's inclusive end, t + after, plus 1 plus grace, as for sliding
+// windows, so that an outer join emits an unmatched record when Kafka
+// Streams does (it keeps the window open while stream time <= t + after +
+// grace). A negative after counts as 0: a window wholly in the past does
+// not make an in-order record late.
+func JoinCloseTime(t, after, grace int64) int64 {
+	return addSat(addSat(t, max(after, 0)), addSat(1, grace))
+}
+
 // Validate reports a negative interval (before + after < 0) or a negative
 // grace, as Kafka Streams' JoinWindows does.
 func (w JoinWindows) Validate() error {

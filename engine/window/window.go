@@ -60,6 +60,17 @@ func millis(d time.Duration) int64 { return d.Milliseconds() }
 // ms formats a millisecond count for descriptions and errors.
 func ms(v int64) string { return strconv.FormatInt(v, 10) + "ms" }
 
+// Closed is the late rule, the one every window kind and every windowed
+// operation (aggregations, suppression, session merges, stream-stream
+// joins) applies: a window whose close time is at or before the floor is
+// closed, so a record for it is late and it may be emitted as final. The
+// boundary is inclusive: at floor == closeTime the window is closed.
+func Closed(closeTime, floor int64) bool { return closeTime <= floor }
+
+// AddSaturating adds b to the time a, clamping at the int64 range instead
+// of wrapping: window bounds near the ends of time stay ordered.
+func AddSaturating(a, b int64) int64 { return addSat(a, b) }
+
 // addSat adds without overflowing: results past the int64 range stick at
 // its ends. Window ends and close times near math.MaxInt64 would otherwise
 // wrap to the distant past.

@@ -271,3 +271,38 @@ func TestCloseTime(t *testing.T) {
 		})
 	}
 }
+
+// TestClosedIsInclusive pins the late rule's boundary: closed at the close
+// time itself, open one millisecond before it.
+func TestClosedIsInclusive(t *testing.T) {
+	tests := []struct {
+		close, floor int64
+		want         bool
+	}{
+		{close: 100, floor: 99, want: false},
+		{close: 100, floor: 100, want: true},
+		{close: 100, floor: 101, want: true},
+		{close: math.MaxInt64, floor: math.MaxInt64 - 1, want: false},
+		{close: math.MinInt64, floor: math.MinInt64, want: true},
+	}
+	for _, tt := range tests {
+		if got := window.Closed(tt.close, tt.floor); got != tt.want {
+			t.Errorf("Closed(close %d, floor %d) = %v, want %v", tt.close, tt.floor, got, tt.want)
+		}
+	}
+}
+
+// TestJoinCloseTime: a record at t pairing up to after past t closes at
+// t + after + 1 + grace; a negative after counts as 0; the sum saturates.
+func TestJoinCloseTime(t *testing.T) {
+	tests := []struct{ t, after, grace, want int64 }{
+		{t: 1000, after: 100, grace: 10, want: 1111},
+		{t: 1000, after: -50, grace: 0, want: 1001},
+		{t: math.MaxInt64 - 5, after: 100, grace: 0, want: math.MaxInt64},
+	}
+	for _, tt := range tests {
+		if got := window.JoinCloseTime(tt.t, tt.after, tt.grace); got != tt.want {
+			t.Errorf("JoinCloseTime(%d, %d, %d) = %d, want %d", tt.t, tt.after, tt.grace, got, tt.want)
+		}
+	}
+}
