@@ -3,6 +3,7 @@ module github.com/stoatflow/stoatctl
 go 1.26.8
 
 require (
+	github.com/cockroachdb/datadriven v1.0.3
 	github.com/expr-lang/expr v1.17.8
 	github.com/google/btree v1.1.3
 	github.com/hamba/avro/v2 v2.31.0
@@ -22,5 +23,6 @@ require (
 	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect
 	github.com/modern-go/reflect2 v1.0.2 // indirect
 	github.com/pierrec/lz4/v4 v4.1.33 // indirect
+	github.com/pmezard/go-difflib v1.0.0 // indirect
 	github.com/spf13/pflag v1.0.9 // indirect
 )

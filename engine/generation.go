@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/stoatflow/stoatctl/engine/barrier"
 	"github.com/stoatflow/stoatctl/engine/lane"
 	"github.com/stoatflow/stoatctl/engine/state"
 	"github.com/stoatflow/stoatctl/engine/task"
@@ -70,7 +71,7 @@ func newGeneration(ctx context.Context, e *Engine, built *topology.Built, s sett
 		sr := g.subs[st.ID]
 		for i := 0; i < s.lanes; i++ {
 			l := &worker{g: g, sub: sr, idx: i, gid: len(g.lanes), in: make(chan []item, max(1, s.queue/dispatchBatch)),
-				floor: max(floor, task.Unknown), flushed: task.Unknown, pinned: noPin, fwdFloor: noPin,
+				floor: max(floor, task.Unknown), proto: barrier.NewLane(max(floor, task.Unknown)), pinned: noPin, fwdFloor: noPin,
 				partTimes: map[watermark.Partition]int64{}, epoch: 1, ctx: g.ctx}
 			l.clock = laneClock{l}
 			sr.lanes = append(sr.lanes, l)
@@ -92,7 +93,7 @@ func newGeneration(ctx context.Context, e *Engine, built *topology.Built, s sett
 	for _, sr := range g.subs {
 		sr.producers = 1 + len(sr.upstreamSlots)
 		for _, l := range sr.lanes {
-			l.marked = make([]bool, sr.producers)
+			l.align = barrier.NewAligner[item](sr.producers)
 		}
 	}
 	// Stores are restored lane by lane: a changelog record goes to the
@@ -292,7 +293,7 @@ func (g *generation) flush() error {
 }
 
 // cut sends barrier b to every lane, after everything dispatched before.
-func (g *generation) cut(b *barrier) error {
+func (g *generation) cut(b *marker) error {
 	if err := g.flush(); err != nil {
 		return err
 	}

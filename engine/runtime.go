@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/stoatflow/stoatctl/engine/barrier"
 	"github.com/stoatflow/stoatctl/engine/config"
 	"github.com/stoatflow/stoatctl/engine/kafka"
 	"github.com/stoatflow/stoatctl/engine/lane"
@@ -57,15 +58,17 @@ type runner struct {
 	cuts      chan epochCut
 	tracker   *watermark.Tracker
 
-	epoch          int64
+	// cutter is the protocol's dispatcher side (engine/barrier): the next
+	// epoch, the one-in-flight gate, the idle rule. committedEpoch is the
+	// committer's report of what committed, which the cutter catches up
+	// with before it decides.
+	cutter         *barrier.Cutter
 	committedEpoch atomic.Int64
 	commitTook     atomic.Int64
 	commitFailed   atomic.Pointer[error]
 	cutOffsets     map[string]map[int32]int64
 	partTimes      map[watermark.Partition]int64
 	dispatched     int64
-	lastStamp      int64
-	lastFrontier   int64
 	lastBarrier    time.Time
 	rr             atomic.Uint32
 	// drained says the last poll returned no record.
@@ -140,7 +143,7 @@ func (e *Engine) run(ctx context.Context) error {
 		e.log.Warn(w.String(), "rule", w.Rule, "node", w.Node)
 	}
 	r := &runner{e: e, s: s, built: built, topicSub: map[string]int{}, assigned: map[string]map[int32]bool{}, sinkParts: map[string]int32{},
-		stampTopic: s.appID + "-stoatflow-watermark-changelog", lastStamp: task.Unknown, lastFrontier: task.Unknown}
+		stampTopic: s.appID + "-stoatflow-watermark-changelog", cutter: barrier.NewCutter(task.Unknown)}
 	for _, st := range built.Subtopologies {
 		for _, src := range st.Sources {
 			if src.Boundary != nil {
@@ -567,7 +570,7 @@ func (r *runner) watermarkNow() int64 {
 	if w == watermark.Unset || w < task.Unknown {
 		w = task.Unknown
 	}
-	w = max(w, r.lastStamp)
+	w = max(w, r.cutter.Stamp)
 	r.gen.watermark.Store(w)
 	return w
 }
@@ -583,11 +586,11 @@ func (r *runner) interval() time.Duration {
 }
 
 // maybeBarrier cuts the next barrier when it is due: the previous
-// transaction committed, the interval passed, and the epoch is not idle
-// (records were dispatched or written, or the watermark has results to
-// close). final forces the shutdown barrier.
+// transaction committed, the interval passed, and the idle rule says the
+// epoch has work (barrier.Cutter). final forces the shutdown barrier.
 func (r *runner) maybeBarrier(final bool) error {
-	if r.committedEpoch.Load() != r.epoch-1 {
+	r.cutter.Commit(r.committedEpoch.Load())
+	if r.cutter.InFlight() {
 		return nil
 	}
 	// A drained input cuts the epoch at the minimum interval: waiting out
@@ -600,12 +603,19 @@ func (r *runner) maybeBarrier(final bool) error {
 		return nil
 	}
 	w := r.watermarkNow()
-	busy := r.dispatched > 0 || r.gen.outputs.Load() > 0 || w != r.lastStamp || r.lastStamp != r.lastFrontier || r.gen.wallClock
-	if !busy && !final {
+	// The lanes' output count is taken and cleared in one step, before the
+	// markers go out: what lanes count from here on counts towards the
+	// next decision. (Clearing it after the cut lost the outputs counted
+	// meanwhile, and the idle rule could then skip a barrier they needed.)
+	outputs := r.gen.outputs.Swap(0)
+	act := barrier.Activity{Records: r.dispatched, Outputs: outputs, Watermark: w, WallClockWork: r.gen.wallClock}
+	if !r.cutter.Due(act, final) {
+		// Not due means nothing was counted: nothing to put back.
 		return nil
 	}
-	b := &barrier{epoch: r.epoch, stamp: w, final: final}
-	c := epochCut{epoch: r.epoch, stamp: w, final: final, records: r.dispatched, offsets: cloneOffsets(r.cutOffsets)}
+	bc := r.cutter.Cut(w, final)
+	b := &marker{epoch: bc.Epoch, stamp: bc.Stamp, final: bc.Final}
+	c := epochCut{epoch: bc.Epoch, stamp: bc.Stamp, final: bc.Final, records: r.dispatched, offsets: cloneOffsets(r.cutOffsets)}
 	if err := r.gen.cut(b); err != nil {
 		return err
 	}
@@ -614,11 +624,7 @@ func (r *runner) maybeBarrier(final bool) error {
 	case <-r.gen.ctx.Done():
 		return r.gen.ctx.Err()
 	}
-	r.epoch++
 	r.dispatched = 0
-	r.gen.outputs.Store(0)
-	r.lastFrontier = r.lastStamp
-	r.lastStamp = w
 	r.lastBarrier = time.Now()
 	return nil
 }
@@ -636,7 +642,7 @@ func (r *runner) shutdown() error {
 	r.e.setState(PendingShutdown)
 	deadline := time.Now().Add(30 * time.Second)
 	wait := func() error {
-		for r.committedEpoch.Load() != r.epoch-1 {
+		for r.cutter.Commit(r.committedEpoch.Load()); r.cutter.InFlight(); r.cutter.Commit(r.committedEpoch.Load()) {
 			if err := r.shutdownWait(deadline); err != nil {
 				return err
 			}
@@ -752,14 +758,13 @@ func (r *runner) reset(ctx context.Context) error {
 	// The frontier starts unknown so that the first barrier runs the
 	// emission pass a crash may have lost (the emit frontiers keep it
 	// from emitting anything twice).
-	r.lastStamp, r.lastFrontier = floor, task.Unknown
+	r.cutter = barrier.NewCutter(floor)
 	gen, err := newGeneration(ctx, r.e, r.built, r.s, r.changelogPartitions, floor, r.restorer(assigned), r.global.stores())
 	if err != nil {
 		return err
 	}
 	r.gen = gen
 	r.cuts = make(chan epochCut, 4)
-	r.epoch = 1
 	r.committedEpoch.Store(0)
 	r.dispatched = 0
 	r.lastBarrier = time.Now()

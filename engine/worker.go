@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/stoatflow/stoatctl/engine/barrier"
 	"github.com/stoatflow/stoatctl/engine/lane"
 	"github.com/stoatflow/stoatctl/engine/processor"
 	"github.com/stoatflow/stoatctl/engine/task"
@@ -43,11 +44,12 @@ type item struct {
 	// source says in came from a source topic (the dispatcher), so its
 	// event time counts towards its partition's watermark.
 	source bool
-	b      *barrier
+	b      *marker
 }
 
-// barrier cuts epoch epoch. stamp is the global watermark when it was cut.
-type barrier struct {
+// marker is barrier epoch as it travels down the lanes. stamp is the global
+// watermark when it was cut.
+type marker struct {
 	epoch int64
 	stamp int64
 	// final is the shutdown barrier: lanes flush every window up to its
@@ -101,16 +103,20 @@ type worker struct {
 	in    chan []item
 	clock laneClock
 
-	marked  []bool
-	nmarked int
-	stash   []item
-	replay  []item
+	// align aligns the markers of the lane's producers (and holds what
+	// arrives early); proto is the lane's floor and frontier bookkeeping.
+	// Both are the protocol of engine/barrier: the order of the work at a
+	// barrier is proto.Cross's, not the lane's.
+	align  *barrier.Aligner[item]
+	proto  *barrier.Lane
+	replay []item
 	// batch is the last batch received, recycled once replayed.
 	batch []item
 
-	epoch   int64
-	floor   int64
-	flushed int64
+	// epoch and floor are what the lane's work runs under now; they
+	// follow proto at each barrier's Enter step.
+	epoch int64
+	floor int64
 	// pinned is the floor of the item in progress, or noPin; fwdFloor is
 	// the floor records it forwards across a boundary are pinned to.
 	pinned   int64
@@ -233,7 +239,7 @@ func (l *worker) forward(o task.Output) error {
 	}
 }
 
-func (l *worker) sendMarker(b *barrier) error {
+func (l *worker) sendMarker(b *marker) error {
 	for _, down := range l.sub.downstream {
 		it := item{kind: itemMarker, from: down.upstreamSlots[l.gid], b: b}
 		for _, dl := range down.lanes {
@@ -279,24 +285,19 @@ func (l *worker) run(ctx context.Context) error {
 
 // handle processes one item; done reports the final barrier crossed.
 func (l *worker) handle(it item) (done bool, err error) {
-	if l.marked[it.from] {
+	if !l.align.Offer(it.from, it) {
 		// Its producer is already past the barrier this lane waits at:
 		// the item belongs to the next epoch.
-		l.stash = append(l.stash, it)
 		return false, nil
 	}
 	if it.kind == itemRecord {
 		return false, l.process(it)
 	}
-	l.marked[it.from] = true
-	l.nmarked++
-	if l.nmarked < len(l.marked) {
+	aligned, released := l.align.Marker(it.from)
+	if !aligned {
 		return false, nil
 	}
-	clear(l.marked)
-	l.nmarked = 0
-	l.replay = append(l.stash, l.replay...)
-	l.stash = nil
+	l.replay = append(released, l.replay...)
 	if err := l.cross(it.b); err != nil {
 		return false, err
 	}
@@ -315,83 +316,71 @@ func (l *worker) process(it item) error {
 	return err
 }
 
-// cross closes the lane's epoch at b: barrier listeners act inside it (and
-// on the final barrier, every window up to b's stamp is flushed into it),
-// the epoch is reported, the marker goes downstream after everything the
-// epoch forwarded, and then the frontier, the stamp before b, closes what
-// it settled, into the next epoch.
-func (l *worker) cross(b *barrier) error {
-	prevStamp := l.floor
-	l.fwdFloor = prevStamp
-	if err := l.task.Barrier(prevStamp); err != nil {
-		return err
-	}
-	if b.final {
-		if err := l.flush(b.stamp); err != nil {
+// cross does the work of crossing b, in the protocol's order
+// (barrier.Lane.Cross): the listeners, on the final barrier every window
+// up to b's stamp, the commit, the report and the marker downstream inside
+// the epoch b closes; then, in the next epoch, the emission pass up to the
+// frontier, timers and punctuators.
+func (l *worker) cross(b *marker) error {
+	for _, s := range l.proto.Cross(barrier.Barrier{Epoch: b.epoch, Stamp: b.stamp, Final: b.final}) {
+		if err := l.step(s, b); err != nil {
 			return err
 		}
-	}
-	l.fwdFloor = noPin
-	if err := l.task.Commit(); err != nil {
-		return err
-	}
-	if l.sendErr != nil {
-		return l.sendErr
-	}
-	r := report{epoch: b.epoch, lane: l.gid, outs: l.outs, final: true, partTimes: l.snapshotPartTimes()}
-	l.outs = make([]task.Output, 0, reportChunk)
-	select {
-	case l.g.reports <- r:
-	case <-l.ctx.Done():
-		return l.ctx.Err()
-	}
-	if err := l.sendMarker(b); err != nil {
-		return err
-	}
-	l.floor = max(l.floor, b.stamp)
-	l.epoch = b.epoch + 1
-	if b.final {
-		return nil
-	}
-	if err := l.flush(prevStamp); err != nil {
-		return err
-	}
-	if l.task.HasTimers() {
-		if _, err := l.task.FireEventTimers(l.floor, l.floor); err != nil {
-			return err
-		}
-		if _, err := l.task.FireProcessingTimers(time.Now().UnixMilli(), l.floor); err != nil {
-			return err
-		}
-	}
-	l.fwdFloor = prevStamp
-	if _, err := l.task.PunctuateStreamTime(prevStamp); err != nil {
-		return err
-	}
-	if _, err := l.task.PunctuateWallClock(prevStamp); err != nil {
-		return err
-	}
-	l.fwdFloor = noPin
-	if l.sendErr != nil {
-		return l.sendErr
 	}
 	return nil
 }
 
-// flush hands frontier to the watermark listeners when it moved: final
-// results up to it are emitted. What they forward is judged downstream
-// against the previous frontier, so a result is not late by the frontier
-// that emitted it.
-func (l *worker) flush(frontier int64) error {
-	if frontier <= l.flushed {
-		return nil
+// step does one piece of barrier work. fwdFloor pins what the work
+// forwards across a boundary to the floor it runs under, so that a result
+// is not late downstream by the frontier that emitted it.
+func (l *worker) step(s barrier.Step, b *marker) error {
+	var err error
+	switch s.Kind {
+	case barrier.Listen:
+		err = l.forwardingAt(s.Floor, func() error { return l.task.Barrier(s.Floor) })
+	case barrier.Flush:
+		err = l.forwardingAt(s.Floor, func() error {
+			if err := l.task.AdvanceWatermark(s.Frontier, s.Floor); err != nil {
+				return fmt.Errorf("lane %d: watermark %d: %w", l.gid, s.Frontier, err)
+			}
+			return nil
+		})
+	case barrier.Commit:
+		err = l.task.Commit()
+	case barrier.Report:
+		r := report{epoch: s.Epoch, lane: l.gid, outs: l.outs, final: true, partTimes: l.snapshotPartTimes()}
+		l.outs = make([]task.Output, 0, reportChunk)
+		select {
+		case l.g.reports <- r:
+		case <-l.ctx.Done():
+			return l.ctx.Err()
+		}
+	case barrier.Forward:
+		err = l.sendMarker(b)
+	case barrier.Enter:
+		l.epoch, l.floor = s.Epoch, s.Floor
+	case barrier.EventTimers:
+		if l.task.HasTimers() {
+			_, err = l.task.FireEventTimers(s.Floor, s.Floor)
+		}
+	case barrier.ProcessingTimers:
+		if l.task.HasTimers() {
+			_, err = l.task.FireProcessingTimers(time.Now().UnixMilli(), s.Floor)
+		}
+	case barrier.PunctuateStreamTime:
+		err = l.forwardingAt(s.Floor, func() error { _, err := l.task.PunctuateStreamTime(s.Floor); return err })
+	case barrier.PunctuateWallClock:
+		err = l.forwardingAt(s.Floor, func() error { _, err := l.task.PunctuateWallClock(s.Floor); return err })
 	}
-	floor := l.flushed
-	l.flushed = frontier
-	l.fwdFloor = floor
-	defer func() { l.fwdFloor = noPin }()
-	if err := l.task.AdvanceWatermark(frontier, floor); err != nil {
-		return fmt.Errorf("lane %d: watermark %d: %w", l.gid, frontier, err)
+	if err != nil {
+		return err
 	}
 	return l.sendErr
+}
+
+// forwardingAt runs fn with what it forwards pinned to floor.
+func (l *worker) forwardingAt(floor int64, fn func() error) error {
+	l.fwdFloor = floor
+	defer func() { l.fwdFloor = noPin }()
+	return fn()
 }

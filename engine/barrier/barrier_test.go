@@ -1,0 +1,157 @@
+package barrier_test
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/cockroachdb/datadriven"
+
+	"github.com/stoatflow/stoatctl/engine/barrier"
+	"github.com/stoatflow/stoatctl/engine/window"
+)
+
+// TestProtocol runs the scripts in testdata/. Each drives one lane and one
+// cutter through events and prints what the protocol answers. Rewrite the
+// expected output with: go test ./engine/barrier -rewrite
+//
+// Commands:
+//
+//	lane producers=N [floor=T]          a fresh lane (and aligner)
+//	record from=P id=X                  a record from producer P
+//	marker from=P epoch=N stamp=T [final]  producer P's marker of barrier N
+//	late close=T                        is a window closing at T late at the lane's floor?
+//	cutter [stamp=T]                    a fresh cutter
+//	due records=N outputs=N watermark=T [wall] [final]  the idle rule
+//	cut watermark=T [final]             cut the next barrier (refused while one is in flight)
+//	commit epoch=N                      epoch N's transaction committed
+//
+// Times are integers or "unknown".
+func TestProtocol(t *testing.T) {
+	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+		var (
+			lane    *barrier.Lane
+			aligner *barrier.Aligner[string]
+			cutter  *barrier.Cutter
+		)
+		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+			args := map[string]string{}
+			for _, a := range d.CmdArgs {
+				args[a.Key] = strings.Join(a.Vals, ",")
+			}
+			_, final := args["final"]
+			switch d.Cmd {
+			case "lane":
+				lane = barrier.NewLane(tm(t, args, "floor"))
+				aligner = barrier.NewAligner[string](num(t, args, "producers"))
+				return state(lane)
+			case "record":
+				id := args["id"]
+				if !aligner.Offer(num(t, args, "from"), id) {
+					return fmt.Sprintf("stash %s (%d stashed)", id, aligner.Stashed())
+				}
+				return "process " + id
+			case "marker":
+				from := num(t, args, "from")
+				b := barrier.Barrier{Epoch: int64(num(t, args, "epoch")), Stamp: tm(t, args, "stamp"), Final: final}
+				if !aligner.Offer(from, fmt.Sprintf("marker(%d from %d)", b.Epoch, from)) {
+					return fmt.Sprintf("stash marker of epoch %d (%d stashed)", b.Epoch, aligner.Stashed())
+				}
+				aligned, released := aligner.Marker(from)
+				if !aligned {
+					return fmt.Sprintf("wait for %d more", aligner.Waiting())
+				}
+				var out strings.Builder
+				fmt.Fprintf(&out, "cross epoch %d stamp %s%s\n", b.Epoch, ts(b.Stamp), map[bool]string{true: " (final)"}[final])
+				for _, s := range lane.Cross(b) {
+					fmt.Fprintf(&out, "  %s\n", step(s))
+				}
+				if len(released) > 0 {
+					fmt.Fprintf(&out, "release %s\n", strings.Join(released, " "))
+				}
+				out.WriteString(state(lane))
+				return out.String()
+			case "late":
+				c := tm(t, args, "close")
+				if window.Closed(c, lane.Floor) {
+					return fmt.Sprintf("late: close %s <= floor %s", ts(c), ts(lane.Floor))
+				}
+				return fmt.Sprintf("admitted: close %s > floor %s", ts(c), ts(lane.Floor))
+			case "cutter":
+				cutter = barrier.NewCutter(tm(t, args, "stamp"))
+				return cut(cutter)
+			case "due":
+				_, wall := args["wall"]
+				a := barrier.Activity{Records: int64(num(t, args, "records")), Outputs: int64(num(t, args, "outputs")),
+					Watermark: tm(t, args, "watermark"), WallClockWork: wall}
+				if cutter.Due(a, final) {
+					return "due"
+				}
+				return "idle"
+			case "cut":
+				if cutter.InFlight() {
+					return fmt.Sprintf("wait: epoch %d is in flight", cutter.Epoch-1)
+				}
+				b := cutter.Cut(tm(t, args, "watermark"), final)
+				return fmt.Sprintf("barrier epoch=%d stamp=%s%s\n%s", b.Epoch, ts(b.Stamp), map[bool]string{true: " final"}[b.Final], cut(cutter))
+			case "commit":
+				cutter.Commit(int64(num(t, args, "epoch")))
+				return cut(cutter)
+			}
+			t.Fatalf("%s: unknown command %q", d.Pos, d.Cmd)
+			return ""
+		})
+	})
+}
+
+func num(t *testing.T, args map[string]string, key string) int {
+	t.Helper()
+	n, err := strconv.Atoi(args[key])
+	if err != nil {
+		t.Fatalf("%s=%q: %v", key, args[key], err)
+	}
+	return n
+}
+
+func tm(t *testing.T, args map[string]string, key string) int64 {
+	t.Helper()
+	v, ok := args[key]
+	if !ok || v == "unknown" {
+		return barrier.Unknown
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		t.Fatalf("%s=%q: %v", key, v, err)
+	}
+	return n
+}
+
+func ts(v int64) string {
+	if v == barrier.Unknown {
+		return "unknown"
+	}
+	return strconv.FormatInt(v, 10)
+}
+
+func step(s barrier.Step) string {
+	switch s.Kind {
+	case barrier.Flush:
+		return fmt.Sprintf("%s frontier=%s floor=%s", s.Kind, ts(s.Frontier), ts(s.Floor))
+	case barrier.Report, barrier.Forward:
+		return fmt.Sprintf("%s epoch=%d", s.Kind, s.Epoch)
+	case barrier.Enter:
+		return fmt.Sprintf("%s epoch=%d floor=%s", s.Kind, s.Epoch, ts(s.Floor))
+	case barrier.Commit:
+		return s.Kind.String()
+	}
+	return fmt.Sprintf("%s floor=%s", s.Kind, ts(s.Floor))
+}
+
+func state(l *barrier.Lane) string {
+	return fmt.Sprintf("lane: epoch=%d floor=%s frontier=%s", l.Epoch, ts(l.Floor), ts(l.Flushed))
+}
+
+func cut(c *barrier.Cutter) string {
+	return fmt.Sprintf("cutter: next=%d committed=%d stamp=%s frontier=%s", c.Epoch, c.Committed, ts(c.Stamp), ts(c.Frontier))
+}
