@@ -19,7 +19,7 @@ import (
 	"github.com/stoatflow/stoatctl/internal/kafkatest"
 )
 
-var seedFlag = flag.Uint64("seed", 0, "seed of the crash tests' kill points and lane counts (0: a fresh one, printed)")
+var seedFlag = flag.Uint64("seed", 0, "seed of the crash and metamorphic tests' random choices: kill points, lane counts, configurations (0: a fresh one, printed)")
 
 // crashSeed returns the seed of a crash test's random choices, -seed's or
 // a fresh one, and logs it so that a failure can be replayed.
@@ -39,6 +39,9 @@ const crashChildEnv = "STOATFLOW_CRASH_CHILD"
 func TestMain(m *testing.M) {
 	if addr := os.Getenv(crashChildEnv); addr != "" {
 		os.Exit(runCrashChild(addr))
+	}
+	if addr := os.Getenv(metaChildEnv); addr != "" {
+		os.Exit(runMetaChild(addr))
 	}
 	os.Exit(m.Run())
 }

@@ -35,7 +35,7 @@ func TestDifferentialDriverVsEngine(t *testing.T) {
 		want := driverOutput(t, ex)
 		for _, lanes := range []int{1, 4, 16} {
 			t.Run(fmt.Sprintf("%s/lanes=%d", ex.Name, lanes), func(t *testing.T) {
-				got := engineOutput(t, ex, lanes)
+				got := engineOutput(t, ex, lanes, total(want))
 				for _, topic := range slices.Sorted(maps.Keys(want)) {
 					w, g := want[topic], got[topic]
 					for _, k := range slices.Sorted(maps.Keys(w)) {
@@ -104,7 +104,42 @@ func driverOutput(t *testing.T, ex examples.Example) map[string]perKey {
 	return out
 }
 
-func engineOutput(t *testing.T, ex examples.Example, lanes int) map[string]perKey {
+// total counts the records of an output.
+func total(out map[string]perKey) int {
+	n := 0
+	for _, pk := range out {
+		for _, vs := range pk {
+			n += len(vs)
+		}
+	}
+	return n
+}
+
+// readOutputs reads every output topic of ex, read committed, until want
+// records arrived in all (waiting up to 30 s: a loaded machine can be slow
+// to serve a fresh consumer) and a little longer, to catch duplicates.
+func readOutputs(t *testing.T, addr string, ex examples.Example, want int) map[string]perKey {
+	t.Helper()
+	out := map[string]perKey{}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		n := 0
+		for _, o := range ex.Outputs {
+			pk := perKey{}
+			recs := readCommitted(t, addr, o.Topic, 1<<30, 500*time.Millisecond)
+			for _, r := range recs {
+				pk[r.Key] = append(pk[r.Key], r.Value)
+			}
+			out[o.Topic] = pk
+			n += len(recs)
+		}
+		if n >= want || time.Now().After(deadline) {
+			return out
+		}
+	}
+}
+
+func engineOutput(t *testing.T, ex examples.Example, lanes, want int) map[string]perKey {
 	topics := map[string]int32{}
 	for _, tp := range ex.InputTopics() {
 		topics[tp] = 4
@@ -139,15 +174,7 @@ func engineOutput(t *testing.T, ex examples.Example, lanes int) map[string]perKe
 		}
 		i = j
 	}
-	out := map[string]perKey{}
-	for _, o := range ex.Outputs {
-		// Everything is committed; an empty read says the output is.
-		pk := perKey{}
-		for _, r := range readCommitted(t, addr, o.Topic, 1<<30, 2*time.Second) {
-			pk[r.Key] = append(pk[r.Key], r.Value)
-		}
-		out[o.Topic] = pk
-	}
+	out := readOutputs(t, addr, ex, want)
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -169,83 +196,103 @@ func TestDifferentialFixtures(t *testing.T) {
 	}
 	for _, path := range paths {
 		t.Run(strings.TrimPrefix(path, "../fixtures/"), func(t *testing.T) {
-			f, err := replay.Load(path)
+			ex, skip, err := fixtureExample(path)
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, s := range f.Steps {
-				if s.Kind == replay.StepAdvanceWatermark || s.Kind == replay.StepAdvanceWallClock || s.Kind == replay.StepRecordsFile {
-					t.Skipf("step %d is %s: time is moved by hand, which only the driver can do", s.Index, s.Kind)
-				}
-			}
-			file, err := topofile.Resolve(f.Topology, filepath.Dir(path))
-			if err != nil {
-				t.Fatal(err)
-			}
-			conf := maps.Clone(file.Config)
-			maps.Copy(conf, f.Driver.Config)
-			if conf["application.id"] == "" {
-				conf["application.id"] = "fixture"
-			}
-			built, err := file.Topology.Build(config.New(conf))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var ex examples.Example
-			ex.Name = "fixture-" + strings.NewReplacer("/", "-", ".", "-").Replace(filepath.Base(path))
-			ex.Config = conf
-			ex.Build = func() *topology.Topology {
-				fresh, err := topofile.Resolve(f.Topology, filepath.Dir(path))
-				if err != nil {
-					t.Fatal(err)
-				}
-				return fresh.Topology
-			}
-			raw := map[int][2][]byte{}
-			for i, s := range f.Steps {
-				if s.Kind != replay.StepRecord {
-					continue
-				}
-				src, ok := built.SourceNodeFor(s.Record.Topic)
-				if !ok {
-					t.Fatalf("step %d: no source reads %s", s.Index, s.Record.Topic)
-				}
-				k, err := replay.Serialize(src.Source.KeySerde, s.Record.Topic, s.Record.Key)
-				if err != nil {
-					t.Fatal(err)
-				}
-				v, err := replay.Serialize(src.Source.ValueSerde, s.Record.Topic, s.Record.Value)
-				if err != nil {
-					t.Fatal(err)
-				}
-				raw[i] = [2][]byte{k, v}
-				if v == nil {
-					if nullValues[ex.Name] == nil {
-						nullValues[ex.Name] = map[int]bool{}
-					}
-					nullValues[ex.Name][len(ex.Inputs)] = true
-				}
-				ex.Inputs = append(ex.Inputs, examples.Input{Topic: s.Record.Topic, Key: string(k), Value: string(v), Timestamp: s.Record.Timestamp})
-			}
-			for _, n := range built.Nodes {
-				if n.Sink != nil && n.Boundary == nil && n.Sink.Topic != "" {
-					ex.Outputs = append(ex.Outputs, examples.Output{Topic: n.Sink.Topic})
-				}
+			if skip != "" {
+				t.Skip(skip)
 			}
 			want := driverOutput(t, ex)
-			got := engineOutput(t, ex, 4)
-			for topic, w := range want {
-				for k, vs := range w {
-					if !slices.Equal(vs, got[topic][k]) {
-						t.Errorf("%s key %q: engine %q, driver %q", topic, k, got[topic][k], vs)
-					}
-				}
-				for k, vs := range got[topic] {
-					if _, ok := w[k]; !ok {
-						t.Errorf("%s key %q: engine wrote %q, driver nothing", topic, k, vs)
-					}
-				}
-			}
+			got := engineOutput(t, ex, 4, total(want))
+			comparePerKey(t, want, got)
 		})
 	}
+}
+
+// comparePerKey requires got to hold exactly want's records per key, in
+// want's order.
+func comparePerKey(t *testing.T, want, got map[string]perKey) {
+	t.Helper()
+	for topic, w := range want {
+		for k, vs := range w {
+			if !slices.Equal(vs, got[topic][k]) {
+				t.Errorf("%s key %q: engine %q, driver %q", topic, k, got[topic][k], vs)
+			}
+		}
+		for k, vs := range got[topic] {
+			if _, ok := w[k]; !ok {
+				t.Errorf("%s key %q: engine wrote %q, driver nothing", topic, k, vs)
+			}
+		}
+	}
+}
+
+// fixtureExample turns a fixture whose steps are records only into an
+// example: its topology, configuration, raw inputs and output topics. skip
+// says why a fixture cannot be one.
+func fixtureExample(path string) (ex examples.Example, skip string, err error) {
+	f, err := replay.Load(path)
+	if err != nil {
+		return ex, "", err
+	}
+	for _, s := range f.Steps {
+		if s.Kind == replay.StepAdvanceWatermark || s.Kind == replay.StepAdvanceWallClock || s.Kind == replay.StepRecordsFile {
+			return ex, fmt.Sprintf("step %d is %s: time is moved by hand, which only the driver can do", s.Index, s.Kind), nil
+		}
+	}
+	file, err := topofile.Resolve(f.Topology, filepath.Dir(path))
+	if err != nil {
+		return ex, "", err
+	}
+	conf := maps.Clone(file.Config)
+	maps.Copy(conf, f.Driver.Config)
+	if conf["application.id"] == "" {
+		conf["application.id"] = "fixture"
+	}
+	built, err := file.Topology.Build(config.New(conf))
+	if err != nil {
+		return ex, "", err
+	}
+	ex.Name = "fixture-" + strings.NewReplacer("/", "-", ".", "-").Replace(filepath.Base(path))
+	ex.Config = conf
+	var buildErr error
+	ex.Build = func() *topology.Topology {
+		fresh, err := topofile.Resolve(f.Topology, filepath.Dir(path))
+		if err != nil {
+			buildErr = err
+			return nil
+		}
+		return fresh.Topology
+	}
+	for _, s := range f.Steps {
+		if s.Kind != replay.StepRecord {
+			continue
+		}
+		src, ok := built.SourceNodeFor(s.Record.Topic)
+		if !ok {
+			return ex, "", fmt.Errorf("%s: step %d: no source reads %s", path, s.Index, s.Record.Topic)
+		}
+		k, err := replay.Serialize(src.Source.KeySerde, s.Record.Topic, s.Record.Key)
+		if err != nil {
+			return ex, "", err
+		}
+		v, err := replay.Serialize(src.Source.ValueSerde, s.Record.Topic, s.Record.Value)
+		if err != nil {
+			return ex, "", err
+		}
+		if v == nil {
+			if nullValues[ex.Name] == nil {
+				nullValues[ex.Name] = map[int]bool{}
+			}
+			nullValues[ex.Name][len(ex.Inputs)] = true
+		}
+		ex.Inputs = append(ex.Inputs, examples.Input{Topic: s.Record.Topic, Key: string(k), Value: string(v), Timestamp: s.Record.Timestamp})
+	}
+	for _, n := range built.Nodes {
+		if n.Sink != nil && n.Boundary == nil && n.Sink.Topic != "" {
+			ex.Outputs = append(ex.Outputs, examples.Output{Topic: n.Sink.Topic})
+		}
+	}
+	return ex, "", buildErr
 }

@@ -319,6 +319,15 @@ func (e *Engine) Run(ctx context.Context) error {
 		return errors.New("engine: Run called twice")
 	}
 	err := e.run(ctx)
+	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		// Stopped while starting, or while the lanes were being rebuilt
+		// after a rebalance: the call that failed was cut short by the
+		// caller's own cancellation. Nothing uncommitted is lost (it is
+		// reprocessed from the committed offsets), so this is a clean stop,
+		// as SIGINT during start-up should be.
+		e.log.Info("stopped before the lanes were running", "cause", err)
+		err = nil
+	}
 	if err != nil {
 		e.setState(Error)
 		e.log.Error("engine stopped", "err", err)

@@ -268,3 +268,19 @@ func logLevel() slog.Level {
 	}
 	return slog.LevelInfo
 }
+
+// TestStopDuringStartIsClean: a caller that cancels while the engine is
+// still connecting (SIGINT during start-up) gets a clean stop, not an
+// error; nothing was processed, so nothing is lost.
+func TestStopDuringStartIsClean(t *testing.T) {
+	addr := startKafka(t, map[string]int32{"in": 1, "out": 1})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	e := engine.New(uppercase(), cfg(addr, "stop-at-start"), engine.WithLogger(testLogger(t)))
+	if err := e.Run(ctx); err != nil {
+		t.Fatalf("Run with a cancelled context: %v, want a clean stop", err)
+	}
+	if s := e.State(); s != engine.NotRunning {
+		t.Fatalf("state %s, want %s", s, engine.NotRunning)
+	}
+}

@@ -1,0 +1,264 @@
+package engine_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/stoatflow/stoatctl/engine"
+	"github.com/stoatflow/stoatctl/fixtures/examples"
+	"github.com/stoatflow/stoatctl/replay"
+)
+
+// The child process of the metamorphic test: it runs one case's topology
+// until SIGTERM (a clean stop) or SIGKILL (a crash).
+const (
+	metaChildEnv  = "STOATFLOW_META_CHILD" // the broker address
+	metaCaseEnv   = "STOATFLOW_META_CASE"  // example:NAME or fixture:PATH
+	metaAppEnv    = "STOATFLOW_META_APP"
+	metaConfigEnv = "STOATFLOW_META_CONFIG" // key=value;key=value
+)
+
+// metaConfig is one configuration of the metamorphic matrix.
+type metaConfig struct {
+	lanes   int
+	barrier string // "50ms", "500ms" or "adaptive"
+	kills   int
+}
+
+var (
+	metaLanes    = []int{1, 4, 16}
+	metaBarriers = []string{"50ms", "500ms", "adaptive"}
+	metaKills    = []int{0, 1, 3}
+)
+
+func (c metaConfig) String() string {
+	return fmt.Sprintf("lanes=%d,barrier=%s,kills=%d", c.lanes, c.barrier, c.kills)
+}
+
+// settings are the engine keys of the configuration: a fixed barrier
+// interval pins min, max and interval and turns the adaptive factor off.
+func (c metaConfig) settings() map[string]string {
+	s := map[string]string{"num.stream.threads": strconv.Itoa(c.lanes)}
+	switch c.barrier {
+	case "50ms", "500ms":
+		ms := strings.TrimSuffix(c.barrier, "ms")
+		for _, k := range []string{engine.BarrierIntervalMs, engine.BarrierMinIntervalMs, engine.BarrierMaxIntervalMs} {
+			s[k] = ms
+		}
+		s[engine.BarrierIntervalFactor] = "0"
+	}
+	return s
+}
+
+// TestMetamorphic runs every Go example and every record-only fixture under
+// fixtures/ on the live engine under one configuration each, drawn by the
+// seed from lanes {1, 4, 16} x barrier interval {50 ms, 500 ms, adaptive}
+// x crashes {0, 1, 3 SIGKILLs}, and requires the committed output after
+// the final flush to be the test driver's, per key and in order. Every
+// configuration must give the same output, so each run of the suite checks
+// another corner of the matrix; the seed is logged and -seed N replays the
+// same draw. Fixtures that move time by hand are left out (see
+// TestDifferentialFixtures).
+func TestMetamorphic(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the engine once per example and fixture; skipped with -short")
+	}
+	rng := rand.New(rand.NewPCG(crashSeed(t), 11))
+	type metaCase struct {
+		ref string
+		ex  examples.Example
+	}
+	var cases []metaCase
+	for _, ex := range examples.All() {
+		cases = append(cases, metaCase{ref: "example:" + ex.Name, ex: ex})
+	}
+	paths, err := replay.Expand([]string{"../fixtures"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range paths {
+		ex, skip, err := fixtureExample(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if skip == "" {
+			cases = append(cases, metaCase{ref: "fixture:" + path, ex: ex})
+		}
+	}
+	for _, c := range cases {
+		mc := metaConfig{lanes: metaLanes[rng.IntN(3)], barrier: metaBarriers[rng.IntN(3)], kills: metaKills[rng.IntN(3)]}
+		t.Run(c.ex.Name+"/"+mc.String(), func(t *testing.T) {
+			want := driverOutput(t, c.ex)
+			got := metamorphicRun(t, c.ref, c.ex, mc, rng, total(want))
+			comparePerKey(t, want, got)
+		})
+	}
+}
+
+// metamorphicRun feeds ex's inputs to child engines, one run of same-topic
+// records at a time (each committed before the next, as in
+// TestDifferentialDriverVsEngine), killing the child mc.kills times at
+// random moments while a run is in flight, and returns the committed
+// output after a clean stop.
+func metamorphicRun(t *testing.T, ref string, ex examples.Example, mc metaConfig, rng *rand.Rand, want int) map[string]perKey {
+	topics := map[string]int32{}
+	for _, tp := range ex.InputTopics() {
+		topics[tp] = 4
+	}
+	for _, o := range ex.Outputs {
+		topics[o.Topic] = 4
+	}
+	addr := startBroker(t, topics)
+	app := "meta-" + ex.Name
+	var settings []string
+	for k, v := range mc.settings() {
+		settings = append(settings, k+"="+v)
+	}
+	start := func() *exec.Cmd {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), metaChildEnv+"="+addr, metaCaseEnv+"="+ref, metaAppEnv+"="+app, metaConfigEnv+"="+strings.Join(settings, ";"))
+		cmd.Stderr = os.Stderr
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		// Wait until the child handles SIGTERM: one sent earlier would
+		// kill it (a crash the test did not mean), not stop it cleanly.
+		ready := make(chan struct{})
+		go func() {
+			var b [6]byte
+			if n, _ := io.ReadFull(out, b[:]); n == 6 && string(b[:]) == "ready\n" {
+				close(ready)
+			}
+			_, _ = io.Copy(io.Discard, out)
+		}()
+		select {
+		case <-ready:
+		case <-time.After(30 * time.Second):
+			t.Fatal("the child did not start within 30s")
+		}
+		return cmd
+	}
+	inputs := rawInputs(ex)
+	var runs [][]rawInput
+	for i := 0; i < len(inputs); {
+		j := i
+		for j < len(inputs) && inputs[j].Topic == inputs[i].Topic {
+			j++
+		}
+		runs = append(runs, inputs[i:j])
+		i = j
+	}
+	killsAt := map[int]int{}
+	for range mc.kills {
+		killsAt[rng.IntN(len(runs))]++
+	}
+	child := start()
+	t.Cleanup(func() { _ = child.Process.Kill(); _ = child.Wait() })
+	for i, run := range runs {
+		var recs []kv
+		for _, r := range run {
+			recs = append(recs, r.kv)
+		}
+		produce(t, addr, run[0].Topic, recs)
+		for range killsAt[i] {
+			time.Sleep(time.Duration(50+rng.IntN(750)) * time.Millisecond)
+			_ = child.Process.Kill()
+			_ = child.Wait()
+			child = start()
+		}
+		awaitCommitted(t, addr, app, run[0].Topic)
+	}
+	_ = child.Process.Signal(syscall.SIGTERM)
+	if err := child.Wait(); err != nil {
+		t.Fatalf("last run: %v", err)
+	}
+	return readOutputs(t, addr, ex, want)
+}
+
+// awaitCommitted waits until group has committed every partition of topic
+// to its end.
+func awaitCommitted(t *testing.T, addr, group, topic string) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		ends, err1 := adm.ListEndOffsets(context.Background(), topic)
+		committed, err2 := adm.FetchOffsets(context.Background(), group)
+		if err1 == nil && err2 == nil {
+			done := true
+			ends.Each(func(o kadm.ListedOffset) {
+				if c, ok := committed.Lookup(o.Topic, o.Partition); o.Offset > 0 && (!ok || c.At < o.Offset) {
+					done = false
+				}
+			})
+			if done {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("group %s did not commit %s to its end within 60s", group, topic)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// runMetaChild is the child process: it runs the case until SIGTERM.
+func runMetaChild(addr string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	os.Stdout.WriteString("ready\n")
+	ref := os.Getenv(metaCaseEnv)
+	var ex examples.Example
+	switch kind, name, _ := strings.Cut(ref, ":"); kind {
+	case "example":
+		var ok bool
+		if ex, ok = examples.Lookup(name); !ok {
+			fmt.Fprintf(os.Stderr, "meta child: no example %s\n", name)
+			return 1
+		}
+	case "fixture":
+		var err error
+		if ex, _, err = fixtureExample(name); err != nil {
+			fmt.Fprintf(os.Stderr, "meta child: %v\n", err)
+			return 1
+		}
+	}
+	c := cfg(addr, os.Getenv(metaAppEnv), "group.instance.id", "meta-1", "session.timeout.ms", "6000")
+	for k, v := range ex.Config {
+		if k != "application.id" {
+			c[k] = v
+		}
+	}
+	for _, setting := range strings.Split(os.Getenv(metaConfigEnv), ";") {
+		if k, v, ok := strings.Cut(setting, "="); ok {
+			c[k] = v
+		}
+	}
+	if err := engine.New(ex.Build(), c, engine.WithLogger(testLogger(nil))).Run(ctx); err != nil {
+		fmt.Fprintf(os.Stderr, "meta child: %v\n", err)
+		return 1
+	}
+	return 0
+}
