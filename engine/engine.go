@@ -128,6 +128,13 @@ type options struct {
 // WithLogger sets the logger (default: discard).
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
 
+// WithWallClock sets the wall clock the engine's processing runs under,
+// in epoch milliseconds: what wall-clock punctuators and processing-time
+// timers see and fire by, and the idleness clock of the watermark. The
+// default is the system clock. The barrier cadence and the network
+// deadlines stay on real time.
+func WithWallClock(now func() int64) Option { return func(o *options) { o.wall = now } }
+
 // WithMetrics sets the registry the engine counts into.
 func WithMetrics(r *metrics.Registry) Option { return func(o *options) { o.metrics = r } }
 

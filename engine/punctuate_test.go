@@ -1,10 +1,12 @@
 package engine_test
 
 import (
+	"context"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/stoatflow/stoatctl/engine"
 	"github.com/stoatflow/stoatctl/engine/processor"
 	"github.com/stoatflow/stoatctl/engine/serde"
 	"github.com/stoatflow/stoatctl/engine/topology"
@@ -48,5 +50,39 @@ func TestWallClockPunctuatorFiresOnIdleInput(t *testing.T) {
 	}
 	if len(got) != 1 || got[0].Key != "tick" || got[0].Value != "tock" {
 		t.Fatalf("output %v, want one tick", got)
+	}
+}
+
+// TestInjectedWallClockDrivesPunctuators: with WithWallClock, the lanes'
+// wall clock is the injected one; a punctuator sees its time, not the
+// system's.
+func TestInjectedWallClockDrivesPunctuators(t *testing.T) {
+	addr := startBroker(t, map[string]int32{"in": 1, "out": 1})
+	var fired atomic.Int64
+	topo := topology.New().
+		AddSource("source", topology.ConsumedWith(serde.String(), serde.String()).Spec(), "in").
+		AddProcessor("tick", processor.Supply(func() processor.Processor[string, string, string, string] {
+			return &ticker{fired: &fired}
+		}), "source").
+		AddSink("sink", topology.ProducedWith(serde.String(), serde.String()).Spec("out"), "out", "tick")
+	// A clock in 2001 that moves 50 ms per reading.
+	const start = int64(1_000_000_000_000)
+	var now atomic.Int64
+	now.Store(start)
+	clock := func() int64 { return now.Add(50) }
+	e := engine.New(topo, cfg(addr, "ticks-injected", "num.stream.threads", "1"), engine.WithLogger(testLogger(t)), engine.WithWallClock(clock))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	got := readCommitted(t, addr, "out", 1, 20*time.Second)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Key != "tick" {
+		t.Fatalf("output %v, want one tick", got)
+	}
+	if ts := got[0].Timestamp; ts < start || ts > now.Load() {
+		t.Fatalf("tick stamped %d, want the injected clock's time in [%d, %d]", ts, start, now.Load())
 	}
 }

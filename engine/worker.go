@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"sync"
-	"time"
 
 	"github.com/stoatflow/stoatctl/engine/barrier"
 	"github.com/stoatflow/stoatctl/engine/lane"
@@ -160,7 +159,7 @@ func (c laneClock) Floor() int64 {
 	return c.l.floor
 }
 
-func (c laneClock) WallClock() int64 { return time.Now().UnixMilli() }
+func (c laneClock) WallClock() int64 { return c.l.g.e.opts.wall() }
 
 func (l *worker) snapshotPartTimes() map[watermark.Partition]int64 {
 	l.ptMu.Lock()
@@ -365,7 +364,7 @@ func (l *worker) step(s barrier.Step, b *marker) error {
 		}
 	case barrier.ProcessingTimers:
 		if l.task.HasTimers() {
-			_, err = l.task.FireProcessingTimers(time.Now().UnixMilli(), s.Floor)
+			_, err = l.task.FireProcessingTimers(l.g.e.opts.wall(), s.Floor)
 		}
 	case barrier.PunctuateStreamTime:
 		err = l.forwardingAt(s.Floor, func() error { _, err := l.task.PunctuateStreamTime(s.Floor); return err })
