@@ -139,7 +139,8 @@ func readOutputs(t *testing.T, addr string, ex examples.Example, want int) map[s
 	}
 }
 
-func engineOutput(t *testing.T, ex examples.Example, lanes, want int) map[string]perKey {
+// exampleTopics are ex's input and output topics, four partitions each.
+func exampleTopics(ex examples.Example) map[string]int32 {
 	topics := map[string]int32{}
 	for _, tp := range ex.InputTopics() {
 		topics[tp] = 4
@@ -147,7 +148,11 @@ func engineOutput(t *testing.T, ex examples.Example, lanes, want int) map[string
 	for _, o := range ex.Outputs {
 		topics[o.Topic] = 4
 	}
-	addr := startBroker(t, topics)
+	return topics
+}
+
+func engineOutput(t *testing.T, ex examples.Example, lanes, want int) map[string]perKey {
+	addr := startBroker(t, exampleTopics(ex))
 	c := cfg(addr, ex.Name, "num.stream.threads", fmt.Sprint(lanes))
 	for k, v := range ex.Config {
 		if k != "application.id" {

@@ -14,11 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/stoatflow/stoatctl/engine"
 	"github.com/stoatflow/stoatctl/fixtures/examples"
+	"github.com/stoatflow/stoatctl/internal/kafkatest"
 	"github.com/stoatflow/stoatctl/replay"
 )
 
@@ -114,14 +112,7 @@ func TestMetamorphic(t *testing.T) {
 // random moments while a run is in flight, and returns the committed
 // output after a clean stop.
 func metamorphicRun(t *testing.T, ref string, ex examples.Example, mc metaConfig, rng *rand.Rand, want int) map[string]perKey {
-	topics := map[string]int32{}
-	for _, tp := range ex.InputTopics() {
-		topics[tp] = 4
-	}
-	for _, o := range ex.Outputs {
-		topics[o.Topic] = 4
-	}
-	addr := startBroker(t, topics)
+	addr := startBroker(t, exampleTopics(ex))
 	app := "meta-" + ex.Name
 	var settings []string
 	for k, v := range mc.settings() {
@@ -183,45 +174,13 @@ func metamorphicRun(t *testing.T, ref string, ex examples.Example, mc metaConfig
 			_ = child.Wait()
 			child = start()
 		}
-		awaitCommitted(t, addr, app, run[0].Topic)
+		kafkatest.AwaitCommitted(t, addr, app, run[0].Topic)
 	}
 	_ = child.Process.Signal(syscall.SIGTERM)
 	if err := child.Wait(); err != nil {
 		t.Fatalf("last run: %v", err)
 	}
 	return readOutputs(t, addr, ex, want)
-}
-
-// awaitCommitted waits until group has committed every partition of topic
-// to its end.
-func awaitCommitted(t *testing.T, addr, group, topic string) {
-	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		ends, err1 := adm.ListEndOffsets(context.Background(), topic)
-		committed, err2 := adm.FetchOffsets(context.Background(), group)
-		if err1 == nil && err2 == nil {
-			done := true
-			ends.Each(func(o kadm.ListedOffset) {
-				if c, ok := committed.Lookup(o.Topic, o.Partition); o.Offset > 0 && (!ok || c.At < o.Offset) {
-					done = false
-				}
-			})
-			if done {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("group %s did not commit %s to its end within 60s", group, topic)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // runMetaChild is the child process: it runs the case until SIGTERM.

@@ -31,18 +31,23 @@ func (p *ticker) Init(ctx processor.Context[string, string]) error {
 
 func (p *ticker) Process(processor.Record[string, string]) error { return nil }
 
-// TestWallClockPunctuatorFiresOnIdleInput: wall-clock punctuators fire at
-// barriers, so barriers keep coming with no input at all, and what the
-// punctuator forwards is committed.
-func TestWallClockPunctuatorFiresOnIdleInput(t *testing.T) {
-	addr := startBroker(t, map[string]int32{"in": 1, "out": 1})
+// tickerTopology reads "in" and writes what a ticker forwards to "out".
+func tickerTopology() *topology.Topology {
 	var fired atomic.Int64
-	topo := topology.New().
+	return topology.New().
 		AddSource("source", topology.ConsumedWith(serde.String(), serde.String()).Spec(), "in").
 		AddProcessor("tick", processor.Supply(func() processor.Processor[string, string, string, string] {
 			return &ticker{fired: &fired}
 		}), "source").
 		AddSink("sink", topology.ProducedWith(serde.String(), serde.String()).Spec("out"), "out", "tick")
+}
+
+// TestWallClockPunctuatorFiresOnIdleInput: wall-clock punctuators fire at
+// barriers, so barriers keep coming with no input at all, and what the
+// punctuator forwards is committed.
+func TestWallClockPunctuatorFiresOnIdleInput(t *testing.T) {
+	addr := startBroker(t, map[string]int32{"in": 1, "out": 1})
+	topo := tickerTopology()
 	_, stop := runEngine(t, topo, cfg(addr, "ticks", "num.stream.threads", "1"))
 	got := readCommitted(t, addr, "out", 1, 20*time.Second)
 	if err := stop(); err != nil {
@@ -58,13 +63,7 @@ func TestWallClockPunctuatorFiresOnIdleInput(t *testing.T) {
 // system's.
 func TestInjectedWallClockDrivesPunctuators(t *testing.T) {
 	addr := startBroker(t, map[string]int32{"in": 1, "out": 1})
-	var fired atomic.Int64
-	topo := topology.New().
-		AddSource("source", topology.ConsumedWith(serde.String(), serde.String()).Spec(), "in").
-		AddProcessor("tick", processor.Supply(func() processor.Processor[string, string, string, string] {
-			return &ticker{fired: &fired}
-		}), "source").
-		AddSink("sink", topology.ProducedWith(serde.String(), serde.String()).Spec("out"), "out", "tick")
+	topo := tickerTopology()
 	// A clock in 2001 that moves 50 ms per reading.
 	const start = int64(1_000_000_000_000)
 	var now atomic.Int64

@@ -220,22 +220,18 @@ func awaitConsumed(t *testing.T, cl *kgo.Client, group string, topics []string, 
 	var last string
 	stillSince := time.Now()
 	for {
-		committed, err := adm.FetchOffsets(ctx, group)
+		// The group's committed offsets name its other topics (Kafka
+		// Streams' repartition topics): they must reach their ends too.
 		all := slices.Clone(topics)
-		for topic := range committed {
-			if !slices.Contains(all, topic) {
-				all = append(all, topic)
+		if committed, err := adm.FetchOffsets(ctx, group); err == nil {
+			for topic := range committed {
+				if !slices.Contains(all, topic) {
+					all = append(all, topic)
+				}
 			}
 		}
-		ends, err2 := adm.ListEndOffsets(ctx, all...)
-		if err == nil && err2 == nil && ends.Error() == nil {
-			done := true
-			ends.Each(func(o kadm.ListedOffset) {
-				c, ok := committed.Lookup(o.Topic, o.Partition)
-				if o.Offset > 0 && (!ok || c.At < o.Offset) {
-					done = false
-				}
-			})
+		done, committed, err := kafkatest.CommittedToEnd(ctx, adm, group, all...)
+		if err == nil {
 			now := fmt.Sprint(committed.Sorted())
 			if now != last {
 				last, stillSince = now, time.Now()
@@ -246,7 +242,7 @@ func awaitConsumed(t *testing.T, cl *kgo.Client, group string, topics []string, 
 		}
 		select {
 		case <-ctx.Done():
-			t.Fatalf("group %s did not commit %v to their ends within 2 minutes (committed: %s)\n%s", group, all, last, out)
+			t.Fatalf("group %s did not commit %v and its other topics to their ends within 2 minutes (committed: %s)\n%s", group, topics, last, out)
 		case <-time.After(100 * time.Millisecond):
 		}
 	}

@@ -320,3 +320,51 @@ func sameOffsets(a, b kadm.ListedOffsets) bool {
 	})
 	return same
 }
+
+// CommittedToEnd reports whether group has committed every partition of
+// topics up to its end offset (a partition that never held a record needs
+// no commit), with the group's committed offsets.
+func CommittedToEnd(ctx context.Context, adm *kadm.Client, group string, topics ...string) (bool, kadm.OffsetResponses, error) {
+	committed, err := adm.FetchOffsets(ctx, group)
+	if err != nil {
+		return false, nil, err
+	}
+	ends, err := adm.ListEndOffsets(ctx, topics...)
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		return false, committed, err
+	}
+	done := true
+	ends.Each(func(o kadm.ListedOffset) {
+		if c, ok := committed.Lookup(o.Topic, o.Partition); o.Offset > 0 && (!ok || c.At < o.Offset) {
+			done = false
+		}
+	})
+	return done, committed, nil
+}
+
+// AwaitCommitted waits, up to a minute, until group has committed every
+// partition of topics to its end.
+func AwaitCommitted(t testing.TB, addr, group string, topics ...string) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for {
+		if done, _, err := CommittedToEnd(ctx, adm, group, topics...); err == nil && done {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("group %s did not commit %v to their ends within a minute", group, topics)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
