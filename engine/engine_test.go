@@ -37,6 +37,22 @@ func startBroker(t testing.TB, topics map[string]int32) string {
 	return b.Addr()
 }
 
+// eventually checks cond every 10 ms until it holds, and fails the test
+// with what when it still does not after within.
+func eventually(t testing.TB, within time.Duration, what func() string, cond func() bool) {
+	t.Helper()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(within)
+	for !cond() {
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatal(what())
+		}
+	}
+}
+
 // startKafka gives a test that runs in both tiers its broker: embedded by
 // default, real Kafka under STOATCTL_TEST_KAFKA=real (internal/kafkatest).
 func startKafka(t testing.TB, topics map[string]int32) string {

@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -36,15 +37,12 @@ func TestGlobalTableJoin(t *testing.T) {
 	}
 	produce(t, addr, "customers", []kv{{Key: "c1", Value: "Alice Smith"}})
 	// The update must be in the global store before o4 is produced.
-	deadline := time.Now().Add(20 * time.Second)
-	for e.Stats().GlobalRecords < 3 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the global store applied %d records, want 3", e.Stats().GlobalRecords)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	eventually(t, 20*time.Second, func() string {
+		return fmt.Sprintf("the global store applied %d records, want 3", e.Stats().GlobalRecords)
+	},
+		func() bool { return e.Stats().GlobalRecords >= 3 })
 	produce(t, addr, "orders", []kv{{Key: "o4", Value: "c1"}})
-	deadline = time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(20 * time.Second)
 	for e.Stats().Records < 4 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -169,6 +169,8 @@ func metamorphicRun(t *testing.T, ref string, ex examples.Example, mc metaConfig
 		}
 		produce(t, addr, run[0].Topic, recs)
 		for range killsAt[i] {
+			// Not a wait for a condition: the pause is the crash point,
+			// drawn by the seed, as in crashAndRestart.
 			time.Sleep(time.Duration(50+rng.IntN(750)) * time.Millisecond)
 			_ = child.Process.Kill()
 			_ = child.Wait()

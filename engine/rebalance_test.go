@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -42,17 +43,10 @@ func TestRebalanceExactlyOnce(t *testing.T) {
 	// returns them.
 	owned := func(name string, e *engine.Engine, n int) []int32 {
 		t.Helper()
-		deadline := time.Now().Add(60 * time.Second)
-		for {
-			ps := e.Assignment()["in"]
-			if len(ps) == n {
-				return ps
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("instance %s runs partitions %v, want %d of them", name, ps, n)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		var ps []int32
+		eventually(t, 60*time.Second, func() string { return fmt.Sprintf("instance %s runs partitions %v, want %d of them", name, ps, n) },
+			func() bool { ps = e.Assignment()["in"]; return len(ps) == n })
+		return ps
 	}
 	a, stopA := runEngine(t, counts(), cfg(addr, "rebalance", "stoatflow.instance.id", "a"))
 	owned("a", a, 6)

@@ -282,12 +282,7 @@ func partitionList() []int32 {
 // TopicPartitionMetadata), and its state directory.
 func reportKafkaStreamsState(t *testing.T, addr, app, stateDir string, m interop.Mirror) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
+	adm := kafkatest.Admin(t, addr)
 	ctx := context.Background()
 	topics, err := adm.ListTopics(ctx)
 	if err != nil {

@@ -289,12 +289,7 @@ func retriable(err error) bool {
 // embedded broker writes the markers before it answers.
 func AwaitStable(t testing.TB, addr string, topics ...string) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
+	adm := Admin(t, addr)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for {
@@ -349,12 +344,7 @@ func CommittedToEnd(ctx context.Context, adm *kadm.Client, group string, topics 
 // partition of topics to its end.
 func AwaitCommitted(t testing.TB, addr, group string, topics ...string) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
+	adm := Admin(t, addr)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for {
@@ -367,4 +357,15 @@ func AwaitCommitted(t testing.TB, addr, group string, topics ...string) {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// Admin returns an admin client of the broker at addr, closed when t ends.
+func Admin(t testing.TB, addr string) *kadm.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return kadm.NewClient(cl)
 }
