@@ -20,6 +20,7 @@ import (
 	"github.com/stoatflow/stoatctl/engine/topology"
 	"github.com/stoatflow/stoatctl/engine/watermark"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -814,6 +815,38 @@ type committedOffset struct {
 	partitionTime int64
 }
 
+// stableOffsets fetches the group's committed offsets once no
+// transactional commit of them is pending (KIP-447's require_stable).
+// Apache Kafka makes a transaction's offsets visible only when its commit
+// marker reaches the offsets topic, which is after EndTxn returns: an
+// instance taking partitions over in a rebalance could otherwise read the
+// offsets from before its predecessor's last epoch, while the changelogs
+// already hold that epoch's state, and count the epoch twice. (The real
+// broker tests found it; the embedded broker writes markers before it
+// answers.) While a commit is pending, the broker answers
+// UNSTABLE_OFFSET_COMMIT, and the fetch is retried.
+func (r *runner) stableOffsets(ctx context.Context) (kadm.OffsetResponses, error) {
+	deadline := time.Now().Add(60 * time.Second)
+	for wait := 10 * time.Millisecond; ; wait = min(2*wait, 500*time.Millisecond) {
+		resp, err := r.adm.FetchOffsets(kadm.RequireStable(ctx), r.s.appID)
+		if err == nil {
+			// Other per-partition errors are the caller's to judge.
+			if perr := resp.Error(); perr == nil || !errors.Is(perr, kerr.UnstableOffsetCommit) {
+				return resp, nil
+			}
+			err = resp.Error()
+		}
+		if !errors.Is(err, kerr.UnstableOffsetCommit) || time.Now().After(deadline) {
+			return nil, fmt.Errorf("engine: fetch committed offsets of group %s: %w", r.s.appID, err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(wait):
+		}
+	}
+}
+
 // committedOffsets reads the group's committed offsets for the assigned
 // partitions, and where there are none the start (or end, under
 // auto.offset.reset=latest) of the partition.
@@ -822,9 +855,9 @@ func (r *runner) committedOffsets(ctx context.Context, assigned map[string][]int
 	if len(assigned) == 0 {
 		return out, nil
 	}
-	resp, err := r.adm.FetchOffsets(ctx, r.s.appID)
+	resp, err := r.stableOffsets(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("engine: fetch committed offsets of group %s: %w", r.s.appID, err)
+		return nil, err
 	}
 	var need []string
 	for t, ps := range assigned {
