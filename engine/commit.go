@@ -249,6 +249,22 @@ func (r *runner) commit(c *committer, p *pendingEpoch) error {
 		if produceErr != nil {
 			try = kgo.TryAbort
 		}
+		// An epoch cut before a rebalance never commits after it. The
+		// group may have handed some of its partitions to another
+		// instance, which reads their offsets and state as of the last
+		// commit and processes from there; committing the epoch now would
+		// count its records a second time. franz-go aborts a transaction
+		// that a revocation overlaps, but forgets the revocation once any
+		// End returns: one that lands between the previous commit and
+		// this one would be lost (found on Apache Kafka by
+		// TestRebalanceExactlyOnce). onAssign records every change
+		// before the group may move on, so this check covers what
+		// franz-go's does not, and franz-go's covers a revocation that
+		// arrives after it.
+		rebalanced := r.rebalanced.Load()
+		if rebalanced {
+			try = kgo.TryAbort
+		}
 		committed, err := r.sess.end(hook, try)
 		c.open = false
 		switch {
@@ -256,6 +272,8 @@ func (r *runner) commit(c *committer, p *pendingEpoch) error {
 			return fmt.Errorf("end transaction for epoch %d: %w", p.cut.epoch, err)
 		case produceErr != nil:
 			return fmt.Errorf("epoch %d: %w: %w", p.cut.epoch, errAborted, produceErr)
+		case rebalanced:
+			return fmt.Errorf("epoch %d: %w: the group rebalanced", p.cut.epoch, errAborted)
 		case !committed:
 			return fmt.Errorf("epoch %d: %w (the group rebalanced or the broker refused the commit)", p.cut.epoch, errAborted)
 		}

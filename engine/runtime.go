@@ -243,9 +243,10 @@ func (r *runner) connect(ctx context.Context) error {
 		kgo.ProducerLinger(5*time.Millisecond),
 		kgo.MaxBufferedRecords(1<<20),
 		kgo.FetchMaxWait(200*time.Millisecond),
-		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { r.onAssign(m, true) }),
-		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { r.onAssign(m, false) }),
-		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { r.onAssign(m, false) }),
+		kgo.WithLogger(kafka.Logger(r.e.log.With("instance", r.e.cfg.String(kafka.InstanceID)))),
+		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { r.onAssign("assigned", m, true) }),
+		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { r.onAssign("revoked", m, false) }),
+		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { r.onAssign("lost", m, false) }),
 	)
 	groupOpts, err := groupOptions(r.e.cfg)
 	if err != nil {
@@ -358,7 +359,10 @@ func (r *runner) refuseSecondInstance(ctx context.Context, reason string) error 
 	}
 }
 
-func (r *runner) onAssign(m map[string][]int32, add bool) {
+func (r *runner) onAssign(how string, m map[string][]int32, add bool) {
+	if len(m) > 0 {
+		r.e.log.Info("partitions "+how, "partitions", m)
+	}
 	r.assignMu.Lock()
 	changed := false
 	for t, ps := range m {
@@ -704,6 +708,12 @@ func (r *runner) reset(ctx context.Context) error {
 		r.stopGeneration()
 		r.e.addStats(func(s *Stats) { s.Resets++ })
 	}
+	// The old generation's transaction is ended; make franz-go forget the
+	// revocation it may still hold against the next one (see
+	// session.settle).
+	if err := r.sess.settle(ctx); err != nil {
+		return fmt.Errorf("engine: settle the transactional session: %w", err)
+	}
 	r.commitFailed.Store(nil)
 	r.rebalanced.Store(false)
 	assigned := r.assignment()
@@ -946,7 +956,10 @@ func (r *runner) restorer(assigned map[string][]int32) restoreSource {
 			}
 			return parts[int32(lane.For32(cr.hash, int(sub.changelogPartitions)))]
 		}
-		_, err := kafka.ReadToEnd(ctx, r.s.seeds, topic, kafka.FromLogStart(all...), func(rec *kgo.Record) error {
+		// Settled: the instance this one takes partitions over from may
+		// have committed its last epoch a moment ago, its offsets visible
+		// before its commit markers reach every changelog partition.
+		_, err := kafka.ReadToEndSettled(ctx, r.s.seeds, topic, kafka.FromLogStart(all...), func(rec *kgo.Record) error {
 			cr := changelogRecord{key: rec.Key, value: rec.Value, timestamp: rec.Timestamp.UnixMilli()}
 			for _, h := range rec.Headers {
 				if h.Key == laneHashHeader && len(h.Value) == 4 {

@@ -75,6 +75,24 @@ func (s *session) end(ctx context.Context, try kgo.TransactionEndTry) (bool, err
 	return s.txn.End(ctx, try)
 }
 
+// settle makes franz-go forget a revocation it holds against the next
+// transaction, by ending the (absent) transaction. A GroupTransactSession
+// notes a revocation in a flag that only End clears, and while it is set
+// it aborts every commit and hides further revocations from the engine's
+// callback altogether. A revocation while no transaction is open (an
+// idle instance) would leave the flag set across the reset that the
+// revocation causes: the next generation's first commit would abort for
+// nothing, and a second revocation before it would go unseen. The runner
+// settles once the old generation's transaction is ended, before it reads
+// its assignment.
+func (s *session) settle(ctx context.Context) error {
+	if s.txn == nil {
+		return nil
+	}
+	_, err := s.end(ctx, kgo.TryAbort)
+	return err
+}
+
 // produce produces rec: within the open transaction under exactly-once.
 func (s *session) produce(ctx context.Context, rec *kgo.Record, promise func(*kgo.Record, error)) {
 	if s.txn != nil {

@@ -25,4 +25,11 @@
 //     largest record timestamp seen on the partition, big-endian int64) and
 //     the processor metadata (named int64 values that processors keep across
 //     restarts, such as an emit-final aggregation's last emitted window).
+//   - The end of a partition, for a read-committed reader, is its last
+//     stable offset (LSO): the first offset of its oldest open
+//     transaction, or the high watermark when none is open. ReadToEnd
+//     reads to it. A settled read (ReadToEndSettled) reads to the high
+//     watermark instead, waiting for the transactions open below it to
+//     end, because a transaction's commit markers reach its partitions one
+//     at a time.
 package kafka

@@ -155,6 +155,51 @@ func TestReadToEndTransactions(t *testing.T) {
 	}
 }
 
+// TestReadToEndSettled: a settled read ends at the high watermark, so it
+// waits for the transactions open when it begins and reads what they
+// commit, where ReadToEnd stops before them.
+func TestReadToEndSettled(t *testing.T) {
+	b := startBroker(t, map[string]int32{"log": 3})
+	txn := newWriter(t, b.Addr(), "log", "txn")
+	txn.transact(true, 0, "a")
+	committing := newWriter(t, b.Addr(), "log", "committing")
+	committing.begin()
+	committing.produce(1, "b")
+	aborting := newWriter(t, b.Addr(), "log", "aborting")
+	aborting.begin()
+	aborting.produce(2, "x")
+
+	got, fn := collect(t)
+	type result struct {
+		pos kafka.Positions
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		pos, err := kafka.ReadToEndSettled(readCtx(t), []string{b.Addr()}, "log", kafka.FromLogStart(0, 1, 2), fn)
+		done <- result{pos, err}
+	}()
+	select {
+	case r := <-done:
+		t.Fatalf("the read returned %v, %v while two transactions were open", r.pos, r.err)
+	case <-time.After(time.Second):
+	}
+	committing.end(true)
+	aborting.end(false)
+	r := <-done
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if want := map[int32][]string{0: {"a"}, 1: {"b"}}; !maps.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("read %q, want %q", got, want)
+	}
+	// The ends are the high watermarks when the read began: the markers
+	// written since are past them.
+	if want := (kafka.Positions{0: 2, 1: 1, 2: 1}); !maps.Equal(r.pos, want) {
+		t.Errorf("positions %v, want %v", r.pos, want)
+	}
+}
+
 // TestReadToEndStartOffsets reads from given offsets, including one on a
 // marker and one at the end.
 func TestReadToEndStartOffsets(t *testing.T) {
