@@ -159,6 +159,10 @@ func (r *runner) commitLoop(g *generation, cuts <-chan epochCut, done chan<- str
 			start := time.Now()
 			if err := r.commit(c, p); err != nil {
 				r.commitFailed.Store(&err)
+				// Wake whoever waits on the lanes or on this loop: the
+				// dispatcher may be blocked handing a lane records, the
+				// lanes handing this loop reports.
+				g.cancel()
 				return
 			}
 			took := time.Since(start)
@@ -267,9 +271,20 @@ func (r *runner) commit(c *committer, p *pendingEpoch) error {
 		}
 		committed, err := r.sess.end(hook, try)
 		c.open = false
+		if err == nil && !committed {
+			// franz-go reports an abort also when its EndTxn failed in a
+			// way it answers by "retrying as abort" without sending
+			// another request: the transaction may still be open on the
+			// broker, and the next epoch's records would join it.
+			if open, derr := r.txnOpen(ctx); derr != nil || open {
+				err = fmt.Errorf("after the abort the broker reports the transaction still open (describe error: %v)", derr)
+			}
+		}
 		switch {
-		case err != nil:
+		case err != nil && fatalTxnError(err):
 			return fmt.Errorf("end transaction for epoch %d: %w", p.cut.epoch, err)
+		case err != nil:
+			return fmt.Errorf("end transaction for epoch %d: %w: %w", p.cut.epoch, errCommitUnknown, err)
 		case produceErr != nil:
 			return fmt.Errorf("epoch %d: %w: %w", p.cut.epoch, errAborted, produceErr)
 		case rebalanced:
@@ -328,6 +343,40 @@ func (r *runner) commit(c *committer, p *pendingEpoch) error {
 		return fmt.Errorf("commit offsets of epoch %d: %w: %w", p.cut.epoch, errAborted, commitErr)
 	}
 	return nil
+}
+
+// txnOpen asks the transaction coordinator whether this instance's
+// transaction is still open (Ongoing) after the client ended it.
+func (r *runner) txnOpen(ctx context.Context) (bool, error) {
+	id, err := kafka.TransactionalID(r.e.cfg)
+	if err != nil {
+		return false, err
+	}
+	d, err := r.adm.DescribeTransactions(ctx, id)
+	if err != nil {
+		return false, err
+	}
+	t, ok := d[id]
+	switch {
+	case !ok:
+		return false, fmt.Errorf("transactional id %s not described", id)
+	case t.Err != nil:
+		return false, t.Err
+	}
+	return t.State == "Ongoing", nil
+}
+
+// fatalTxnError says no new session can cure err: the transactional id
+// is fenced by another instance, or the cluster refuses this one.
+func fatalTxnError(err error) bool {
+	for _, e := range []error{kerr.ProducerFenced, kerr.TransactionalIDAuthorizationFailed, kerr.GroupAuthorizationFailed,
+		kerr.TopicAuthorizationFailed, kerr.ClusterAuthorizationFailed, kerr.UnsupportedVersion, kerr.UnsupportedForMessageFormat,
+		kgo.ErrClientClosed} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
 
 type offsetMeta struct {

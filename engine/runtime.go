@@ -31,6 +31,17 @@ var errStopNow = errors.New("stop now")
 // reprocesses from the committed offsets.
 var errAborted = errors.New("transaction aborted")
 
+// errCommitUnknown is a transaction whose end failed: it may have
+// committed, aborted, or still be open on the broker. The runtime makes a
+// new session, whose fencing settles it, and resets from what the broker
+// says was committed. Errors that no retry can cure (fencing,
+// authorization, an unsupported broker) are not wrapped in it.
+var errCommitUnknown = errors.New("transaction outcome unknown")
+
+// maxUncertainCommits bounds the commits in a row whose outcome is
+// unknown before the engine gives up with the last error.
+const maxUncertainCommits = 8
+
 // runner is one Run of the engine.
 type runner struct {
 	e     *Engine
@@ -40,8 +51,11 @@ type runner struct {
 	// sess owns the client (cl is sess.client()): polls and the
 	// transaction's begin and end go through it, never overlapping.
 	sess *session
-	cl   *kgo.Client
-	adm  *kadm.Client
+	// sessOpts make a session: the first, and a new one after a commit
+	// whose outcome is unknown.
+	sessOpts []kgo.Opt
+	cl       *kgo.Client
+	adm      *kadm.Client
 
 	sources    []string
 	patterns   []patternSource
@@ -67,11 +81,15 @@ type runner struct {
 	committedEpoch atomic.Int64
 	commitTook     atomic.Int64
 	commitFailed   atomic.Pointer[error]
-	cutOffsets     map[string]map[int32]int64
-	partTimes      map[watermark.Partition]int64
-	dispatched     int64
-	lastBarrier    time.Time
-	rr             atomic.Uint32
+	// uncertain counts the commits in a row whose outcome was unknown;
+	// committedAtRecovery is Stats.Committed at the last of them.
+	uncertain           int
+	committedAtRecovery int64
+	cutOffsets          map[string]map[int32]int64
+	partTimes           map[watermark.Partition]int64
+	dispatched          int64
+	lastBarrier         time.Time
+	rr                  atomic.Uint32
 	// drained says the last poll returned no record.
 	drained bool
 
@@ -252,8 +270,15 @@ func (r *runner) connect(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	opts = append(opts, groupOpts...)
-	r.sess, err = newSession(r.s.exactlyOnce, opts...)
+	r.sessOpts = append(opts, groupOpts...)
+	return r.openSession(ctx)
+}
+
+// openSession makes the client and joins the group, fencing under
+// exactly-once the previous holder of the transactional id.
+func (r *runner) openSession(ctx context.Context) error {
+	var err error
+	r.sess, err = newSession(r.s.exactlyOnce, r.sessOpts...)
 	if err != nil {
 		return fmt.Errorf("engine: kafka client: %w", err)
 	}
@@ -262,7 +287,9 @@ func (r *runner) connect(ctx context.Context) error {
 		// Fence the previous incarnation of this transactional id now: a
 		// crashed one's open transaction holds back the last stable
 		// offset of every partition it wrote, and with it restoration and
-		// the group's committed offsets, until it is aborted.
+		// the group's committed offsets, until it is aborted. After a
+		// commit whose outcome is unknown, this also settles that
+		// transaction: the broker finishes or aborts it before it answers.
 		if _, _, err := r.cl.ProducerID(ctx); err != nil {
 			return fmt.Errorf("engine: initialise transactional producer: %w", err)
 		}
@@ -435,7 +462,14 @@ func (r *runner) loop(ctx context.Context) error {
 			return err
 		}
 		if p := r.commitFailed.Load(); p != nil {
+			if errors.Is(*p, errCommitUnknown) {
+				if err := r.recoverSession(ctx, *p); err != nil {
+					return err
+				}
+				continue
+			}
 			if !errors.Is(*p, errAborted) {
+				r.e.log.Error("commit failed; stopping", "err", *p)
 				return *p
 			}
 			r.e.log.Warn("epoch aborted; reprocessing from the committed offsets", "err", *p)
@@ -453,7 +487,7 @@ func (r *runner) loop(ctx context.Context) error {
 		}
 		if !r.e.paused.Load() {
 			if err := r.pollAndDispatch(ctx); err != nil {
-				if ctx.Err() != nil {
+				if ctx.Err() != nil || r.genStopped() {
 					continue
 				}
 				return err
@@ -462,12 +496,57 @@ func (r *runner) loop(ctx context.Context) error {
 			time.Sleep(20 * time.Millisecond)
 		}
 		if err := r.maybeBarrier(false); err != nil {
-			if errors.Is(err, context.Canceled) {
+			if errors.Is(err, context.Canceled) || r.genStopped() {
 				continue
 			}
 			return err
 		}
 	}
+}
+
+// genStopped says the generation was cancelled because a lane or the
+// committer failed: the top of the loop handles that failure.
+func (r *runner) genStopped() bool {
+	return r.gen.ctx.Err() != nil && (r.gen.failure() != nil || r.commitFailed.Load() != nil)
+}
+
+// recoverSession follows a commit whose outcome is unknown (errCommitUnknown):
+// it stops the lanes, closes the client, opens a new one, whose fencing
+// makes the broker finish or abort the transaction, and resets from what
+// was committed. The old client cannot go on: its transaction may still be
+// open on the broker, and the next epoch's records would join it. After
+// maxUncertainCommits in a row it gives up.
+func (r *runner) recoverSession(ctx context.Context, cause error) error {
+	if c := r.e.Stats().Committed; c != r.committedAtRecovery {
+		// Something committed since the last failure: a new streak.
+		r.uncertain, r.committedAtRecovery = 0, c
+	}
+	r.uncertain++
+	if r.uncertain > maxUncertainCommits {
+		r.e.log.Error("commit failed too many times in a row; stopping", "attempts", r.uncertain-1, "err", cause)
+		return fmt.Errorf("engine: %d commits in a row failed: %w", r.uncertain-1, cause)
+	}
+	wait := min(100*time.Millisecond<<(r.uncertain-1), 5*time.Second)
+	r.e.log.Warn("commit failed; reconnecting and reprocessing from the committed offsets", "attempt", r.uncertain, "retry_in", wait, "err", cause)
+	r.e.setState(Rebalancing)
+	if r.gen != nil {
+		r.stopGeneration()
+		r.e.addStats(func(s *Stats) { s.Aborted++; s.Resets++ })
+	}
+	r.sess.close()
+	r.assignMu.Lock()
+	r.assigned = map[string]map[int32]bool{}
+	r.assignMu.Unlock()
+	r.e.setAssignment(nil)
+	select {
+	case <-ctx.Done():
+		return nil // the loop's next turn stops
+	case <-time.After(wait):
+	}
+	if err := r.openSession(ctx); err != nil {
+		return err
+	}
+	return r.reset(ctx)
 }
 
 func (r *runner) pollAndDispatch(ctx context.Context) error {
@@ -645,6 +724,11 @@ func cloneOffsets(m map[string]map[int32]int64) map[string]map[int32]int64 {
 // shutdown cuts the final barrier, waits for its transaction and stops.
 func (r *runner) shutdown() error {
 	r.e.setState(PendingShutdown)
+	if r.gen == nil {
+		// Stopped between generations (recoverSession): nothing is in
+		// flight.
+		return nil
+	}
 	deadline := time.Now().Add(30 * time.Second)
 	wait := func() error {
 		for r.cutter.Commit(r.committedEpoch.Load()); r.cutter.InFlight(); r.cutter.Commit(r.committedEpoch.Load()) {

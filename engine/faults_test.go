@@ -1,0 +1,129 @@
+package engine_test
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/stoatflow/stoatctl/engine"
+	"github.com/stoatflow/stoatctl/engine/broker"
+	"github.com/stoatflow/stoatctl/internal/kafkatest"
+)
+
+// TestCommitWithUnknownOutcome fails two EndTxn requests on the embedded
+// broker, which then never ends the transaction: one with an error that
+// franz-go answers by reporting an abort it never sent, one with an error
+// it returns. Either way the transaction is still open on the broker, and
+// an engine that carried on with the same producer would add the next
+// epoch's records to it and commit the failed epoch's records next to
+// their replay. The engine must notice, reconnect (fencing settles the
+// open transaction) and reprocess: every count exactly once, and no
+// silent stop.
+func TestCommitWithUnknownOutcome(t *testing.T) {
+	kafkatest.EmbeddedOnly(t)
+	b, err := broker.Start(context.Background(), broker.Options{Port: broker.RandomPort, SeedTopics: map[string]int32{"in": 4, "out": 4}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	const keys, per = 50, 40
+	var in []kv
+	for i := range keys * per {
+		in = append(in, kv{Key: "k" + strconv.Itoa(i%keys), Value: "x"})
+	}
+	var ends atomic.Int32
+	failed := map[int32]int16{3: kerr.UnknownServerError.Code, 6: kerr.InvalidTxnState.Code}
+	b.Cluster().ControlKey(int16(kmsg.EndTxn), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		n := ends.Add(1)
+		if n < 6 {
+			b.Cluster().KeepControl()
+		}
+		req := kreq.(*kmsg.EndTxnRequest)
+		code, ok := failed[n]
+		if !ok || !req.Commit {
+			return nil, nil, false
+		}
+		resp := req.ResponseKind().(*kmsg.EndTxnResponse)
+		resp.ErrorCode = code
+		return resp, nil, true
+	})
+	e, stop := runEngine(t, counts(), cfg(b.Addr(), "unknown-outcome"))
+	// The input arrives in chunks, so that there are epochs to fail.
+	const chunks = 20
+	for i := range chunks {
+		produce(t, b.Addr(), "in", in[i*len(in)/chunks:(i+1)*len(in)/chunks])
+		time.Sleep(150 * time.Millisecond)
+	}
+	got := readCommitted(t, b.Addr(), "out", len(in), 60*time.Second)
+	if err := stop(); err != nil {
+		t.Fatalf("engine: %v", err)
+	}
+	checkCounts(t, got, keys, per)
+	if n := ends.Load(); n < 6 {
+		t.Fatalf("%d EndTxn requests, want at least 6: the faults were not injected", n)
+	}
+	if n := e.Stats().Aborted; n < 2 {
+		t.Errorf("%d epochs aborted, want at least the 2 whose commit failed", n)
+	}
+}
+
+// TestFatalCommitStopsLoadedEngine fails a commit for good (the cluster
+// refuses the transactional id) while the lanes' queues are full: the
+// dispatcher is blocked handing records to lanes that are blocked handing
+// results to the committer. The failure must wake them all and end Run
+// with the error, not leave the engine RUNNING and deaf to a stop.
+func TestFatalCommitStopsLoadedEngine(t *testing.T) {
+	kafkatest.EmbeddedOnly(t)
+	b, err := broker.Start(context.Background(), broker.Options{Port: broker.RandomPort, SeedTopics: map[string]int32{"in": 4, "out": 4}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	// Input keeps arriving while the engine runs, so the lanes are busy
+	// when the commit fails.
+	var chunk []kv
+	for i := range 5000 {
+		chunk = append(chunk, kv{Key: "k" + strconv.Itoa(i%1000), Value: "x"})
+	}
+	stopProducing := make(chan struct{})
+	produced := make(chan struct{})
+	go func() {
+		defer close(produced)
+		for {
+			select {
+			case <-stopProducing:
+				return
+			default:
+				produce(t, b.Addr(), "in", chunk)
+			}
+		}
+	}()
+	defer func() { close(stopProducing); <-produced }()
+	var ends atomic.Int32
+	b.Cluster().ControlKey(int16(kmsg.EndTxn), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		if ends.Add(1) < 5 {
+			b.Cluster().KeepControl()
+			return nil, nil, false
+		}
+		resp := kreq.(*kmsg.EndTxnRequest).ResponseKind().(*kmsg.EndTxnResponse)
+		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		return resp, nil, true
+	})
+	e := engine.New(counts(), cfg(b.Addr(), "fatal-commit", engine.LaneQueueSize, "64"), engine.WithLogger(testLogger(t)))
+	done := make(chan error, 1)
+	go func() { done <- e.Run(t.Context()) }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "TRANSACTIONAL_ID_AUTHORIZATION_FAILED") {
+			t.Fatalf("Run returned %v, want the commit's error", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("Run still running 60s after its commit failed for good (state %v)", e.State())
+	}
+}
