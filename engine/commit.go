@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
+	"github.com/stoatflow/stoatctl/engine/config"
 	"github.com/stoatflow/stoatctl/engine/kafka"
 	"github.com/stoatflow/stoatctl/engine/lane"
 	"github.com/stoatflow/stoatctl/engine/processor"
@@ -96,12 +98,111 @@ func (c *committer) send(outs []task.Output) {
 	c.sent += len(outs)
 	for _, o := range outs {
 		rec, err := c.r.record(c.ctx, o)
+		if err == nil && o.Store == "" {
+			err = c.r.checkSize(c.ctx, o, rec)
+		}
+		var tooLarge *RecordTooLargeError
+		if errors.As(err, &tooLarge) && c.r.s.production == config.HandlerContinue {
+			// The check depends on the record alone, so a replay of the
+			// epoch skips the same records: each is skipped once in
+			// what commits.
+			c.r.e.log.Warn("sink record too large; skipped (default.production.exception.handler=continue)",
+				"topic", tooLarge.Topic, "partition", tooLarge.Partition, "bytes", tooLarge.Size, "limit", tooLarge.Limit, "input", tooLarge.Origin.String())
+			*rec = kgo.Record{}
+			recordPool.Put(rec)
+			continue
+		}
 		if err != nil {
 			c.promise(&kgo.Record{Topic: o.Topic, Partition: o.Partition}, err)
 			continue
 		}
 		produce(c.ctx, rec, c.promise)
 	}
+}
+
+// RecordTooLargeError is a sink record larger than its topic or the
+// producer accepts. default.production.exception.handler decides: fail
+// stops the engine with it, continue skips the record.
+type RecordTooLargeError struct {
+	Topic     string
+	Partition int32
+	// Size is the record's key, value and headers in bytes, with room
+	// for its framing; Limit what the topic and producer take.
+	Size, Limit int
+	// Origin is the input record whose processing wrote it.
+	Origin task.Origin
+}
+
+func (e *RecordTooLargeError) Error() string {
+	return fmt.Sprintf("a record of %d bytes for %s[%d] is over the %d bytes it can take (the topic's max.message.bytes, or the producer's batch size); it was written while processing %s; %s=continue skips such records",
+		e.Size, e.Topic, e.Partition, e.Limit, e.Origin, config.ProductionHandler)
+}
+
+// Record framing: the batch header and a record's own varints and
+// attributes, generously. A record within the limit by less than this is
+// refused too, rather than left for the broker to refuse.
+const (
+	recordOverhead = 256
+	// producerBatchMax is franz-go's default ProducerBatchMaxBytes, which
+	// the engine does not change: a record over it never leaves.
+	producerBatchMax = 1_000_012
+	// brokerMessageMax is Kafka's default message.max.bytes, for a
+	// topic whose max.message.bytes cannot be read.
+	brokerMessageMax = 1_048_588
+)
+
+// checkSize refuses a sink record larger than its topic takes, before it
+// is produced: a broker's MESSAGE_TOO_LARGE would abort the epoch, and the
+// replay would meet it again.
+func (r *runner) checkSize(ctx context.Context, o task.Output, rec *kgo.Record) error {
+	size := len(rec.Key) + len(rec.Value) + recordOverhead
+	for _, h := range rec.Headers {
+		size += len(h.Key) + len(h.Value)
+	}
+	if size <= 64<<10 {
+		// Far below any limit Kafka allows by default: no lookup.
+		return nil
+	}
+	limit := r.sinkLimit(ctx, rec.Topic)
+	if size <= limit {
+		return nil
+	}
+	return &RecordTooLargeError{Topic: rec.Topic, Partition: rec.Partition, Size: size, Limit: limit, Origin: o.Origin}
+}
+
+// sinkLimit is the largest record a sink topic takes: its
+// max.message.bytes, capped by the producer's batch size; looked up once.
+func (r *runner) sinkLimit(ctx context.Context, topic string) int {
+	r.ptMu.Lock()
+	limit, ok := r.sinkLimits[topic]
+	r.ptMu.Unlock()
+	if ok {
+		return limit
+	}
+	limit = brokerMessageMax
+	if rcs, err := r.adm.DescribeTopicConfigs(ctx, topic); err == nil {
+		if rc, err := rcs.On(topic, nil); err == nil && rc.Err == nil {
+			for _, c := range rc.Configs {
+				if c.Key == "max.message.bytes" && c.Value != nil {
+					if n, err := strconv.Atoi(*c.Value); err == nil && n > 0 {
+						limit = n
+					}
+				}
+			}
+		}
+	}
+	limit = min(limit, producerBatchMax)
+	r.ptMu.Lock()
+	r.sinkLimits[topic] = limit
+	r.ptMu.Unlock()
+	return limit
+}
+
+// fatalProduceError says a produce error would recur on every replay of
+// the epoch.
+func fatalProduceError(err error) bool {
+	var tooLarge *RecordTooLargeError
+	return errors.As(err, &tooLarge) || errors.Is(err, kerr.MessageTooLarge) || errors.Is(err, kerr.RecordListTooLarge)
 }
 
 // commitLoop commits epochs in order, each once its cut is known and every
@@ -285,6 +386,9 @@ func (r *runner) commit(c *committer, p *pendingEpoch) error {
 			return fmt.Errorf("end transaction for epoch %d: %w", p.cut.epoch, err)
 		case err != nil:
 			return fmt.Errorf("end transaction for epoch %d: %w: %w", p.cut.epoch, errCommitUnknown, err)
+		case produceErr != nil && fatalProduceError(produceErr):
+			// Replaying the epoch would fail the same way, forever.
+			return fmt.Errorf("epoch %d: %w", p.cut.epoch, produceErr)
 		case produceErr != nil:
 			return fmt.Errorf("epoch %d: %w: %w", p.cut.epoch, errAborted, produceErr)
 		case rebalanced:

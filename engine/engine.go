@@ -16,6 +16,7 @@ import (
 	"github.com/stoatflow/stoatctl/engine/config"
 	"github.com/stoatflow/stoatctl/engine/kafka"
 	"github.com/stoatflow/stoatctl/engine/metrics"
+	"github.com/stoatflow/stoatctl/engine/task"
 	"github.com/stoatflow/stoatctl/engine/topology"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -240,6 +241,9 @@ type settings struct {
 	lanes       int
 	queue       int
 	createTopic bool
+	// production is default.production.exception.handler: fail or
+	// continue for a sink record too large for its topic.
+	production  string
 	interval    time.Duration
 	factor      float64
 	minInterval time.Duration
@@ -278,6 +282,9 @@ func readSettings(c config.Config) (settings, error) {
 	}
 	s.queue = int(q)
 	if s.createTopic, err = c.Bool(CreateTopics, true); err != nil {
+		return s, err
+	}
+	if s.production, err = task.HandlerVerdict(c, config.ProductionHandler, false); err != nil {
 		return s, err
 	}
 	ms := func(key string, def int64) (time.Duration, error) {

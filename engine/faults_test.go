@@ -2,6 +2,8 @@ package engine_test
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -13,6 +15,9 @@ import (
 
 	"github.com/stoatflow/stoatctl/engine"
 	"github.com/stoatflow/stoatctl/engine/broker"
+	"github.com/stoatflow/stoatctl/engine/dsl"
+	"github.com/stoatflow/stoatctl/engine/serde"
+	"github.com/stoatflow/stoatctl/engine/topology"
 	"github.com/stoatflow/stoatctl/internal/kafkatest"
 )
 
@@ -126,4 +131,67 @@ func TestFatalCommitStopsLoadedEngine(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatalf("Run still running 60s after its commit failed for good (state %v)", e.State())
 	}
+}
+
+// inflate passes values through, but makes "big" a value of a million
+// bytes: over what a topic takes by default.
+func inflate() *topology.Topology {
+	str := serde.String()
+	b := dsl.NewBuilder()
+	dsl.MapValues(dsl.Stream(b, dsl.ConsumedWith(str, str), "in"), func(_, v string) string {
+		if v == "big" {
+			return strings.Repeat("x", 1_000_000)
+		}
+		return v
+	}).To("out", dsl.ProducedWith(str, str))
+	return b.Topology()
+}
+
+// TestOversizedOutput: a sink record over the topic's limit is handled
+// once, as default.production.exception.handler says, instead of aborting
+// and replaying its epoch forever: fail stops the engine with an error
+// naming the sink, the size and the input record; continue skips it and
+// commits everything else exactly once.
+func TestOversizedOutput(t *testing.T) {
+	in := []kv{{Key: "k", Value: "a0"}, {Key: "k", Value: "a1"}, {Key: "k", Value: "big"}, {Key: "k", Value: "a2"}, {Key: "k", Value: "a3"}}
+	t.Run("fail", func(t *testing.T) {
+		addr := startKafka(t, map[string]int32{"in": 1, "out": 1})
+		produce(t, addr, "in", in)
+		e := engine.New(inflate(), cfg(addr, "oversized-fail"), engine.WithLogger(testLogger(t)))
+		done := make(chan error, 1)
+		go func() { done <- e.Run(t.Context()) }()
+		select {
+		case err := <-done:
+			var tooLarge *engine.RecordTooLargeError
+			if !errors.As(err, &tooLarge) {
+				t.Fatalf("Run returned %v, want a RecordTooLargeError", err)
+			}
+			for _, want := range []string{"for out[0]", "while processing in[0]@2", "default.production.exception.handler=continue"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not say %q", err, want)
+				}
+			}
+		case <-time.After(60 * time.Second):
+			t.Fatalf("Run still running 60s after an oversized output (state %v, %d epochs aborted)", e.State(), e.Stats().Aborted)
+		}
+	})
+	t.Run("continue", func(t *testing.T) {
+		addr := startKafka(t, map[string]int32{"in": 1, "out": 1})
+		produce(t, addr, "in", in)
+		e, stop := runEngine(t, inflate(), cfg(addr, "oversized-continue", "default.production.exception.handler", "continue"))
+		got := readCommitted(t, addr, "out", len(in)-1, 60*time.Second)
+		if err := stop(); err != nil {
+			t.Fatalf("engine: %v", err)
+		}
+		var values []string
+		for _, r := range got {
+			values = append(values, r.Value)
+		}
+		if want := []string{"a0", "a1", "a2", "a3"}; !slices.Equal(values, want) {
+			t.Errorf("output %q, want %q", values, want)
+		}
+		if n := e.Stats().Aborted; n != 0 {
+			t.Errorf("%d epochs aborted, want 0", n)
+		}
+	})
 }

@@ -100,6 +100,7 @@ type runner struct {
 	ptMu           sync.Mutex
 	knownPartTimes map[watermark.Partition]int64
 	sinkParts      map[string]int32
+	sinkLimits     map[string]int
 }
 
 // patternSource is a source reading the topics a pattern matches.
@@ -161,7 +162,7 @@ func (e *Engine) run(ctx context.Context) error {
 	for _, w := range built.Warnings {
 		e.log.Warn(w.String(), "rule", w.Rule, "node", w.Node)
 	}
-	r := &runner{e: e, s: s, built: built, topicSub: map[string]int{}, assigned: map[string]map[int32]bool{}, sinkParts: map[string]int32{},
+	r := &runner{e: e, s: s, built: built, topicSub: map[string]int{}, assigned: map[string]map[int32]bool{}, sinkParts: map[string]int32{}, sinkLimits: map[string]int{},
 		stampTopic: s.appID + "-stoatflow-watermark-changelog", cutter: barrier.NewCutter(task.Unknown)}
 	for _, st := range built.Subtopologies {
 		for _, src := range st.Sources {

@@ -180,6 +180,9 @@ func (l *worker) Send(o task.Output) error {
 	if o.Store != "" {
 		l.routeChangelog(&o)
 	}
+	if l.cur.kind == itemRecord && l.cur.in.Topic != "" {
+		o.Origin = task.Origin{Topic: l.cur.in.Topic, Partition: l.cur.in.Partition, Offset: l.cur.in.Offset}
+	}
 	l.outs = append(l.outs, o)
 	l.g.outputs.Add(1)
 	if len(l.outs) >= reportChunk {

@@ -19,6 +19,7 @@ const (
 	CommitIntervalMs          = "commit.interval.ms"
 	DeserializationHandler    = "default.deserialization.exception.handler"
 	ProcessingHandler         = "processing.exception.handler"
+	ProductionHandler         = "default.production.exception.handler"
 	DeadLetterQueueTopic      = "errors.dead.letter.queue.topic.name"
 	DefaultTimestampExtractor = "default.timestamp.extractor"
 	StateDir                  = "state.dir"
@@ -73,6 +74,7 @@ var Defaults = map[string]string{
 	CommitIntervalMs:          "100",
 	DeserializationHandler:    HandlerFail,
 	ProcessingHandler:         HandlerFail,
+	ProductionHandler:         HandlerFail,
 	DefaultTimestampExtractor: "record",
 	StateDir:                  "/tmp/stoatflow",
 	TestDriverCommitPerPipe:   "true",

@@ -42,6 +42,24 @@ type Output struct {
 	Boundary *topology.Boundary
 	// Store is set for a changelog record: the store that changed.
 	Store string
+	// Origin is the input record being processed when the task wrote
+	// this, for errors about it; zero when a timer, a punctuator or a
+	// barrier wrote it.
+	Origin Origin
+}
+
+// Origin names an input record: its topic, partition and offset.
+type Origin struct {
+	Topic     string
+	Partition int32
+	Offset    int64
+}
+
+func (o Origin) String() string {
+	if o.Topic == "" {
+		return "no input record (a timer, punctuator or barrier)"
+	}
+	return fmt.Sprintf("%s[%d]@%d", o.Topic, o.Partition, o.Offset)
 }
 
 // Collector receives a task's writes.
@@ -232,11 +250,19 @@ func New(b *topology.Built, st *topology.Subtopology, opts Options) (*Task, erro
 
 const handlerDeadLetter = "dead-letter"
 
+// HandlerVerdict reads the exception handler named by key: fail or
+// continue (Kafka Streams' class names for them accepted), and
+// dead-letter where allowDLQ says the handler may write one.
+func HandlerVerdict(cfg config.Config, key string, allowDLQ bool) (string, error) {
+	return handlerVerdict(cfg, key, allowDLQ)
+}
+
 func handlerVerdict(cfg config.Config, key string, allowDLQ bool) (string, error) {
 	v := cfg.String(key)
 	switch v {
 	case "", config.HandlerFail, "log-and-fail", "org.apache.kafka.streams.errors.LogAndFailExceptionHandler",
-		"org.apache.kafka.streams.errors.LogAndFailProcessingExceptionHandler":
+		"org.apache.kafka.streams.errors.LogAndFailProcessingExceptionHandler",
+		"org.apache.kafka.streams.errors.DefaultProductionExceptionHandler":
 		return config.HandlerFail, nil
 	case config.HandlerContinue, "log-and-continue", "org.apache.kafka.streams.errors.LogAndContinueExceptionHandler",
 		"org.apache.kafka.streams.errors.LogAndContinueProcessingExceptionHandler":
