@@ -89,6 +89,7 @@ num.stream.threads, and the stoatflow.* keys), then -X KEY=VALUE, then -b.`,
 			log := slog.New(slog.NewTextHandler(c.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
 			ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			defer exitOnSecondSignal(ctx, c.ErrOrStderr())()
 			if cfg[config.BootstrapServers] == "" {
 				b, err := startEmbedded(ctx, c.OutOrStdout(), c.ErrOrStderr(), file, cfg, port, int32(partitions), dataDir)
 				if err != nil {
@@ -154,4 +155,30 @@ read the output committed:   kcat -b %[1]s -t %[4]s -C -o beginning -K: -X isola
 stop with Ctrl-C
 `, b.Addr(), strings.Join(append(append([]string{}, sources...), sinks...), ", "), in, sink)
 	return b, nil
+}
+
+// exitOnSecondSignal makes a second SIGINT or SIGTERM, after the first has
+// begun a clean stop, exit at once: an operator who asks twice does not
+// want to wait out the final commit. What was not committed is
+// reprocessed on the next start, so nothing is lost. The returned func
+// ends the watch.
+func exitOnSecondSignal(ctx context.Context, stderr io.Writer) func() {
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-done:
+			return
+		case <-ctx.Done():
+		}
+		again := make(chan os.Signal, 1)
+		signal.Notify(again, os.Interrupt, syscall.SIGTERM)
+		defer signal.Stop(again)
+		select {
+		case <-done:
+		case <-again:
+			fmt.Fprintln(stderr, "stoatctl: second signal, exiting now; what was not committed is reprocessed on the next start")
+			os.Exit(130)
+		}
+	}()
+	return func() { close(done) }
 }

@@ -207,11 +207,12 @@ func fatalProduceError(err error) bool {
 
 // commitLoop commits epochs in order, each once its cut is known and every
 // lane finished it. It runs until the generation stops.
-func (r *runner) commitLoop(g *generation, cuts <-chan epochCut, done chan<- struct{}, stamp int64) {
+func (r *runner) commitLoop(ctx context.Context, g *generation, cuts <-chan epochCut, done chan<- struct{}, stamp int64) {
 	defer close(done)
-	// A commit is never cut short: a reset waits for it, and a
-	// transaction left open would refuse the next Begin.
-	c := &committer{r: r, g: g, ctx: context.WithoutCancel(g.ctx), stamp: stamp}
+	// A commit is not cut short by the generation's end: a reset waits
+	// for it, and a transaction left open would refuse the next Begin.
+	// Only a shutdown past its deadline cancels ctx (runner.abandonCommit).
+	c := &committer{r: r, g: g, ctx: ctx, stamp: stamp}
 	pending := map[int64]*pendingEpoch{}
 	next := int64(1)
 	get := func(n int64) *pendingEpoch {

@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
+	"net"
 	"regexp"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/stoatflow/stoatctl/engine/barrier"
@@ -70,8 +73,11 @@ type runner struct {
 	gen       *generation
 	global    *globalRunner
 	committer chan struct{}
-	cuts      chan epochCut
-	tracker   *watermark.Tracker
+	// abandonCommit cancels the committer's context: only a shutdown
+	// past its deadline does, so that Run returns with the broker gone.
+	abandonCommit context.CancelFunc
+	cuts          chan epochCut
+	tracker       *watermark.Tracker
 
 	// cutter is the protocol's dispatcher side (engine/barrier): the next
 	// epoch, the one-in-flight gate, the idle rule. committedEpoch is the
@@ -747,6 +753,12 @@ func (r *runner) shutdown() error {
 			err = wait()
 		}
 	}
+	if err != nil && !errors.Is(err, errStopNow) && r.abandonCommit != nil {
+		// Past the deadline or failed: do not wait on a commit that
+		// franz-go may retry for as long as the broker is gone. What did
+		// not commit is reprocessed on the next start.
+		r.abandonCommit()
+	}
 	r.stopGeneration()
 	if errors.Is(err, errStopNow) {
 		return nil
@@ -781,6 +793,10 @@ func (r *runner) stopGeneration() {
 		<-r.committer
 		r.committer = nil
 	}
+	if r.abandonCommit != nil {
+		r.abandonCommit() // the committer is gone; release its context
+		r.abandonCommit = nil
+	}
 	r.gen = nil
 }
 
@@ -788,6 +804,46 @@ func (r *runner) stopGeneration() {
 // and rebuilds the lanes with state restored from the changelogs for the
 // partitions assigned now.
 func (r *runner) reset(ctx context.Context) error {
+	deadline := time.Now().Add(resetRetryFor)
+	for attempt := 1; ; attempt++ {
+		err := r.resetOnce(ctx)
+		if err == nil || !transient(err) || ctx.Err() != nil || time.Now().After(deadline) {
+			return err
+		}
+		wait := min(200*time.Millisecond<<(attempt-1), 5*time.Second)
+		r.e.log.Warn("reset failed, the brokers may be briefly unreachable; retrying", "attempt", attempt, "retry_in", wait, "err", err)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+	}
+}
+
+// resetRetryFor bounds how long a reset is retried through errors that a
+// broker coming back would cure.
+const resetRetryFor = 60 * time.Second
+
+// transient says err is one a broker coming back, or a leader or
+// coordinator settling, would cure: a refused or reset connection, a
+// timeout of the network, or an error Kafka marks retriable. Fencing,
+// authorization, missing topics and the engine's own refusals are not.
+func transient(err error) bool {
+	var netErr net.Error
+	var opErr *net.OpError
+	switch {
+	case errors.Is(err, kgo.ErrClientClosed), errors.Is(err, context.Canceled):
+		return false
+	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.EOF),
+		errors.Is(err, io.ErrUnexpectedEOF), errors.As(err, &opErr):
+		return true
+	case errors.As(err, &netErr) && netErr.Timeout():
+		return true
+	}
+	return kerr.IsRetriable(err)
+}
+
+func (r *runner) resetOnce(ctx context.Context) error {
 	r.e.setState(Rebalancing)
 	if r.gen != nil {
 		r.stopGeneration()
@@ -866,7 +922,9 @@ func (r *runner) reset(ctx context.Context) error {
 	r.lastBarrier = time.Now()
 	r.committer = make(chan struct{})
 	gen.start()
-	go r.commitLoop(gen, r.cuts, r.committer, floor)
+	cctx, ccancel := context.WithCancel(context.WithoutCancel(gen.ctx))
+	r.abandonCommit = ccancel
+	go r.commitLoop(cctx, gen, r.cuts, r.committer, floor)
 	if r.rebalanced.Load() {
 		// Assigned again while restoring: start over.
 		return r.reset(ctx)
