@@ -64,8 +64,11 @@ type Broker struct {
 }
 
 // Start starts a broker as opts describe and returns once it accepts
-// connections and its seed topics exist. ctx bounds the seeding; cancelling
-// it later has no effect: Close stops the broker.
+// connections and its seed topics exist. With a data directory it first
+// ends, with abort markers, the transactions a broker killed on it left
+// open (see recoverTxns), before it serves any client. ctx bounds the
+// recovery and the seeding; cancelling it later has no effect: Close stops
+// the broker.
 func Start(ctx context.Context, opts Options) (*Broker, error) {
 	host := opts.Host
 	if host == "" {
@@ -88,6 +91,12 @@ func Start(ctx context.Context, opts Options) (*Broker, error) {
 		return nil, fmt.Errorf("start broker: port %d is out of range (1-65535 for %d node(s))", opts.Port, n)
 	}
 
+	// With a data directory the listeners stay shut to the network until
+	// recoverTxns has run; without one there is nothing to recover.
+	var g gate
+	if opts.DataDir == "" {
+		g.open()
+	}
 	kopts := []kfake.Opt{
 		kfake.NumBrokers(n),
 		// kfake listens on 127.0.0.1 whatever the address it is handed;
@@ -99,7 +108,11 @@ func Start(ctx context.Context, opts Options) (*Broker, error) {
 			if err != nil {
 				return nil, err
 			}
-			return net.Listen(network, net.JoinHostPort(host, p))
+			ln, err := net.Listen(network, net.JoinHostPort(host, p))
+			if err != nil {
+				return nil, err
+			}
+			return g.wrap(ln)
 		}),
 		// A topic created with the broker's default partition count
 		// (CreateTopics with -1, a seed of 0) gets one partition, as
@@ -140,6 +153,14 @@ func Start(ctx context.Context, opts Options) (*Broker, error) {
 		return nil, fmt.Errorf("start broker on %s: %w", where, err)
 	}
 	b := &Broker{cluster: cluster, addrs: cluster.ListenAddrs(), unlock: unlock}
+	if opts.DataDir != "" {
+		err := b.recover(ctx, &g, opts.Logger)
+		g.open()
+		if err != nil {
+			b.Close()
+			return nil, fmt.Errorf("start broker with data directory %s: %w", opts.DataDir, err)
+		}
+	}
 	// Seed topics are created through the protocol rather than with
 	// kfake.SeedTopics, which kfake skips when it reloads a data
 	// directory: a seed added on a later start would never appear.
@@ -193,6 +214,20 @@ func (b *Broker) Close() error {
 		}
 	})
 	return b.closeErr
+}
+
+// recover runs recoverTxns through the gate, before the broker serves
+// anyone else.
+func (b *Broker) recover(ctx context.Context, g *gate, logger *slog.Logger) error {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.addrs...), kgo.Dialer(g.dial))
+	if err != nil {
+		return fmt.Errorf("connect to broker %s: %w", b.Addr(), err)
+	}
+	defer cl.Close()
+	return recoverTxns(ctx, cl, logger)
 }
 
 // admin is a kadm client on the broker, and its close function.

@@ -22,7 +22,11 @@
 //     acknowledged records survive a machine crash as well as a process
 //     kill. One broker at a time may use a data directory: Start takes a
 //     lock on it, because kfake itself does not guard against a second
-//     writer.
+//     writer. A broker killed with a transaction open leaves it without
+//     an end marker, which kfake does not write when it reloads the log;
+//     Start writes the abort marker before it serves anyone, or
+//     read_committed consumers would never see that transactional id's
+//     later transactions (docs/decisions/0003).
 //
 // What kfake leaves out compared with a real broker matters little for
 // development: no real replication (each partition is stored once, whatever
