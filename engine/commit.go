@@ -471,10 +471,13 @@ func (r *runner) txnOpen(ctx context.Context) (bool, error) {
 	return t.State == "Ongoing", nil
 }
 
-// fatalTxnError says no new session can cure err: the transactional id
-// is fenced by another instance, or the cluster refuses this one.
+// fatalTxnError says no new session can cure err: the cluster refuses
+// this instance. Fencing is not among them: a broker that aborted the
+// transaction itself (a timeout, or the embedded broker's recovery after
+// a kill) bumps the producer epoch too, and a new session cures that. An
+// instance fenced again and again is another story (recoverSession).
 func fatalTxnError(err error) bool {
-	for _, e := range []error{kerr.ProducerFenced, kerr.TransactionalIDAuthorizationFailed, kerr.GroupAuthorizationFailed,
+	for _, e := range []error{kerr.TransactionalIDAuthorizationFailed, kerr.GroupAuthorizationFailed,
 		kerr.TopicAuthorizationFailed, kerr.ClusterAuthorizationFailed, kerr.UnsupportedVersion, kerr.UnsupportedForMessageFormat,
 		kgo.ErrClientClosed} {
 		if errors.Is(err, e) {

@@ -43,6 +43,9 @@ func TestMain(m *testing.M) {
 	if addr := os.Getenv(metaChildEnv); addr != "" {
 		os.Exit(runMetaChild(addr))
 	}
+	if spec := os.Getenv(brokerChildEnv); spec != "" {
+		os.Exit(runBrokerChild(spec))
+	}
 	os.Exit(m.Run())
 }
 

@@ -41,6 +41,17 @@ var errAborted = errors.New("transaction aborted")
 // authorization, an unsupported broker) are not wrapped in it.
 var errCommitUnknown = errors.New("transaction outcome unknown")
 
+// ErrFenced is returned, wrapped, when this instance's transactional id
+// is taken over again and again: another instance runs with it.
+var ErrFenced = errors.New("transactional id fenced by another instance")
+
+// A fence now and then is a broker aborting the transaction itself; more
+// than maxFenced within fencedWindow is another instance with the same id.
+const (
+	maxFenced    = 3
+	fencedWindow = time.Minute
+)
+
 // maxUncertainCommits bounds the commits in a row whose outcome is
 // unknown before the engine gives up with the last error.
 const maxUncertainCommits = 8
@@ -91,11 +102,13 @@ type runner struct {
 	// committedAtRecovery is Stats.Committed at the last of them.
 	uncertain           int
 	committedAtRecovery int64
-	cutOffsets          map[string]map[int32]int64
-	partTimes           map[watermark.Partition]int64
-	dispatched          int64
-	lastBarrier         time.Time
-	rr                  atomic.Uint32
+	// fenced are the times of the recent fences (recoverSession).
+	fenced      []time.Time
+	cutOffsets  map[string]map[int32]int64
+	partTimes   map[watermark.Partition]int64
+	dispatched  int64
+	lastBarrier time.Time
+	rr          atomic.Uint32
 	// drained says the last poll returned no record.
 	drained bool
 
@@ -527,6 +540,16 @@ func (r *runner) recoverSession(ctx context.Context, cause error) error {
 	if c := r.e.Stats().Committed; c != r.committedAtRecovery {
 		// Something committed since the last failure: a new streak.
 		r.uncertain, r.committedAtRecovery = 0, c
+	}
+	if errors.Is(cause, kerr.ProducerFenced) || errors.Is(cause, kerr.InvalidProducerEpoch) {
+		now := time.Now()
+		r.fenced = append(slices.DeleteFunc(r.fenced, func(t time.Time) bool { return now.Sub(t) > fencedWindow }), now)
+		if len(r.fenced) >= maxFenced {
+			id, _ := kafka.TransactionalID(r.e.cfg)
+			r.e.log.Error("fenced again and again; another instance runs with this transactional id", "transactional.id", id, "times", len(r.fenced), "within", fencedWindow)
+			return fmt.Errorf("engine: %w: fenced %d times within %s: another instance runs with transactional id %s; give each instance its own %s: %w",
+				ErrFenced, len(r.fenced), fencedWindow, id, kafka.InstanceID, cause)
+		}
 	}
 	r.uncertain++
 	if r.uncertain > maxUncertainCommits {
