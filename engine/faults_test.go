@@ -195,3 +195,74 @@ func TestOversizedOutput(t *testing.T) {
 		}
 	})
 }
+
+// TestSameTransactionalIDIsFenced runs two instances with one application
+// id and the same stoatflow.instance.id, so one transactional id: each
+// start fences the other. An instance fenced again and again must stop
+// with ErrFenced, saying what to change; the other goes on, and every
+// record comes out exactly once.
+func TestSameTransactionalIDIsFenced(t *testing.T) {
+	addr := startKafka(t, map[string]int32{"in": 4, "out": 4})
+	var in []kv
+	for i := range 4000 {
+		in = append(in, kv{Key: "k" + strconv.Itoa(i%97), Value: strconv.Itoa(i)})
+	}
+	type run struct {
+		e    *engine.Engine
+		done chan error
+	}
+	start := func() run {
+		e := engine.New(uppercase(), cfg(addr, "same-id", "stoatflow.instance.id", "twin"), engine.WithLogger(testLogger(t)))
+		ctx, cancel := context.WithCancel(context.Background())
+		t.Cleanup(cancel)
+		r := run{e, make(chan error, 1)}
+		go func() { r.done <- e.Run(ctx) }()
+		return r
+	}
+	a := start()
+	produce(t, addr, "in", in[:1000])
+	b := start()
+	var fenced error
+	var survivor run
+	next := 1000 // the input produced so far
+	for i := 1; fenced == nil; i++ {
+		if next < len(in) {
+			produce(t, addr, "in", in[next:next+250])
+			next += 250
+		}
+		select {
+		case err := <-a.done:
+			fenced, survivor = err, b
+		case err := <-b.done:
+			fenced, survivor = err, a
+		case <-time.After(250 * time.Millisecond):
+		}
+		if i > 400 {
+			t.Fatal("neither instance stopped within 100 s while both use one transactional id")
+		}
+	}
+	if !errors.Is(fenced, engine.ErrFenced) {
+		t.Fatalf("the stopped instance returned %v, want ErrFenced", fenced)
+	}
+	for _, want := range []string{"transactional id same-id-twin", "stoatflow.instance.id"} {
+		if !strings.Contains(fenced.Error(), want) {
+			t.Errorf("error %q does not say %q", fenced, want)
+		}
+	}
+	produce(t, addr, "in", in[next:])
+	got := readCommitted(t, addr, "out", len(in), 90*time.Second)
+	select {
+	case err := <-survivor.done:
+		t.Fatalf("the other instance stopped too: %v", err)
+	default:
+	}
+	seen := map[string]int{}
+	for _, r := range got {
+		seen[r.Value]++
+	}
+	for _, r := range in {
+		if n := seen["<"+r.Value+">"]; n != 1 {
+			t.Fatalf("value %s came out %d times, want once", r.Value, n)
+		}
+	}
+}
