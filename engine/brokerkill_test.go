@@ -166,3 +166,47 @@ func checkCountsWithKcat(t *testing.T, addr string, keys, per int) {
 		}
 	}
 }
+
+// TestRealBrokerKillExactlyOnce is TestBrokerKillExactlyOnce on Apache
+// Kafka: a broker of the test's own, SIGKILLed ten times at seeded random
+// points while input arrives and the engine counts, restarted each time on
+// its data (log recovery, coordinators reloading). Real tier only.
+func TestRealBrokerKillExactlyOnce(t *testing.T) {
+	kb := kafkatest.StartCrashable(t)
+	const kills, keys, per = 10, 200, 22
+	rng := rand.New(rand.NewPCG(crashSeed(t), 13))
+	addr := kb.Addr()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := kafkatest.CreateTopics(ctx, kafkatest.Admin(t, addr), map[string]int32{"in": 4, "out": 4}); err != nil {
+		t.Fatal(err)
+	}
+	var in []kv
+	for i := range keys * per {
+		in = append(in, kv{Key: "k" + strconv.Itoa(i%keys), Value: "x"})
+	}
+	slice := func(i int) []kv { return in[i*len(in)/(kills+1) : (i+1)*len(in)/(kills+1)] }
+	e, stop := runEngine(t, counts(), cfg(addr, "real-broker-kill", "session.timeout.ms", "10000"))
+	for i := range kills {
+		produce(t, addr, "in", slice(i))
+		time.Sleep(time.Duration(100+rng.IntN(1500)) * time.Millisecond)
+		kb.Kill(t)
+		time.Sleep(time.Duration(rng.IntN(500)) * time.Millisecond)
+		kb.Restart(t)
+		t.Logf("broker kill %d done; engine state %v, %d epochs committed, %d aborted", i+1, e.State(), e.Stats().Committed, e.Stats().Aborted)
+	}
+	produce(t, addr, "in", slice(kills))
+	got := readCommitted(t, addr, "out", len(in), 3*time.Minute)
+	stopped := make(chan error, 1)
+	go func() { stopped <- stop() }()
+	select {
+	case err := <-stopped:
+		if err != nil {
+			t.Fatalf("engine: %v", err)
+		}
+	case <-time.After(35 * time.Second):
+		t.Fatalf("the engine did not stop within its 30 s shutdown deadline (+5 s)")
+	}
+	checkCounts(t, got, keys, per)
+	checkCountsWithKcat(t, addr, keys, per)
+}

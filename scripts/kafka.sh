@@ -8,6 +8,8 @@
 #   scripts/kafka.sh start [--watch PID]   format, start, wait, print the bootstrap address
 #   scripts/kafka.sh status                print the address and PID; exit 1 when not running
 #   scripts/kafka.sh stop                  stop the broker this script started, remove its folder
+#   scripts/kafka.sh kill                  SIGKILL the broker, keep its folder (fault tests)
+#   scripts/kafka.sh restart [--watch PID] start it again on its folder and ports, unformatted
 #
 # STOATCTL_KAFKA_DIR  the broker's folder (default: $TMPDIR/stoatctl-kafka);
 #                     give each broker its own to run several at once
@@ -120,7 +122,16 @@ start() {
 	"${java[@]}" kafka.tools.StorageTool format --standalone -t "$cluster" \
 		-c "$DIR/server.properties" >"$DIR/format.log" 2>&1 ||
 		{ cat "$DIR/format.log" >&2; die "formatting the broker's log dir failed"; }
+	launch "$port" "$watch" "${java[@]}"
+}
 
+# launch runs the broker on the folder's server.properties, waits until it
+# answers on port, and prints its address; with a PID, a watchdog stops it
+# once that process ends.
+launch() {
+	local port=$1 watch=$2
+	shift 2
+	local java=("$@")
 	# setsid: the broker outlives the shell that started it, and a Ctrl-C
 	# in that shell does not reach it.
 	setsid "${java[@]}" "-Dkafka.logs.dir=$DIR" kafka.Kafka "$DIR/server.properties" \
@@ -174,6 +185,39 @@ stop() {
 	fi
 }
 
+# kill_broker SIGKILLs the broker and waits until it is gone; the folder
+# stays, so restart can bring it back as a crashed broker comes back.
+kill_broker() {
+	running || die "kafka.sh kill: no broker of ours is running (dir $DIR)"
+	local pid
+	pid=$(<"$DIR/broker.pid")
+	kill -KILL "$pid" 2>/dev/null || true
+	for _ in $(seq 100); do
+		kill -0 "$pid" 2>/dev/null || return 0
+		sleep 0.1
+	done
+	die "the broker (PID $pid) survived SIGKILL for 10s"
+}
+
+# restart starts the broker again on its folder, ports and data, without
+# formatting: what a broker does after a crash.
+restart() {
+	local watch=""
+	while (($#)); do
+		case $1 in
+		--watch) watch=${2:?--watch needs a PID}; shift 2 ;;
+		*) die "kafka.sh restart: unknown argument $1" ;;
+		esac
+	done
+	running && die "kafka.sh restart: the broker is running (dir $DIR)"
+	[[ -f $DIR/server.properties && -f $DIR/bootstrap ]] || die "kafka.sh restart: no broker folder at $DIR (start one first)"
+	local port cp
+	port=$(sed 's/.*://' "$DIR/bootstrap")
+	cp=$(interop_classpath)
+	launch "$port" "$watch" java -Xms256m -Xmx1g -XX:+UseG1GC -Djava.awt.headless=true \
+		"-Dlog4j2.configurationFile=$PWD/interop/kafka-log4j2.yaml" -cp "$cp"
+}
+
 status() {
 	if running; then
 		printf '%s pid %s dir %s\n' "$(cat "$DIR/bootstrap" 2>/dev/null || echo starting)" "$(<"$DIR/broker.pid")" "$DIR"
@@ -186,6 +230,8 @@ status() {
 case ${1:-} in
 start) shift; start "$@" ;;
 stop) stop ;;
+kill) kill_broker ;;
+restart) shift; restart "$@" ;;
 status) status ;;
 *) usage ;;
 esac

@@ -369,3 +369,52 @@ func Admin(t testing.TB, addr string) *kadm.Client {
 	t.Cleanup(cl.Close)
 	return kadm.NewClient(cl)
 }
+
+// Crashable is a real broker of one test's own, which the test may kill
+// and restart: a fault test must not take the shared broker down under
+// the tests that follow.
+type Crashable struct {
+	root, dir, addr string
+}
+
+// StartCrashable starts a real broker for t alone (scripts/kafka.sh in a
+// temporary folder), stopped when t ends. It skips t outside the real
+// tier.
+func StartCrashable(t testing.TB) *Crashable {
+	t.Helper()
+	if !Real() {
+		t.Skip("needs a real Kafka broker of its own (" + ModeEnv + "=real)")
+	}
+	root, err := RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &Crashable{root: root, dir: filepath.Join(t.TempDir(), "kafka")}
+	c.addr = strings.TrimSpace(c.run(t, "start", "--watch", fmt.Sprint(os.Getpid())))
+	t.Cleanup(func() { c.run(t, "stop") })
+	return c
+}
+
+// Addr is the broker's bootstrap address; it stays the same across
+// restarts.
+func (c *Crashable) Addr() string { return c.addr }
+
+// Kill SIGKILLs the broker.
+func (c *Crashable) Kill(t testing.TB) { t.Helper(); c.run(t, "kill") }
+
+// Restart starts the killed broker again on its data, as after a crash.
+func (c *Crashable) Restart(t testing.TB) { t.Helper(); c.run(t, "restart") }
+
+func (c *Crashable) run(t testing.TB, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(c.root, "scripts", "kafka.sh"), args...)
+	cmd.Dir = c.root
+	cmd.Env = append(os.Environ(), "STOATCTL_KAFKA_DIR="+c.dir)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("scripts/kafka.sh %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	return string(out)
+}
