@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stoatflow/stoatctl/engine"
 	"github.com/stoatflow/stoatctl/engine/broker"
 	"github.com/stoatflow/stoatctl/internal/kafkatest"
 )
@@ -209,4 +210,35 @@ func TestRealBrokerKillExactlyOnce(t *testing.T) {
 	}
 	checkCounts(t, got, keys, per)
 	checkCountsWithKcat(t, addr, keys, per)
+}
+
+// TestStopWhileBrokerIsDown stops the engine while its broker is dead and
+// stays dead: the final barrier cannot commit, and Run must still return
+// within its shutdown deadline (3 s here) plus 5 s, not wait on the
+// commit.
+func TestStopWhileBrokerIsDown(t *testing.T) {
+	kafkatest.EmbeddedOnly(t)
+	dir, port := t.TempDir(), freePort(t)
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	b := startBrokerChild(t, dir, port)
+	t.Cleanup(func() { _ = b.Process.Kill(); _ = b.Wait() })
+	var in []kv
+	for i := range 2000 {
+		in = append(in, kv{Key: "k" + strconv.Itoa(i%50), Value: "x"})
+	}
+	e, stop := runEngine(t, counts(), cfg(addr, "stop-broker-down", engine.ShutdownTimeoutMs, "3000"))
+	produce(t, addr, "in", in)
+	eventually(t, 30*time.Second, func() string { return "nothing committed" }, func() bool { return e.Stats().Committed > 0 })
+	produce(t, addr, "in", in)
+	_ = b.Process.Kill()
+	_ = b.Wait()
+	start := time.Now()
+	stopped := make(chan error, 1)
+	go func() { stopped <- stop() }()
+	select {
+	case err := <-stopped:
+		t.Logf("stopped in %s: %v", time.Since(start).Round(time.Millisecond), err)
+	case <-time.After(8 * time.Second):
+		t.Fatalf("the engine did not stop within 8 s of a stop with its broker down (state %v)", e.State())
+	}
 }

@@ -45,6 +45,10 @@ const (
 	// CreateTopics says whether the engine may create its internal topics
 	// (default true); when false, a missing one is a start-up error.
 	CreateTopics = "stoatflow.topics.create"
+	// ShutdownTimeoutMs bounds how long a stop waits for the final
+	// barrier's commit (default 30000); past it, Run returns and what did
+	// not commit is reprocessed on the next start.
+	ShutdownTimeoutMs = "stoatflow.shutdown.timeout-ms"
 )
 
 // ErrSplitBoundary is returned when a topology that must run as one
@@ -249,6 +253,8 @@ type settings struct {
 	minInterval time.Duration
 	maxInterval time.Duration
 	clientOpts  []kgo.Opt
+	// shutdown is ShutdownTimeoutMs.
+	shutdown time.Duration
 }
 
 func readSettings(c config.Config) (settings, error) {
@@ -301,6 +307,9 @@ func readSettings(c config.Config) (settings, error) {
 		return s, err
 	}
 	if s.maxInterval, err = ms(BarrierMaxIntervalMs, 5000); err != nil {
+		return s, err
+	}
+	if s.shutdown, err = ms(ShutdownTimeoutMs, 30000); err != nil {
 		return s, err
 	}
 	if s.minInterval > s.maxInterval {

@@ -759,7 +759,7 @@ func (r *runner) shutdown() error {
 		// flight.
 		return nil
 	}
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(r.s.shutdown)
 	wait := func() error {
 		for r.cutter.Commit(r.committedEpoch.Load()); r.cutter.InFlight(); r.cutter.Commit(r.committedEpoch.Load()) {
 			if err := r.shutdownWait(deadline); err != nil {
@@ -804,7 +804,7 @@ func (r *runner) shutdownWait(deadline time.Time) error {
 		return err
 	}
 	if time.Now().After(deadline) {
-		return errors.New("engine: final barrier did not commit within 30s; the last epoch will be reprocessed on restart")
+		return fmt.Errorf("engine: final barrier did not commit within %s (%s); the last epoch will be reprocessed on restart", r.s.shutdown, ShutdownTimeoutMs)
 	}
 	time.Sleep(5 * time.Millisecond)
 	return nil
