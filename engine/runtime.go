@@ -573,8 +573,27 @@ func (r *runner) recoverSession(ctx context.Context, cause error) error {
 		return nil // the loop's next turn stops
 	case <-time.After(wait):
 	}
-	if err := r.openSession(ctx); err != nil {
-		return err
+	// The broker may still be coming back: a new session that cannot
+	// reach it is retried like a reset.
+	deadline := time.Now().Add(resetRetryFor)
+	for attempt := 1; ; attempt++ {
+		err := r.openSession(ctx)
+		if err == nil {
+			break
+		}
+		if r.sess != nil {
+			r.sess.close()
+		}
+		if !transient(err) || ctx.Err() != nil || time.Now().After(deadline) {
+			return err
+		}
+		wait := min(200*time.Millisecond<<(attempt-1), 5*time.Second)
+		r.e.log.Warn("new Kafka client failed, the brokers may be briefly unreachable; retrying", "attempt", attempt, "retry_in", wait, "err", err)
+		select {
+		case <-ctx.Done():
+			return nil // the loop's next turn stops
+		case <-time.After(wait):
+		}
 	}
 	return r.reset(ctx)
 }
