@@ -5,16 +5,18 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
+	"github.com/stoatflow/stoatctl/engine/topofile"
 	"github.com/stoatflow/stoatctl/internal/output"
 	"github.com/stoatflow/stoatctl/replay"
 )
 
 func newReplayCommand() *cobra.Command {
 	format := output.NewFormat(output.Text, output.JSON)
-	var update bool
+	var update, strict bool
 	var junit string
 	c := &cobra.Command{
 		Use:   "replay PATH...",
@@ -31,7 +33,13 @@ wrote that were not expected. The format is described in docs/fixtures.md.
 --update rewrites the expect section of every failing fixture with what the
 run wrote (the golden workflow); when any fixture cannot run, nothing is
 written. Exit status: 0 all passed (or were updated), 1 a mismatch or a
-fixture that could not run, 2 a usage error.`,
+fixture that could not run, 2 a usage error.
+
+Before any fixture runs, the configuration each runs with (its topology's
+config: block and its driver config) is checked against the catalogue
+(stoatctl config list): an unknown key is a warning on stderr naming the
+closest known key, an error under --strict (exit 2); a value that does not
+parse is an error.`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usageErrorf("missing argument: fixture PATH (a file or a directory)")
@@ -43,9 +51,27 @@ fixture that could not run, 2 a usage error.`,
 			if err != nil {
 				return usageError{err}
 			}
+			// Every fixture is loaded and its configuration checked
+			// before any runs.
+			fixtures := make([]*replay.Fixture, len(paths))
 			results := make([]*replay.Result, len(paths))
+			var report configReport
 			for i, p := range paths {
-				results[i] = replay.RunFile(p)
+				f, err := replay.Load(p)
+				if err != nil {
+					results[i] = &replay.Result{Path: p, Status: replay.Errored, Err: &replay.RunError{Code: replay.CodeFixture, Err: err}}
+					continue
+				}
+				fixtures[i] = f
+				checkFixtureConfig(&report, f, strict)
+			}
+			if err := report.finish(c); err != nil {
+				return err
+			}
+			for i, f := range fixtures {
+				if f != nil {
+					results[i] = replay.Run(f)
+				}
 			}
 			var updated map[string]bool
 			var updateErr error
@@ -78,9 +104,23 @@ fixture that could not run, 2 a usage error.`,
 	}
 	c.Flags().BoolVar(&update, "update", false, "rewrite the expect section of failing fixtures with what the run wrote")
 	c.Flags().StringVar(&junit, "junit", "", "also write a JUnit XML report to `FILE`")
+	addStrictFlag(c, &strict)
 	addOutputFlag(c, format)
 	c.AddCommand(newReplayRecordCommand())
 	return c
+}
+
+// checkFixtureConfig checks the configuration f runs with: its
+// topology's, then its driver config over it. A topology that does not
+// resolve is left to the run, which reports it.
+func checkFixtureConfig(r *configReport, f *replay.Fixture, strict bool) {
+	topo, err := topofile.Resolve(f.Topology, filepath.Dir(f.Path))
+	if err != nil {
+		return
+	}
+	src := topologyConfig(topo)
+	src.add(f.Driver.Config, fileOrigin("fixture", f.Path, "driver", "config"))
+	r.check(src, strict)
 }
 
 // replayOutcome is the error that gives exit 1 when a fixture failed

@@ -24,6 +24,7 @@ func newRunCommand() *cobra.Command {
 		topo, configFile, bootstrap, stateDir, logLevel, dataDir string
 		overrides                                                []string
 		port, partitions                                         int
+		strict                                                   bool
 	)
 	c := &cobra.Command{
 		Use:   "run -t TOPOLOGY",
@@ -39,7 +40,10 @@ produce to it and read from it with kcat on stderr.
 
 Configuration comes from the topology file, then -c FILE (YAML: Kafka
 Streams-style keys such as application.id, processing.guarantee,
-num.stream.threads, and the stoatflow.* keys), then -X KEY=VALUE, then -b.`,
+num.stream.threads, and the stoatflow.* keys), then -X KEY=VALUE, then -b.
+Every key is checked against the catalogue (stoatctl config list) before
+anything starts: an unknown key is a warning naming the closest known key,
+an error under --strict (exit 2); a value that does not parse is an error.`,
 		Example: `  stoatctl run -t word-count
   stoatctl run -t fixtures/word-count/topology.yaml -b localhost:9092 -X num.stream.threads=8`,
 		Args: noArgs,
@@ -62,30 +66,34 @@ num.stream.threads, and the stoatflow.* keys), then -X KEY=VALUE, then -b.`,
 			if err != nil {
 				return err
 			}
-			cfg := maps.Clone(file.Config)
-			if cfg == nil {
-				cfg = map[string]string{}
-			}
+			src := topologyConfig(file)
 			if configFile != "" {
 				fromFile, err := config.LoadFile(configFile)
 				if err != nil {
 					return err
 				}
-				maps.Copy(cfg, fromFile)
+				src.add(fromFile, fileOrigin("", configFile))
 			}
 			for _, o := range overrides {
 				k, v, err := config.ParseAssignment(o)
 				if err != nil {
 					return usageErrorf("-X %s", err)
 				}
-				cfg[k] = v
+				src.set(k, v, "flag -X")
 			}
 			if bootstrap != "" {
-				cfg[config.BootstrapServers] = bootstrap
+				src.set(config.BootstrapServers, bootstrap, "flag -b")
 			}
 			if stateDir != "" {
-				cfg[config.StateDir] = stateDir
+				src.set(config.StateDir, stateDir, "flag --state-dir")
 			}
+			// Nothing starts before the configuration is checked.
+			var report configReport
+			report.check(src, strict)
+			if err := report.finish(c); err != nil {
+				return err
+			}
+			cfg := src.values
 			log := slog.New(slog.NewTextHandler(c.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
 			ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -111,6 +119,7 @@ num.stream.threads, and the stoatflow.* keys), then -X KEY=VALUE, then -b.`,
 	f.IntVar(&port, "broker-port", broker.DefaultPort, "embedded broker: listen on `PORT` (0 picks a free one)")
 	f.StringVar(&dataDir, "broker-data-dir", "", "embedded broker: keep its topics in `DIR` across restarts")
 	f.IntVar(&partitions, "partitions", 4, "embedded broker: create the topology's topics with `N` partitions")
+	addStrictFlag(c, &strict)
 	f.StringVar(&logLevel, "log-level", "info", "log from `LEVEL` up on stderr: debug, info, warn, error")
 	_ = c.RegisterFlagCompletionFunc("log-level", cobra.FixedCompletions([]string{"debug", "info", "warn", "error"}, cobra.ShellCompDirectiveNoFileComp))
 	return c

@@ -12,6 +12,7 @@ import (
 
 func newTopologyValidateCommand() *cobra.Command {
 	var file string
+	var strict bool
 	c := &cobra.Command{
 		Use:   "validate -t FILE",
 		Short: "Check a topology file: parse it, compile its expressions, run the build rules",
@@ -21,7 +22,11 @@ configuration, which runs every build-time rule (co-partitioning, event
 time, store and timer checks).
 
 Warnings and a summary go to stdout. Errors, each naming its position in the
-file or the node at fault, go to stderr and make the exit code 1.`,
+file or the node at fault, go to stderr and make the exit code 1.
+
+The config: block is checked against the catalogue (stoatctl config list):
+an unknown key is a warning on stderr naming the closest known key, an
+error under --strict (exit 2); a value that does not parse is an error.`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if !c.Flags().Changed("topology") {
@@ -33,6 +38,15 @@ file or the node at fault, go to stderr and make the exit code 1.`,
 			r, err := topofile.Validate(file, "")
 			if err != nil {
 				return err
+			}
+			// The file's configuration, when it loads, is checked as run
+			// would take it.
+			if f, err := topofile.Resolve(file, ""); err == nil {
+				var report configReport
+				report.check(topologyConfig(f), strict)
+				if err := report.finish(c); err != nil {
+					return err
+				}
 			}
 			if !r.OK() {
 				var b strings.Builder
@@ -53,5 +67,6 @@ file or the node at fault, go to stderr and make the exit code 1.`,
 		},
 	}
 	c.Flags().StringVarP(&file, "topology", "t", "", "topology `FILE` (.yaml) or example name to validate")
+	addStrictFlag(c, &strict)
 	return c
 }

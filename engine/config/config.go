@@ -68,27 +68,18 @@ const (
 	HandlerContinue = "continue"
 )
 
-// Defaults are the values used for keys a configuration does not set.
-var Defaults = map[string]string{
-	ProcessingGuarantee:       "exactly_once_v2",
-	CommitIntervalMs:          "100",
-	DeserializationHandler:    HandlerFail,
-	ProcessingHandler:         HandlerFail,
-	ProductionHandler:         HandlerFail,
-	DefaultTimestampExtractor: "record",
-	StateDir:                  "/tmp/stoatflow",
-	TestDriverCommitPerPipe:   "true",
-	StoatflowChangelogEnabled: "true",
-
-	WatermarkMaxOutOfOrdernessMs: "10000",
-	WatermarkIdlenessTimeoutMs:   "300000",
-	WatermarkAutoIntervalMs:      "200",
-	TimestampCoordinationMode:    CoordinationAuto,
-
-	TimerKeyLaneAffinityRule:      VerdictWarn,
-	TimerLaneAffinityGuard:        VerdictError,
-	TimerLaneAffinitySampledCheck: VerdictWarn,
-}
+// Defaults are the values used for keys a configuration does not set:
+// the defaults of the catalogue's keys marked Lookup. Other keys'
+// defaults are applied by their readers.
+var Defaults = func() map[string]string {
+	out := map[string]string{}
+	for _, k := range catalogue {
+		if k.Lookup {
+			out[k.Name] = k.Default
+		}
+	}
+	return out
+}()
 
 // Config is an application's merged configuration. The zero value is usable
 // and holds only the defaults.

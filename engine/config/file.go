@@ -94,3 +94,60 @@ func ParseAssignment(s string) (string, string, error) {
 	}
 	return "", "", fmt.Errorf("%q is not KEY=VALUE", s)
 }
+
+// KeyLines returns the line of each key of the YAML mapping reached
+// through path from the document root (none: the root itself), its nested
+// mappings flattened with dots as Parse flattens them. It is for pointing
+// at a key in a message: what does not parse, or is not a mapping, has no
+// lines.
+func KeyLines(data []byte, path ...string) map[string]int {
+	out := map[string]int{}
+	var doc yaml.Node
+	if yaml.Unmarshal(data, &doc) != nil || len(doc.Content) == 0 {
+		return out
+	}
+	n := doc.Content[0]
+	for _, p := range path {
+		n = mappingValue(n, p)
+		if n == nil {
+			return out
+		}
+	}
+	keyLines("", n, out)
+	return out
+}
+
+func mappingValue(m *yaml.Node, key string) *yaml.Node {
+	for m != nil && m.Kind == yaml.AliasNode {
+		m = m.Alias
+	}
+	if m == nil || m.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i+1]
+		}
+	}
+	return nil
+}
+
+func keyLines(prefix string, m *yaml.Node, out map[string]int) {
+	if m == nil || m.Kind != yaml.MappingNode {
+		return
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		k, v := m.Content[i], m.Content[i+1]
+		key := k.Value
+		if prefix != "" {
+			key = prefix + "." + key
+		}
+		if v.Kind == yaml.MappingNode {
+			keyLines(key, v, out)
+			continue
+		}
+		if _, seen := out[key]; !seen {
+			out[key] = k.Line
+		}
+	}
+}

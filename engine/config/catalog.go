@@ -1,0 +1,298 @@
+package config
+
+import (
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Keys other packages read, named here so that the catalogue can list
+// them; the readers keep their own constants (engine.BarrierIntervalMs,
+// kafka.ClientID, ...), and a test in cmd holds the two in step.
+const (
+	keyBarrierIntervalMs     = "stoatflow.commit-barrier.interval-ms"
+	keyBarrierIntervalFactor = "stoatflow.commit-barrier.interval-factor"
+	keyBarrierMinIntervalMs  = "stoatflow.commit-barrier.min-interval-ms"
+	keyBarrierMaxIntervalMs  = "stoatflow.commit-barrier.max-interval-ms"
+	keyLaneQueueSize         = "stoatflow.lane.queue-size"
+	keyCreateTopics          = "stoatflow.topics.create"
+	keyShutdownTimeoutMs     = "stoatflow.shutdown.timeout-ms"
+	keyClientID              = "client.id"
+	keyAutoOffsetReset       = "auto.offset.reset"
+	keyInstanceID            = "stoatflow.instance.id"
+	keySessionTimeoutMs      = "session.timeout.ms"
+	keyHeartbeatIntervalMs   = "heartbeat.interval.ms"
+	keyGroupInstanceID       = "group.instance.id"
+)
+
+// Type is the kind of value a key takes.
+type Type string
+
+const (
+	TypeString Type = "string"
+	TypeInt    Type = "int"
+	TypeFloat  Type = "float"
+	TypeBool   Type = "bool"
+	// TypeDurationMs is an integer number of milliseconds.
+	TypeDurationMs Type = "duration-ms"
+	// TypeEnum is one of Key.Values (or one of Key.Aliases).
+	TypeEnum Type = "enum"
+	// TypeList is a comma-separated list.
+	TypeList Type = "list"
+)
+
+// Component is a part of stoatctl that reads configuration.
+type Component string
+
+const (
+	// Core is the processing core: topology build rules, tasks, stores,
+	// shared by the test driver and the live engine.
+	Core Component = "processing core"
+	// LiveEngine is the live engine (stoatctl run, engine.New).
+	LiveEngine Component = "live engine"
+	// KafkaClient is the engine's Kafka client (franz-go options).
+	KafkaClient Component = "Kafka client"
+	// TestDriver is the test driver (stoatctl replay, topology try).
+	TestDriver Component = "test driver"
+)
+
+// Key describes one configuration key.
+type Key struct {
+	Name string
+	Type Type
+	// Values are an enum's canonical values; Aliases other spellings
+	// accepted for them (Kafka Streams' class names), alias to value.
+	Values  []string
+	Aliases map[string]string
+	// FoldCase makes an enum's values case-insensitive.
+	FoldCase bool
+	// Min is the least value a number takes, when HasMin.
+	Min    float64
+	HasMin bool
+	// Default is the value in force when the key is not set, as a user
+	// reads it ("" for none, or a phrase such as "number of CPUs").
+	Default string
+	// Lookup says Default is what Config.Lookup returns for the key when
+	// unset (it is in Defaults); otherwise the reader applies it.
+	Lookup bool
+	// Description is one line.
+	Description string
+	// ReadBy lists the components that read the key.
+	ReadBy []Component
+	// NoOp says the key is accepted, for Kafka Streams compatibility or
+	// ahead of the feature, but has no effect yet; Note says why.
+	NoOp bool
+	// AliasOf names the key this one is a short name for.
+	AliasOf string
+	// Note is a longer remark for config describe and the docs.
+	Note string
+}
+
+var (
+	handlerFailAliases = map[string]string{
+		"log-and-fail": HandlerFail,
+		"org.apache.kafka.streams.errors.LogAndFailExceptionHandler":           HandlerFail,
+		"org.apache.kafka.streams.errors.LogAndFailProcessingExceptionHandler": HandlerFail,
+	}
+	handlerContinueAliases = map[string]string{
+		"log-and-continue": HandlerContinue,
+		"org.apache.kafka.streams.errors.LogAndContinueExceptionHandler":           HandlerContinue,
+		"org.apache.kafka.streams.errors.LogAndContinueProcessingExceptionHandler": HandlerContinue,
+	}
+)
+
+func join(ms ...map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, m := range ms {
+		maps.Copy(out, m)
+	}
+	return out
+}
+
+func atLeast(k Key, min float64) Key { k.Min, k.HasMin = min, true; return k }
+
+var verdicts = []string{VerdictOff, VerdictWarn, VerdictError}
+
+// catalogue is every key stoatctl reads, sorted by name.
+var catalogue = sortedKeys([]Key{
+	{Name: ApplicationID, Type: TypeString, Description: "names the application: the consumer group, the prefix of internal topics and transactional ids",
+		ReadBy: []Component{Core, LiveEngine, KafkaClient}, Note: "a topology file sets it with application-id; the test driver uses test-driver when it is missing"},
+	{Name: keyAutoOffsetReset, Type: TypeEnum, Values: []string{"earliest", "latest", "none"}, Default: "earliest",
+		Description: "where a source partition without a committed offset starts: earliest, latest or none (fail)", ReadBy: []Component{KafkaClient, LiveEngine}},
+	{Name: BootstrapServers, Type: TypeList, Description: "the Kafka brokers to connect to, host:port[,host:port...]",
+		ReadBy: []Component{LiveEngine, KafkaClient}, Note: "stoatctl run starts an embedded broker when neither this nor -b is given"},
+	{Name: keyClientID, Type: TypeString, Default: "application.id", Description: "the client id the brokers log and meter this client under", ReadBy: []Component{KafkaClient}},
+	{Name: CommitIntervalMs, Type: TypeDurationMs, Default: "100", Lookup: true, Description: "Kafka Streams' commit interval; accepted and ignored",
+		ReadBy: []Component{LiveEngine}, NoOp: true, Note: "the live engine commits at barriers, whose cadence is stoatflow.commit-barrier.*"},
+	{Name: DeserializationHandler, Type: TypeEnum, Values: []string{HandlerFail, HandlerContinue, "dead-letter"},
+		Aliases: join(handlerFailAliases, handlerContinueAliases), Default: HandlerFail, Lookup: true,
+		Description: "what a record that cannot be deserialized does: fail the task, continue past it, or go to the dead-letter topic", ReadBy: []Component{Core},
+		Note: "dead-letter needs errors.dead.letter.queue.topic.name"},
+	{Name: DefaultKeySerde, Type: TypeString, Description: "the serde of keys where a source, sink or store declares none (string, bytes, int32, int64, json, ...)",
+		ReadBy: []Component{Core}, Note: "a topology file defaults it to string; Kafka's Serdes$...Serde class names are accepted"},
+	{Name: ProductionHandler, Type: TypeEnum, Values: []string{HandlerFail, HandlerContinue},
+		Aliases: join(handlerFailAliases, map[string]string{"org.apache.kafka.streams.errors.DefaultProductionExceptionHandler": HandlerFail}),
+		Default: HandlerFail, Lookup: true, Description: "what a sink record too large for its topic does: fail the engine or drop the record and continue", ReadBy: []Component{LiveEngine}},
+	{Name: DefaultTimestampExtractor, Type: TypeEnum, Values: []string{"record", "log-and-skip", "use-partition-time"},
+		Aliases: map[string]string{
+			"org.apache.kafka.streams.processor.FailOnInvalidTimestamp":             "record",
+			"org.apache.kafka.streams.processor.LogAndSkipOnInvalidTimestamp":       "log-and-skip",
+			"org.apache.kafka.streams.processor.UsePartitionTimeOnInvalidTimestamp": "use-partition-time",
+		}, Default: "record", Lookup: true, Description: "the event time of a record whose source declares no extractor, and what an invalid one does", ReadBy: []Component{Core}},
+	{Name: DefaultValueSerde, Type: TypeString, Description: "the serde of values where a source, sink or store declares none (string, bytes, int32, int64, json, ...)",
+		ReadBy: []Component{Core}, Note: "a topology file defaults it to json; Kafka's Serdes$...Serde class names are accepted"},
+	{Name: DeadLetterQueueTopic, Type: TypeString, Description: "the topic records go to under the dead-letter deserialization handler", ReadBy: []Component{Core}},
+	{Name: keyGroupInstanceID, Type: TypeString, Description: "static group membership: a restarted instance takes its place back without waiting out its session", ReadBy: []Component{KafkaClient, LiveEngine}},
+	atLeast(Key{Name: keyHeartbeatIntervalMs, Type: TypeDurationMs, Default: "3000", Description: "how often the consumer heartbeats to the group coordinator (Kafka's default)", ReadBy: []Component{KafkaClient}}, 1),
+	atLeast(Key{Name: NumStreamThreads, Type: TypeInt, Default: "number of CPUs (live engine); 16 (lane checks)",
+		Description: "the number of lanes per sub-topology; the test driver judges lane splits over it", ReadBy: []Component{LiveEngine, Core, TestDriver},
+		Note: "Kafka Streams' stream threads; here the key-affinity lanes each sub-topology runs on"}, 1),
+	{Name: ProcessingHandler, Type: TypeEnum, Values: []string{HandlerFail, HandlerContinue}, Aliases: join(handlerFailAliases, handlerContinueAliases),
+		Default: HandlerFail, Lookup: true, Description: "what a record whose processing throws does: fail the task or continue past it", ReadBy: []Component{Core}},
+	{Name: ProcessingGuarantee, Type: TypeEnum, Values: []string{"exactly_once_v2", "at_least_once"}, Default: "exactly_once_v2", Lookup: true,
+		Description: "exactly_once_v2 commits each epoch in one Kafka transaction; at_least_once commits offsets after the output", ReadBy: []Component{LiveEngine, KafkaClient}},
+	atLeast(Key{Name: keySessionTimeoutMs, Type: TypeDurationMs, Default: "45000", Description: "how long the group waits for a silent member before rebalancing it away", ReadBy: []Component{KafkaClient, LiveEngine}}, 1),
+	{Name: StateDir, Type: TypeString, Default: "/tmp/stoatflow", Lookup: true, Description: "where local state is kept; accepted and ignored", ReadBy: []Component{LiveEngine},
+		NoOp: true, Note: "state is kept in memory and restored from the changelogs; stoatctl run --state-dir sets it"},
+	{Name: StoatflowChangelogEnabled, Type: TypeBool, Default: "true", Lookup: true, Description: "whether stores log their changes; accepted and ignored", ReadBy: []Component{Core},
+		NoOp: true, Note: "logging is chosen per store when the topology is built; this key has no effect yet"},
+	atLeast(Key{Name: keyBarrierIntervalFactor, Type: TypeFloat, Default: "1.5",
+		Description: "the barrier interval after a slow commit: the commit time times this factor, within the min and max", ReadBy: []Component{LiveEngine}}, 0),
+	atLeast(Key{Name: keyBarrierIntervalMs, Type: TypeDurationMs, Default: "500", Description: "how often the live engine cuts a commit barrier (one epoch, one transaction)", ReadBy: []Component{LiveEngine}}, 1),
+	atLeast(Key{Name: keyBarrierMaxIntervalMs, Type: TypeDurationMs, Default: "5000", Description: "the longest barrier interval", ReadBy: []Component{LiveEngine}}, 1),
+	atLeast(Key{Name: keyBarrierMinIntervalMs, Type: TypeDurationMs, Default: "150", Description: "the shortest barrier interval", ReadBy: []Component{LiveEngine}}, 1),
+	{Name: keyInstanceID, Type: TypeString, Default: "0", Description: "names this instance among the application's; completes the transactional id application.id-instance",
+		ReadBy: []Component{KafkaClient, LiveEngine}, Note: "unique among instances running at once, and the same across restarts of one instance"},
+	atLeast(Key{Name: keyLaneQueueSize, Type: TypeInt, Default: "1024", Description: "the bound of each lane's queue; a full queue stops fetching", ReadBy: []Component{LiveEngine}}, 1),
+	atLeast(Key{Name: keyShutdownTimeoutMs, Type: TypeDurationMs, Default: "30000",
+		Description: "how long a stop waits for the final barrier's commit; past it what did not commit is reprocessed on the next start", ReadBy: []Component{LiveEngine}}, 1),
+	{Name: TimestampCoordinationMode, Type: TypeEnum, Values: []string{CoordinationAuto, CoordinationEnabled, CoordinationDisabled}, Default: CoordinationAuto, Lookup: true,
+		Description: "whether sources' watermarks are coordinated: AUTO, ENABLED or DISABLED", ReadBy: []Component{Core}},
+	{Name: TimerLaneAffinityGuard, Type: TypeEnum, Values: verdicts, FoldCase: true, Default: VerdictError, Lookup: true,
+		Description: "the runtime guard on timers registered or deleted for the key being processed: off, warn or error", ReadBy: []Component{Core}},
+	{Name: TimerLaneAffinitySampledCheck, Type: TypeEnum, Values: verdicts, FoldCase: true, Default: VerdictWarn, Lookup: true,
+		Description: "the sampled check that a record's key hashes to the lane processing it: off, warn or error", ReadBy: []Component{Core}},
+	{Name: TimerKeyLaneAffinityRule, Type: TypeEnum, Values: verdicts, FoldCase: true, Default: VerdictWarn, Lookup: true,
+		Description: "the build-time timer lane-affinity rule: off, warn or error", ReadBy: []Component{Core}},
+	{Name: keyCreateTopics, Type: TypeBool, Default: "true", Description: "whether the engine may create its internal topics; when false a missing one fails the start", ReadBy: []Component{LiveEngine}},
+	atLeast(Key{Name: WatermarkAutoIntervalMs, Type: TypeDurationMs, Default: "200", Lookup: true, Description: "how often the watermark is recomputed; accepted and ignored",
+		ReadBy: []Component{LiveEngine}, NoOp: true, Note: "planned; nothing reads it yet"}, 1),
+	atLeast(Key{Name: WatermarkIdlenessTimeoutMs, Type: TypeDurationMs, Default: "300000", Lookup: true,
+		Description: "how long a source partition may stay silent before the watermark stops waiting for it", ReadBy: []Component{LiveEngine}}, 0),
+	atLeast(Key{Name: WatermarkMaxOutOfOrdernessMs, Type: TypeDurationMs, Default: "10000", Lookup: true,
+		Description: "the default watermark lag behind the largest event time, for sources that declare no strategy", ReadBy: []Component{Core}}, 0),
+	{Name: TestDriverCommitPerPipe, Type: TypeBool, Default: "true", Lookup: true, Description: "whether the test driver cuts a commit barrier after every piped record", ReadBy: []Component{TestDriver}},
+	atLeast(Key{Name: TestDriverNumberOfLanes, Type: TypeInt, Default: "num.stream.threads, else 16",
+		Description: "the lane count the test driver judges lane splits over", ReadBy: []Component{TestDriver}}, 1),
+	{Name: TimerLaneAffinitySampledCheckAlias, Type: TypeEnum, Values: verdicts, FoldCase: true, Description: "the test driver's short name for the sampled lane check",
+		ReadBy: []Component{Core, TestDriver}, AliasOf: TimerLaneAffinitySampledCheck, Note: "the full key wins when both are set"},
+	{Name: TopologyOptimization, Type: TypeString, Description: "Kafka Streams' topology optimization; accepted and ignored", ReadBy: []Component{Core},
+		NoOp: true, Note: "stoatctl applies no optimizations; the topology runs as built"},
+})
+
+func sortedKeys(ks []Key) []Key {
+	slices.SortFunc(ks, func(a, b Key) int { return strings.Compare(a.Name, b.Name) })
+	return ks
+}
+
+var byKeyName = func() map[string]*Key {
+	m := make(map[string]*Key, len(catalogue))
+	for i := range catalogue {
+		m[catalogue[i].Name] = &catalogue[i]
+	}
+	return m
+}()
+
+// Catalogue returns every key stoatctl knows, sorted by name. The result
+// is a copy.
+func Catalogue() []Key {
+	out := make([]Key, len(catalogue))
+	for i, k := range catalogue {
+		k.Values = slices.Clone(k.Values)
+		k.ReadBy = slices.Clone(k.ReadBy)
+		k.Aliases = maps.Clone(k.Aliases)
+		out[i] = k
+	}
+	return out
+}
+
+// Describe returns the key named name.
+func Describe(name string) (Key, bool) {
+	k, ok := byKeyName[name]
+	if !ok {
+		return Key{}, false
+	}
+	return *k, true
+}
+
+// Known reports whether name is a key of the catalogue.
+func Known(name string) bool {
+	_, ok := byKeyName[name]
+	return ok
+}
+
+// TypeText is the key's type as the docs print it: "enum (a, b, c)" for
+// an enum.
+func (k Key) TypeText() string {
+	if k.Type == TypeEnum {
+		return string(k.Type) + " (" + strings.Join(k.Values, ", ") + ")"
+	}
+	return string(k.Type)
+}
+
+// ReadByText joins the components that read the key.
+func (k Key) ReadByText() string {
+	parts := make([]string, len(k.ReadBy))
+	for i, c := range k.ReadBy {
+		parts[i] = string(c)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Closest is the known key nearest name by edit distance, compared
+// case-insensitively, and false when none is near enough to be the key
+// meant.
+func Closest(name string) (string, bool) {
+	lower := strings.ToLower(name)
+	best, bestD := "", -1
+	for _, k := range catalogue {
+		d := distance(lower, strings.ToLower(k.Name))
+		if bestD < 0 || d < bestD {
+			best, bestD = k.Name, d
+		}
+	}
+	if bestD < 0 || bestD > max(2, len(name)/5) {
+		return "", false
+	}
+	return best, true
+}
+
+// distance is the Levenshtein distance between a and b, over bytes.
+func distance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// AliasNames lists the enum's aliases, sorted.
+func (k Key) AliasNames() []string { return slices.Sorted(maps.Keys(k.Aliases)) }
+
+// MinText is the least value, as written in a configuration.
+func (k Key) MinText() string { return formatMin(k.Min) }
+
+func formatMin(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
