@@ -33,6 +33,7 @@ func newBrokerCommand() *cobra.Command {
 		host, dataDir, logLevel string
 		port                    int
 		topics                  []string
+		autoCreate              bool
 	)
 	c := &cobra.Command{
 		Use:   "broker",
@@ -44,9 +45,16 @@ from it, until SIGINT (Ctrl-C) or SIGTERM stops it.
 It prints the address it listens on to stdout, and how to produce and
 consume with kcat to stderr. Without --data-dir everything it holds is lost
 when it stops; with it, topics, records, committed offsets and transactions
-are kept there and found again on the next start.`,
+are kept there and found again on the next start.
+
+As Apache Kafka does by default (auto.create.topics.enable=true), it
+creates a topic, with one partition, the first time a client asks for one
+that does not exist (kcat -P and Java producers ask; stoatctl's own clients
+do not). --auto-create-topics=false makes a missing topic an error instead,
+as on most production clusters.`,
 		Example: `  stoatctl broker --topic orders:3 --topic payments
-  stoatctl broker --port 0 --data-dir ./kafka-data`,
+  stoatctl broker --port 0 --data-dir ./kafka-data
+  stoatctl broker --auto-create-topics=false -t orders:3`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			seeds, err := parseSeedTopics(topics)
@@ -61,11 +69,12 @@ are kept there and found again on the next start.`,
 				return usageErrorf("--log-level %q: want one of debug, info, warn, error", logLevel)
 			}
 			opts := broker.Options{
-				Host:       host,
-				Port:       port,
-				DataDir:    dataDir,
-				SeedTopics: seeds,
-				Logger:     slog.New(slog.NewTextHandler(c.ErrOrStderr(), &slog.HandlerOptions{Level: level})),
+				Host:             host,
+				Port:             port,
+				DataDir:          dataDir,
+				SeedTopics:       seeds,
+				AutoCreateTopics: autoCreate,
+				Logger:           slog.New(slog.NewTextHandler(c.ErrOrStderr(), &slog.HandlerOptions{Level: level})),
 			}
 			if port == 0 {
 				opts.Port = broker.RandomPort
@@ -78,6 +87,7 @@ are kept there and found again on the next start.`,
 	f.IntVar(&port, "port", broker.DefaultPort, "listen on `PORT` (0 picks a free one)")
 	f.StringVar(&dataDir, "data-dir", "", "keep the broker's data in `DIR` across restarts (default: in memory only)")
 	f.StringArrayVarP(&topics, "topic", "t", nil, "create topic `NAME[:PARTITIONS]` if missing (1 partition by default); repeatable")
+	f.BoolVar(&autoCreate, "auto-create-topics", true, "create a topic the first time a client asks for it (Kafka's auto.create.topics.enable)")
 	f.StringVar(&logLevel, "log-level", "warn", "log the broker's own messages from `LEVEL` up on stderr: debug, info, warn, error")
 	_ = c.MarkFlagDirname("data-dir")
 	_ = c.RegisterFlagCompletionFunc("log-level", cobra.FixedCompletions([]string{"debug", "info", "warn", "error"}, cobra.ShellCompDirectiveNoFileComp))
@@ -135,7 +145,7 @@ func writeBrokerHelp(w io.Writer, addrs []string, opts broker.Options, topics ma
 	names := slices.Sorted(maps.Keys(topics))
 	topic := "TOPIC"
 	if len(names) == 0 {
-		fmt.Fprintln(w, "topics: none yet (create them with --topic NAME[:PARTITIONS] or from any client)")
+		fmt.Fprintln(w, "topics: none yet (--topic NAME[:PARTITIONS] or stoatctl topic create makes them)")
 	} else {
 		topic = names[0]
 		var list []string
@@ -143,6 +153,11 @@ func writeBrokerHelp(w io.Writer, addrs []string, opts broker.Options, topics ma
 			list = append(list, fmt.Sprintf("%s (%d)", n, topics[n]))
 		}
 		fmt.Fprintf(w, "topics (partitions): %s\n", strings.Join(list, ", "))
+	}
+	if opts.AutoCreateTopics {
+		fmt.Fprintln(w, "new topics are created on first use, with 1 partition (--auto-create-topics=false turns that off)")
+	} else {
+		fmt.Fprintf(w, "new topics are not created on first use: create them with stoatctl topic create -b %s\n", addrs[0])
 	}
 	fmt.Fprintf(w, `
 produce lines of key:value with kcat:

@@ -73,6 +73,7 @@ replay, migration and the watermark view are coming.`,
 		newBrokerCommand(),
 		newReplayCommand(),
 		newRunCommand(),
+		newTopicCommand(),
 		newConfigCommand(),
 	)
 	markFailures(root)

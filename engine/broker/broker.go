@@ -28,7 +28,7 @@ const (
 )
 
 // Options configure Start. The zero value is a one-node, in-memory broker on
-// 127.0.0.1:9092 with no topics.
+// 127.0.0.1:9092 with no topics, which creates none on first use.
 type Options struct {
 	// Host is the address to listen on and the host clients are told to
 	// connect to; default 127.0.0.1. A wildcard such as 0.0.0.0 listens on
@@ -48,6 +48,16 @@ type Options struct {
 	// SeedTopics are created when missing, with the given partition counts
 	// (0 or less means one partition).
 	SeedTopics map[string]int32
+	// AutoCreateTopics makes the broker create a topic that a client's
+	// metadata request names and asks to have created (Kafka's
+	// auto.create.topics.enable), with one partition and a replication
+	// factor of min(3, NumBrokers), as CreateTopics with the broker's
+	// defaults would. Clients ask for it on their own terms: librdkafka's
+	// producers (kcat -P) and Java's do by default, franz-go's only with
+	// kgo.AllowAutoTopicCreation, admin requests never. Off by default, as
+	// in the real-Kafka test tier (scripts/kafka.sh), so that a topic
+	// someone forgot to create is an error; `stoatctl broker` turns it on.
+	AutoCreateTopics bool
 	// Logger receives kfake's own messages, at their levels (kfake logs
 	// every request at debug). Nil discards them.
 	Logger *slog.Logger
@@ -119,6 +129,9 @@ func Start(ctx context.Context, opts Options) (*Broker, error) {
 		// Kafka's num.partitions default has it; kfake's default is 10.
 		kfake.DefaultNumPartitions(1),
 		kfake.WithLogger(slogLogger{opts.Logger}),
+	}
+	if opts.AutoCreateTopics {
+		kopts = append(kopts, kfake.AllowAutoTopicCreation())
 	}
 	if port != 0 {
 		ports := make([]int, n)

@@ -13,6 +13,12 @@
 //     existing topic, restored from the data directory, is left as it is,
 //     even when the seed asks for another partition count (Kafka's
 //     create-if-not-exists); Topics reports what the broker actually has.
+//   - Auto-creation (Options.AutoCreateTopics, off by default) is Kafka's
+//     auto.create.topics.enable: a topic a client names in a metadata
+//     request, asking for it to be created, is created with one partition.
+//     kfake does not check such a name as CreateTopics does, so a name
+//     Kafka would refuse (a '/', or one colliding with another in '.' and
+//     '_') is created all the same.
 //   - The data directory is where kfake persists everything a restart must
 //     find again: topics and their configs, record segments, committed
 //     offsets and group state, producer ids and transaction state. Without
