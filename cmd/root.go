@@ -54,9 +54,11 @@ func NewRootCommand(opts ...Option) *cobra.Command {
 programming model: topologies of sources, processors and sinks, state stores
 backed by changelogs, stream time and punctuators.
 
-Today it describes and runs the bundled example topologies through the test
-driver, and runs an embedded Kafka broker for development; the live engine,
-replay, migration and the watermark view are coming.`,
+Today it runs topologies on Kafka or on an embedded broker (run), replays
+fixtures through the test driver (replay), describes, validates and tries
+topologies (topology), runs a development broker (broker), and creates and
+lists topics (topic). Migration from Kafka Streams and the watermark view
+are not built yet.`,
 		Args:          cobra.ArbitraryArgs,
 		RunE:          runGroup,
 		SilenceErrors: true,
