@@ -94,8 +94,16 @@ func startBrokerChild(t *testing.T, dir string, port int) *exec.Cmd {
 // engine must ride every outage out, and the committed output be exact.
 func TestBrokerKillExactlyOnce(t *testing.T) {
 	kafkatest.EmbeddedOnly(t)
-	if testing.Short() {
-		t.Skip("ten broker restarts take about a minute")
+	if os.Getenv("STOATCTL_TEST_EMBEDDED_BROKER_KILL") == "" {
+		// About one run in ten, a kill lands inside kfake's EndTxn, which
+		// writes the commit markers partition by partition and the
+		// offsets after them, with no commit record first: the restarted
+		// broker then holds a transaction committed in some partitions
+		// and not in others (a key's counts 3..6 twice). That is the
+		// broker's atomicity, not the engine's (the same test on Apache
+		// Kafka, TestRealBrokerKillExactlyOnce, runs in the real tier).
+		// Open: docs/decisions/0003, docs/testing.md.
+		t.Skip("the embedded broker's EndTxn is not atomic under SIGKILL (docs/decisions/0003); STOATCTL_TEST_EMBEDDED_BROKER_KILL=1 runs it")
 	}
 	const kills, keys, per = 10, 200, 22
 	rng := rand.New(rand.NewPCG(crashSeed(t), 11))
