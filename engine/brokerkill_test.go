@@ -95,7 +95,7 @@ func startBrokerChild(t *testing.T, dir string, port int) *exec.Cmd {
 func TestBrokerKillExactlyOnce(t *testing.T) {
 	kafkatest.EmbeddedOnly(t)
 	if os.Getenv("STOATCTL_TEST_EMBEDDED_BROKER_KILL") == "" {
-		// About one run in ten, a kill lands inside kfake's EndTxn, which
+		// Once in about 18 runs, a kill landed inside kfake's EndTxn, which
 		// writes the commit markers partition by partition and the
 		// offsets after them, with no commit record first: the restarted
 		// broker then holds a transaction committed in some partitions
