@@ -97,7 +97,7 @@ an error under --strict (exit 2); a value that does not parse is an error.`,
 			log := slog.New(slog.NewTextHandler(c.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
 			ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			defer exitOnSecondSignal(ctx, c.ErrOrStderr())()
+			defer exitOnSecondSignal(ctx, c.ErrOrStderr(), nil)()
 			if cfg[config.BootstrapServers] == "" {
 				b, err := startEmbedded(ctx, c.OutOrStdout(), c.ErrOrStderr(), file, cfg, port, int32(partitions), dataDir)
 				if err != nil {
@@ -169,9 +169,10 @@ stop with Ctrl-C
 // exitOnSecondSignal makes a second SIGINT or SIGTERM, after the first has
 // begun a clean stop, exit at once: an operator who asks twice does not
 // want to wait out the final commit. What was not committed is
-// reprocessed on the next start, so nothing is lost. The returned func
-// ends the watch.
-func exitOnSecondSignal(ctx context.Context, stderr io.Writer) func() {
+// reprocessed on the next start, so nothing is lost. armed, when not nil,
+// is called once the second signal is watched for. The returned func ends
+// the watch.
+func exitOnSecondSignal(ctx context.Context, stderr io.Writer, armed func()) func() {
 	done := make(chan struct{})
 	go func() {
 		select {
@@ -182,6 +183,9 @@ func exitOnSecondSignal(ctx context.Context, stderr io.Writer) func() {
 		again := make(chan os.Signal, 1)
 		signal.Notify(again, os.Interrupt, syscall.SIGTERM)
 		defer signal.Stop(again)
+		if armed != nil {
+			armed()
+		}
 		select {
 		case <-done:
 		case <-again:

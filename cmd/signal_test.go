@@ -18,11 +18,12 @@ import (
 func TestSecondSignalExitsAtOnce(t *testing.T) {
 	if os.Getenv("STOATCTL_SECOND_SIGNAL_CHILD") != "" {
 		ctx, cancel := context.WithCancel(context.Background())
-		defer exitOnSecondSignal(ctx, os.Stderr)()
+		armed := make(chan struct{})
+		defer exitOnSecondSignal(ctx, os.Stderr, func() { close(armed) })()
 		cancel() // the first signal: the clean stop begins
-		time.Sleep(50 * time.Millisecond)
+		<-armed
 		os.Stdout.WriteString("stopping\n")
-		time.Sleep(30 * time.Second) // a final commit that takes long
+		<-time.After(30 * time.Second) // a final commit that takes long
 		os.Exit(0)
 	}
 	child := exec.Command(os.Args[0], "-test.run=^TestSecondSignalExitsAtOnce$")

@@ -60,32 +60,72 @@ func freePort(t *testing.T) int {
 }
 
 // startBrokerChild starts the broker child on dir and port and returns
-// once it prints its address.
+// once it prints its address. A killed predecessor's socket may hold the
+// port for a moment: it first waits until the port can be bound.
 func startBrokerChild(t *testing.T, dir string, port int) *exec.Cmd {
 	t.Helper()
-	for attempt := 0; ; attempt++ {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), brokerChildEnv+"="+dir+" "+strconv.Itoa(port))
-		cmd.Stderr = os.Stderr
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
+	eventually(t, 10*time.Second, func() string { return fmt.Sprintf("port %d still in use", port) }, func() bool {
+		ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err == nil {
+			ln.Close()
 		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		sc := bufio.NewScanner(out)
-		if sc.Scan() {
-			return cmd
-		}
-		// The port may still be held by the killed predecessor's
-		// socket for a moment.
-		_ = cmd.Wait()
-		if attempt >= 20 {
-			t.Fatalf("the broker child did not start on port %d", port)
-		}
-		time.Sleep(250 * time.Millisecond)
+		return err == nil
+	})
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), brokerChildEnv+"="+dir+" "+strconv.Itoa(port))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
 	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if sc := bufio.NewScanner(out); !sc.Scan() {
+		_ = cmd.Wait()
+		t.Fatalf("the broker child did not start on port %d", port)
+	}
+	return cmd
+}
+
+// killBrokerUnderLoad is the body of the broker-kill tests: input arrives
+// in kills+1 slices; after each of the first kills slices, once the engine
+// has committed a seeded share of it (the crash point), the broker is
+// killed and restarted. The output must then be exact, read back by
+// franz-go and by kcat, and the engine must stop within its deadline.
+func killBrokerUnderLoad(t *testing.T, addr, app string, rng *rand.Rand, kill, restart func()) {
+	const kills, keys, per = 10, 200, 22
+	var in []kv
+	for i := range keys * per {
+		in = append(in, kv{Key: "k" + strconv.Itoa(i%keys), Value: "x"})
+	}
+	slice := func(i int) []kv { return in[i*len(in)/(kills+1) : (i+1)*len(in)/(kills+1)] }
+	e, stop := runEngine(t, counts(), cfg(addr, app, "session.timeout.ms", "10000"))
+	for i := range kills {
+		at := e.Stats().Records + int64(rng.IntN(len(slice(i))))
+		produce(t, addr, "in", slice(i))
+		// The crash point: a seeded number of this slice's records
+		// committed, or a few seconds if the engine is still recovering
+		// from the last kill (then the kill lands during recovery).
+		waitUntil(5*time.Second, func() bool { return e.Stats().Records >= at })
+		kill()
+		restart()
+		t.Logf("broker kill %d done; engine state %v, %d epochs committed, %d aborted", i+1, e.State(), e.Stats().Committed, e.Stats().Aborted)
+	}
+	produce(t, addr, "in", slice(kills))
+	got := readCommitted(t, addr, "out", len(in), 3*time.Minute)
+	stopped := make(chan error, 1)
+	go func() { stopped <- stop() }()
+	select {
+	case err := <-stopped:
+		if err != nil {
+			t.Fatalf("engine: %v", err)
+		}
+	case <-time.After(35 * time.Second):
+		t.Fatalf("the engine did not stop within its 30 s shutdown deadline (+5 s)")
+	}
+	checkCounts(t, got, keys, per)
+	checkCountsWithKcat(t, addr, keys, per)
 }
 
 // TestBrokerKillExactlyOnce SIGKILLs the embedded broker (its data on
@@ -105,41 +145,13 @@ func TestBrokerKillExactlyOnce(t *testing.T) {
 		// Open: docs/decisions/0003, docs/testing.md.
 		t.Skip("the embedded broker's EndTxn is not atomic under SIGKILL (docs/decisions/0003); STOATCTL_TEST_EMBEDDED_BROKER_KILL=1 runs it")
 	}
-	const kills, keys, per = 10, 200, 22
 	rng := rand.New(rand.NewPCG(crashSeed(t), 11))
 	dir, port := t.TempDir(), freePort(t)
-	addr := "127.0.0.1:" + strconv.Itoa(port)
 	b := startBrokerChild(t, dir, port)
 	t.Cleanup(func() { _ = b.Process.Kill(); _ = b.Wait() })
-	var in []kv
-	for i := range keys * per {
-		in = append(in, kv{Key: "k" + strconv.Itoa(i%keys), Value: "x"})
-	}
-	slice := func(i int) []kv { return in[i*len(in)/(kills+1) : (i+1)*len(in)/(kills+1)] }
-	e, stop := runEngine(t, counts(), cfg(addr, "broker-kill", "session.timeout.ms", "6000"))
-	for i := range kills {
-		produce(t, addr, "in", slice(i))
-		time.Sleep(time.Duration(100+rng.IntN(1500)) * time.Millisecond)
-		_ = b.Process.Kill()
-		_ = b.Wait()
-		time.Sleep(time.Duration(rng.IntN(500)) * time.Millisecond)
-		b = startBrokerChild(t, dir, port)
-		t.Logf("broker kill %d done; engine state %v, %d epochs committed, %d aborted", i+1, e.State(), e.Stats().Committed, e.Stats().Aborted)
-	}
-	produce(t, addr, "in", slice(kills))
-	got := readCommitted(t, addr, "out", len(in), 3*time.Minute)
-	stopped := make(chan error, 1)
-	go func() { stopped <- stop() }()
-	select {
-	case err := <-stopped:
-		if err != nil {
-			t.Fatalf("engine: %v", err)
-		}
-	case <-time.After(35 * time.Second):
-		t.Fatalf("the engine did not stop within its 30 s shutdown deadline (+5 s)")
-	}
-	checkCounts(t, got, keys, per)
-	checkCountsWithKcat(t, addr, keys, per)
+	killBrokerUnderLoad(t, "127.0.0.1:"+strconv.Itoa(port), "broker-kill", rng,
+		func() { _ = b.Process.Kill(); _ = b.Wait() },
+		func() { b = startBrokerChild(t, dir, port) })
 }
 
 // checkCountsWithKcat reads the output read-committed with kcat, a client
@@ -182,42 +194,13 @@ func checkCountsWithKcat(t *testing.T, addr string, keys, per int) {
 // its data (log recovery, coordinators reloading). Real tier only.
 func TestRealBrokerKillExactlyOnce(t *testing.T) {
 	kb := kafkatest.StartCrashable(t)
-	const kills, keys, per = 10, 200, 22
 	rng := rand.New(rand.NewPCG(crashSeed(t), 13))
-	addr := kb.Addr()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := kafkatest.CreateTopics(ctx, kafkatest.Admin(t, addr), map[string]int32{"in": 4, "out": 4}); err != nil {
+	if err := kafkatest.CreateTopics(ctx, kafkatest.Admin(t, kb.Addr()), map[string]int32{"in": 4, "out": 4}); err != nil {
 		t.Fatal(err)
 	}
-	var in []kv
-	for i := range keys * per {
-		in = append(in, kv{Key: "k" + strconv.Itoa(i%keys), Value: "x"})
-	}
-	slice := func(i int) []kv { return in[i*len(in)/(kills+1) : (i+1)*len(in)/(kills+1)] }
-	e, stop := runEngine(t, counts(), cfg(addr, "real-broker-kill", "session.timeout.ms", "10000"))
-	for i := range kills {
-		produce(t, addr, "in", slice(i))
-		time.Sleep(time.Duration(100+rng.IntN(1500)) * time.Millisecond)
-		kb.Kill(t)
-		time.Sleep(time.Duration(rng.IntN(500)) * time.Millisecond)
-		kb.Restart(t)
-		t.Logf("broker kill %d done; engine state %v, %d epochs committed, %d aborted", i+1, e.State(), e.Stats().Committed, e.Stats().Aborted)
-	}
-	produce(t, addr, "in", slice(kills))
-	got := readCommitted(t, addr, "out", len(in), 3*time.Minute)
-	stopped := make(chan error, 1)
-	go func() { stopped <- stop() }()
-	select {
-	case err := <-stopped:
-		if err != nil {
-			t.Fatalf("engine: %v", err)
-		}
-	case <-time.After(35 * time.Second):
-		t.Fatalf("the engine did not stop within its 30 s shutdown deadline (+5 s)")
-	}
-	checkCounts(t, got, keys, per)
-	checkCountsWithKcat(t, addr, keys, per)
+	killBrokerUnderLoad(t, kb.Addr(), "real-broker-kill", rng, func() { kb.Kill(t) }, func() { kb.Restart(t) })
 }
 
 // TestStopWhileBrokerIsDown stops the engine while its broker is dead and

@@ -41,6 +41,14 @@ func startBroker(t testing.TB, topics map[string]int32) string {
 // with what when it still does not after within.
 func eventually(t testing.TB, within time.Duration, what func() string, cond func() bool) {
 	t.Helper()
+	if !waitUntil(within, cond) {
+		t.Fatal(what())
+	}
+}
+
+// waitUntil checks cond every 10 ms until it holds or within passes, and
+// says whether it held.
+func waitUntil(within time.Duration, cond func() bool) bool {
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	deadline := time.After(within)
@@ -48,9 +56,10 @@ func eventually(t testing.TB, within time.Duration, what func() string, cond fun
 		select {
 		case <-tick.C:
 		case <-deadline:
-			t.Fatal(what())
+			return cond()
 		}
 	}
+	return true
 }
 
 // startKafka gives a test that runs in both tiers its broker: embedded by

@@ -62,8 +62,9 @@ func TestCommitWithUnknownOutcome(t *testing.T) {
 	// The input arrives in chunks, so that there are epochs to fail.
 	const chunks = 20
 	for i := range chunks {
+		before := ends.Load()
 		produce(t, b.Addr(), "in", in[i*len(in)/chunks:(i+1)*len(in)/chunks])
-		time.Sleep(150 * time.Millisecond)
+		waitUntil(5*time.Second, func() bool { return ends.Load() > before })
 	}
 	got := readCommitted(t, b.Addr(), "out", len(in), 60*time.Second)
 	if err := stop(); err != nil {

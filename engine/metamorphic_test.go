@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+
 	"github.com/stoatflow/stoatctl/engine"
 	"github.com/stoatflow/stoatctl/fixtures/examples"
 	"github.com/stoatflow/stoatctl/internal/kafkatest"
@@ -162,16 +164,20 @@ func metamorphicRun(t *testing.T, ref string, ex examples.Example, mc metaConfig
 	}
 	child := start()
 	t.Cleanup(func() { _ = child.Process.Kill(); _ = child.Wait() })
+	adm := kafkatest.Admin(t, addr)
 	for i, run := range runs {
 		var recs []kv
 		for _, r := range run {
 			recs = append(recs, r.kv)
 		}
+		before := committedSum(adm, app, run[0].Topic)
 		produce(t, addr, run[0].Topic, recs)
 		for range killsAt[i] {
-			// Not a wait for a condition: the pause is the crash point,
-			// drawn by the seed, as in crashAndRestart.
-			time.Sleep(time.Duration(50+rng.IntN(750)) * time.Millisecond)
+			// The crash point, drawn by the seed: once the group has
+			// committed that many of the run's records (or after a few
+			// seconds, if the child is still restarting).
+			at := before + int64(rng.IntN(len(recs)+1))
+			waitUntil(5*time.Second, func() bool { return committedSum(adm, app, run[0].Topic) >= at })
 			_ = child.Process.Kill()
 			_ = child.Wait()
 			child = start()
@@ -222,4 +228,23 @@ func runMetaChild(addr string) int {
 		return 1
 	}
 	return 0
+}
+
+// committedSum is the sum of group's committed offsets on topic's
+// partitions: how many of its records the group has committed past, when
+// the topic was empty at the start. Errors count as nothing committed.
+func committedSum(adm *kadm.Client, group, topic string) int64 {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := adm.FetchOffsets(ctx, group)
+	if err != nil {
+		return 0
+	}
+	var sum int64
+	resp.Each(func(o kadm.OffsetResponse) {
+		if o.Topic == topic && o.Err == nil && o.At > 0 {
+			sum += o.At
+		}
+	})
+	return sum
 }

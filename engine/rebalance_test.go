@@ -34,10 +34,7 @@ func TestRebalanceExactlyOnce(t *testing.T) {
 		return in
 	}
 	waitRecords := func(e *engine.Engine, n int64) {
-		deadline := time.Now().Add(30 * time.Second)
-		for e.Stats().Records < n && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
-		}
+		waitUntil(30*time.Second, func() bool { return e.Stats().Records >= n })
 	}
 	// owned waits until e's lanes run exactly n of the six partitions, and
 	// returns them.
@@ -126,10 +123,7 @@ func TestSecondInstanceRefusedBehindBoundary(t *testing.T) {
 	addr := startBroker(t, map[string]int32{"in": 4, "out": 4})
 	produce(t, addr, "in", []kv{{Key: "a", Value: "x"}})
 	a, stopA := runEngine(t, rekeyedCounts(), cfg(addr, "rekey", "stoatflow.instance.id", "a", "session.timeout.ms", "6000"))
-	deadline := time.Now().Add(20 * time.Second)
-	for a.Stats().Records < 1 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitUntil(20*time.Second, func() bool { return a.Stats().Records >= 1 })
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	// The second waits a session timeout for the first to leave (as a

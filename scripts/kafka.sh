@@ -93,14 +93,23 @@ write_properties() {
 	EOF
 }
 
-start() {
-	local watch=""
+# watch_arg prints the PID of --watch PID, the only option start and
+# restart take; $1 names the command for the error.
+watch_arg() {
+	local cmd=$1 watch=""
+	shift
 	while (($#)); do
 		case $1 in
 		--watch) watch=${2:?--watch needs a PID}; shift 2 ;;
-		*) die "kafka.sh start: unknown argument $1" ;;
+		*) die "kafka.sh $cmd: unknown argument $1" ;;
 		esac
 	done
+	echo "$watch"
+}
+
+start() {
+	local watch
+	watch=$(watch_arg start "$@")
 	if running; then
 		cat "$DIR/bootstrap"
 		return 0
@@ -202,13 +211,8 @@ kill_broker() {
 # restart starts the broker again on its folder, ports and data, without
 # formatting: what a broker does after a crash.
 restart() {
-	local watch=""
-	while (($#)); do
-		case $1 in
-		--watch) watch=${2:?--watch needs a PID}; shift 2 ;;
-		*) die "kafka.sh restart: unknown argument $1" ;;
-		esac
-	done
+	local watch
+	watch=$(watch_arg restart "$@")
 	running && die "kafka.sh restart: the broker is running (dir $DIR)"
 	[[ -f $DIR/server.properties && -f $DIR/bootstrap ]] || die "kafka.sh restart: no broker folder at $DIR (start one first)"
 	local port cp
