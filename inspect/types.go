@@ -1,0 +1,79 @@
+package inspect
+
+import "math"
+
+// MinWatermark is the global watermark before the first one was emitted
+// (Kafka Streams' and Java's Long.MIN_VALUE); its readable form is NotAvailable.
+const MinWatermark int64 = math.MinInt64
+
+// NotAvailable is the readable time of MinWatermark.
+const NotAvailable = "N/A"
+
+// Watermarks is the document of GET /watermarks: the global watermark and
+// each registered input partition's view, keyed "topic:partition".
+type Watermarks struct {
+	GlobalMs  int64  `json:"globalMs"`
+	GlobalIso string `json:"globalIso"`
+	// AlignmentGroupMins is the minimum watermark of each alignment group.
+	AlignmentGroupMins map[string]int64 `json:"alignmentGroupMins"`
+	// AlignmentBinding names the group whose hold currently stops dispatch,
+	// nil when none does.
+	AlignmentBinding *string                       `json:"alignmentBinding"`
+	Partitions       map[string]PartitionWatermark `json:"partitions"`
+}
+
+// PartitionWatermark is one input partition's entry in Watermarks.
+type PartitionWatermark struct {
+	WatermarkMs      int64  `json:"watermarkMs"`
+	WatermarkIso     string `json:"watermarkIso"`
+	Idle             bool   `json:"idle"`
+	LastEventTimeMs  int64  `json:"lastEventTimeMs"`
+	LastEventTimeIso string `json:"lastEventTimeIso"`
+	// PreviewWatermarkMs and HeadHeldSinceMs are set while the partition's
+	// next record is stamped ahead of the others and waits behind them.
+	PreviewWatermarkMs  *int64  `json:"previewWatermarkMs,omitempty"`
+	PreviewWatermarkIso *string `json:"previewWatermarkIso,omitempty"`
+	HeadHeldSinceMs     *int64  `json:"headHeldSinceMs,omitempty"`
+	AlignmentGroup      *string `json:"alignmentGroup"`
+	AlignmentHeld       bool    `json:"alignmentHeld"`
+	DriftFromGroupMinMs int64   `json:"driftFromGroupMinMs"`
+	// IdlenessTimeoutMs is the timeout in force for this partition: its
+	// source's own, else the global default; 0 when idleness is off.
+	IdlenessTimeoutMs int64 `json:"idlenessTimeoutMs"`
+}
+
+// Info is the document of GET /info.
+type Info struct {
+	ApplicationID string `json:"applicationId"`
+	InstanceID    string `json:"instanceId,omitempty"`
+	State         string `json:"state"`
+	Version       string `json:"version"`
+	// Topology is a one-line summary: sub-topologies, sources, sinks, stores.
+	Topology string `json:"topology"`
+	Lanes    int    `json:"lanes"`
+	// Partitions owned by this instance, per input topic.
+	Partitions map[string][]int32 `json:"partitions"`
+	// EventTimeTracking is false when the topology has no event time.
+	EventTimeTracking bool `json:"eventTimeTracking"`
+	// GlobalMs and GlobalIso are left out when
+	// runtime.endpoints.info.show-watermarks is off.
+	GlobalMs  *int64  `json:"globalMs,omitempty"`
+	GlobalIso *string `json:"globalIso,omitempty"`
+}
+
+// Error is the body of every error response: a stable code callers can
+// branch on and a message for people.
+type Error struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// Stable error codes.
+const (
+	CodeNotInitialised = "not_initialised"
+	CodeUnauthorized   = "unauthorized"
+	CodeNotFound       = "not_found"
+	CodeBadRequest     = "bad_request"
+	CodeMethod         = "method_not_allowed"
+	CodeInternal       = "internal"
+)
