@@ -614,7 +614,7 @@ func (r *runner) restoreStamp(ctx context.Context) (int64, error) {
 			stamp = int64(binary.BigEndian.Uint64(rec.Value))
 		}
 		return nil
-	})
+	}, r.s.dialOpts...)
 	if err != nil {
 		return 0, fmt.Errorf("engine: restore watermark stamp from %s: %w", r.stampTopic, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"runtime"
 	"slices"
 	"strings"
@@ -128,6 +129,7 @@ type options struct {
 	logger  *slog.Logger
 	metrics *metrics.Registry
 	wall    func() int64
+	dial    func(ctx context.Context, network, host string) (net.Conn, error)
 }
 
 // WithLogger sets the logger (default: discard).
@@ -139,6 +141,14 @@ func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l 
 // default is the system clock. The barrier cadence and the network
 // deadlines stay on real time.
 func WithWallClock(now func() int64) Option { return func(o *options) { o.wall = now } }
+
+// WithDialer makes every connection the engine opens to a broker (its
+// group and transactional client, the admin client, restoration and
+// global-table readers) go through dial, instead of a plain TCP dial: for
+// a proxy, a custom resolver, or a test that puts faults in the network.
+func WithDialer(dial func(ctx context.Context, network, host string) (net.Conn, error)) Option {
+	return func(o *options) { o.dial = dial }
+}
 
 // WithMetrics sets the registry the engine counts into.
 func WithMetrics(r *metrics.Registry) Option { return func(o *options) { o.metrics = r } }
@@ -253,6 +263,9 @@ type settings struct {
 	minInterval time.Duration
 	maxInterval time.Duration
 	clientOpts  []kgo.Opt
+	// dialOpts are how every client connects (WithDialer), for clients
+	// made from the seeds alone; clientOpts include them.
+	dialOpts []kgo.Opt
 	// shutdown is ShutdownTimeoutMs.
 	shutdown time.Duration
 }

@@ -174,6 +174,10 @@ func (e *Engine) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if e.opts.dial != nil {
+		s.dialOpts = []kgo.Opt{kgo.Dialer(e.opts.dial)}
+		s.clientOpts = append(s.clientOpts, s.dialOpts...)
+	}
 	built, err := e.topo.Build(e.cfg)
 	if err != nil {
 		return err
@@ -214,7 +218,7 @@ func (e *Engine) run(ctx context.Context) error {
 // connect checks the topics, creates the internal ones and joins the group.
 func (r *runner) connect(ctx context.Context) error {
 	e := r.e
-	admCl, err := kgo.NewClient(kgo.SeedBrokers(r.s.seeds...), kgo.RetryTimeout(30*time.Second))
+	admCl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(r.s.seeds...), kgo.RetryTimeout(30 * time.Second)}, r.s.dialOpts...)...)
 	if err != nil {
 		return fmt.Errorf("engine: admin client: %w", err)
 	}
@@ -976,6 +980,13 @@ func (r *runner) resetOnce(ctx context.Context) error {
 	return nil
 }
 
+// readOpts are the options of a client that reads a topic to its end:
+// how to connect, and the engine's logger (a settled read warns there
+// when an open transaction holds it back).
+func (r *runner) readOpts() []kgo.Opt {
+	return append(slices.Clone(r.s.dialOpts), kgo.WithLogger(kafka.Logger(r.e.log)))
+}
+
 func (r *runner) idleness() time.Duration {
 	ms, err := r.e.cfg.Int(config.WatermarkIdlenessTimeoutMs, 0)
 	if err != nil || ms < 0 {
@@ -1156,7 +1167,7 @@ func (r *runner) restorer(assigned map[string][]int32) restoreSource {
 				return nil
 			}
 			return apply(cr)
-		})
+		}, r.readOpts()...)
 		return err
 	}
 }
