@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -67,9 +68,9 @@ type Verdict struct {
 
 	GlobalMs  int64  `json:"globalMs" yaml:"globalMs"`
 	GlobalIso string `json:"globalIso" yaml:"globalIso"`
-	// GlobalLagMs is the wall clock minus the global watermark, -1 before
+	// GlobalLagMs is the wall clock minus the global watermark, nil before
 	// the first watermark.
-	GlobalLagMs      int64  `json:"globalLagMs" yaml:"globalLagMs"`
+	GlobalLagMs      *int64 `json:"globalLagMs" yaml:"globalLagMs"`
 	Pinning          string `json:"pinning,omitempty" yaml:"pinning,omitempty"`
 	AlignmentBinding string `json:"alignmentBinding,omitempty" yaml:"alignmentBinding,omitempty"`
 
@@ -91,8 +92,8 @@ type PartitionVerdict struct {
 	Number    int32  `json:"number" yaml:"number"`
 
 	WatermarkMs int64 `json:"watermarkMs" yaml:"watermarkMs"`
-	// LagMs is the wall clock minus the watermark, -1 before the first.
-	LagMs int64 `json:"lagMs" yaml:"lagMs"`
+	// LagMs is the wall clock minus the watermark, nil before the first.
+	LagMs *int64 `json:"lagMs" yaml:"lagMs"`
 	// SinceAdvanceMs is how long the watermark has not moved, as seen
 	// across polls; when AdvanceSeen is false it never moved while watched,
 	// so the real figure is at least this.
@@ -101,9 +102,11 @@ type PartitionVerdict struct {
 	Stalled        bool  `json:"stalled" yaml:"stalled"`
 
 	Idle bool `json:"idle" yaml:"idle"`
-	// IdleForMs is how long it has been idle, as seen across polls (at
-	// least this when it was idle at the first poll).
+	// IdleForMs is how long it has been idle, as seen across polls; when
+	// IdleStartSeen is false it was idle at the first poll, so the real
+	// figure is at least this.
 	IdleForMs         int64 `json:"idleForMs,omitempty" yaml:"idleForMs,omitempty"`
+	IdleStartSeen     bool  `json:"idleStartSeen,omitempty" yaml:"idleStartSeen,omitempty"`
 	IdlenessTimeoutMs int64 `json:"idlenessTimeoutMs" yaml:"idlenessTimeoutMs"`
 	// Live is true when its last event time changed within the stall
 	// threshold (records arrive); QuietForMs is how long it has not.
@@ -127,8 +130,8 @@ type PartitionVerdict struct {
 	// the watermark: set where there is something to explain (a stall, a
 	// skew alert, a head stamped in the future).
 	Branch Branch `json:"branch,omitempty" yaml:"branch,omitempty"`
-	// LagHistory is the lag at each of the last polls, oldest first, -1
-	// where there was no watermark.
+	// LagHistory is the lag at each of the last polls, oldest first,
+	// NoLag where there was no watermark.
 	LagHistory []int64 `json:"-" yaml:"-"`
 }
 
@@ -182,6 +185,7 @@ type track struct {
 
 	idle      bool
 	idleSince time.Time
+	idleSeen  bool
 
 	lag []int64
 }
@@ -262,7 +266,7 @@ func (t *Tracker) Observe(s Sample) Verdict {
 // failed is the verdict of a poll without a /watermarks document: the
 // partitions of the last answer, and the reason.
 func (t *Tracker) failed(s Sample) Verdict {
-	v := Verdict{At: s.At, AtMs: s.At.UnixMilli(), GlobalMs: inspect.MinWatermark, GlobalIso: inspect.NotAvailable, GlobalLagMs: -1}
+	v := Verdict{At: s.At, AtMs: s.At.UnixMilli(), GlobalMs: inspect.MinWatermark, GlobalIso: inspect.NotAvailable}
 	if t.last != nil {
 		v = *t.last
 		v.At, v.AtMs = s.At, s.At.UnixMilli()
@@ -356,14 +360,20 @@ func (t *Tracker) partition(at time.Time, name string, pw inspect.PartitionWater
 		tr.lastEvent, tr.lastEventChange, tr.eventChanged = pw.LastEventTimeMs, at, true
 	}
 	if pw.Idle != tr.idle {
-		tr.idle, tr.idleSince = pw.Idle, at
+		tr.idle, tr.idleSince, tr.idleSeen = pw.Idle, at, true
 	}
 	eff := pw.WatermarkMs
 	if pw.PreviewWatermarkMs != nil {
 		eff = *pw.PreviewWatermarkMs
 	}
-	l := lag(now, eff)
-	tr.lag = append(tr.lag, l)
+	// The lag is the partition's own watermark's: a preview counts toward
+	// the global one, but the partition itself is held where it is.
+	l := lag(now, pw.WatermarkMs)
+	h := NoLag
+	if l != nil {
+		h = *l
+	}
+	tr.lag = append(tr.lag, h)
 	if len(tr.lag) > t.opts.History {
 		tr.lag = tr.lag[len(tr.lag)-t.opts.History:]
 	}
@@ -381,6 +391,7 @@ func (t *Tracker) partition(at time.Time, name string, pw inspect.PartitionWater
 	}
 	if pw.Idle {
 		p.IdleForMs = at.Sub(tr.idleSince).Milliseconds()
+		p.IdleStartSeen = tr.idleSeen
 	}
 	if pw.AlignmentGroup != nil {
 		p.AlignmentGroup = *pw.AlignmentGroup
@@ -437,7 +448,7 @@ func (t *Tracker) alerts(v *Verdict, pin int) []Alert {
 		p := &v.Partitions[pin]
 		if p.Stalled && running {
 			as = append(as, Alert{Code: AlertStalled, Partition: p.Partition, Branch: p.Branch,
-				Message: fmt.Sprintf("the watermark has not moved for %s while %s; %s pins it (%s)", since(p), stateWord(v.State), p.Partition, p.Branch.Title()),
+				Message: fmt.Sprintf("the watermark has not moved for %s while %s; %s pins it", since(p), stateWord(v.State), p.Partition),
 				Fix:     fix(v, p, p.Branch)})
 		}
 		if th := t.opts.SkewThreshold; th > 0 && running {
@@ -455,7 +466,7 @@ func (t *Tracker) alerts(v *Verdict, pin int) []Alert {
 					p.Branch = classify(v, p)
 				}
 				as = append(as, Alert{Code: AlertSkew, Partition: p.Partition, Branch: p.Branch,
-					Message: fmt.Sprintf("%s is %s behind %s (threshold %s) and pins the watermark (%s)", p.Partition, Duration(ahead.SkewMs), ahead.Partition, Duration(th.Milliseconds()), p.Branch.Title()),
+					Message: fmt.Sprintf("%s pins the watermark %s behind %s (skew threshold %s)", p.Partition, Duration(ahead.SkewMs), ahead.Partition, Duration(th.Milliseconds())),
 					Fix:     fix(v, p, p.Branch)})
 			}
 		}
@@ -502,11 +513,15 @@ func stateWord(s string) string {
 	return s
 }
 
-func lag(now, wm int64) int64 {
+// NoLag marks a poll without a watermark in LagHistory.
+const NoLag int64 = math.MinInt64
+
+func lag(now, wm int64) *int64 {
 	if wm == inspect.MinWatermark {
-		return -1
+		return nil
 	}
-	return now - wm
+	l := now - wm
+	return &l
 }
 
 // splitPartition splits "topic:partition" at its last colon; a name

@@ -208,8 +208,8 @@ func TestAllIdleAndTrackingOff(t *testing.T) {
 	v := observeAll(testOptions, scenario{2, time.Second, func(int, time.Time) Sample {
 		return Sample{Info: running, Watermarks: doc(map[string]inspect.PartitionWatermark{"a:0": idle, "a:1": idle})}
 	}}.samples())
-	if got := alertCodes(v); !slices.Equal(got, []string{"all_idle"}) || v.Pinning != "" || v.GlobalLagMs != -1 {
-		t.Errorf("all idle: alerts %q pinning %q global lag %d", got, v.Pinning, v.GlobalLagMs)
+	if got := alertCodes(v); !slices.Equal(got, []string{"all_idle"}) || v.Pinning != "" || v.GlobalLagMs != nil {
+		t.Errorf("all idle: alerts %q pinning %q global lag %v", got, v.Pinning, v.GlobalLagMs)
 	}
 
 	// A topology without event time: /watermarks answers 503 by design and

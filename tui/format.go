@@ -43,10 +43,10 @@ func Rate(r float64) string {
 	return strconv.FormatFloat(r, 'f', 1, 64)
 }
 
-// Clock is a readable epoch-millisecond time for a cell: the time of day
+// Time is a readable epoch-millisecond time for a cell: the time of day
 // when it falls on now's day (UTC), else the date too; raw gives the epoch
 // milliseconds instead. "N/A" before the first watermark.
-func Clock(ms int64, now time.Time, raw bool) string {
+func Time(ms int64, now time.Time, raw bool) string {
 	if ms == inspect.MinWatermark {
 		return inspect.NotAvailable
 	}

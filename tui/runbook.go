@@ -74,7 +74,7 @@ func fix(v *Verdict, p *PartitionVerdict, b Branch) string {
 	case BranchFuture:
 		return fmt.Sprintf("the next record of %s is stamped %s ahead of the wall clock and waits behind older records: fix the producer's clock or the timestamp unit (milliseconds, not micro- or nanoseconds)", p.Partition, Duration(p.AheadMs))
 	case BranchOldTimes:
-		return fmt.Sprintf("records still arrive on %s but carry event times %s old (a producer's clock or a replay); idleness rightly leaves it alone and no watermark setting fixes it: find the producer, or accept the stall until it catches up", p.Partition, Duration(p.LagMs))
+		return fmt.Sprintf("records still arrive on %s, stamped %s in the past (a producer's clock, a replay); no watermark setting fixes that: find the producer, or accept the stall until it catches up", p.Partition, Duration(deref(p.LagMs)))
 	case BranchIdle:
 		if p.IdlenessTimeoutMs <= 0 {
 			return fmt.Sprintf("%s went quiet and idleness is off for it (timeout 0), so it never idles out: give its source withIdleness, or set stoatflow.watermark.idleness-timeout-ms", p.Partition)
@@ -86,4 +86,11 @@ func fix(v *Verdict, p *PartitionVerdict, b Branch) string {
 		return fmt.Sprintf("%s went quiet %s ago and idles out after %s (in at most %s): wait, or lower that source's withIdleness", p.Partition, Duration(p.QuietForMs), Duration(p.IdlenessTimeoutMs), Duration(left))
 	}
 	return ""
+}
+
+func deref(p *int64) int64 {
+	if p == nil {
+		return 0
+	}
+	return *p
 }
