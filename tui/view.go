@@ -242,19 +242,13 @@ type column struct {
 	drop  int
 	right bool
 	cell  func(p *PartitionVerdict) string
+	idx   int // in the list columns returned, before layout dropped any
 }
 
 func (m Model) columns(rows []PartitionVerdict) []column {
 	now := m.cfg.Clock.Now()
-	nameW := len("PARTITION")
-	for _, p := range rows {
-		nameW = max(nameW, len(p.Partition))
-	}
-	nameW = min(nameW, 28)
-	timeW := 8
-	if m.raw {
-		timeW = 13
-	}
+	// Widths here are the least; table widens a column to its cells.
+	nameW, timeW := len("PARTITION"), 8
 	anyPreview, anyAlign := false, false
 	for _, p := range rows {
 		anyPreview = anyPreview || p.PreviewWatermarkMs != nil
@@ -262,7 +256,7 @@ func (m Model) columns(rows []PartitionVerdict) []column {
 	}
 	cols := []column{
 		{title: "PARTITION", width: nameW, cell: func(p *PartitionVerdict) string { return p.Partition }},
-		{title: "WATERMARK", width: max(timeW, 9), cell: func(p *PartitionVerdict) string { return Time(p.WatermarkMs, now, m.raw) }},
+		{title: "WATERMARK", width: 9, cell: func(p *PartitionVerdict) string { return Time(p.WatermarkMs, now, m.raw) }},
 		{title: "LAG", width: 6, right: true, cell: func(p *PartitionVerdict) string { return lagCell(p.LagMs) }},
 		{title: "MOVED", width: 7, right: true, drop: 1, cell: func(p *PartitionVerdict) string {
 			s := Duration(p.SinceAdvanceMs)
@@ -297,7 +291,7 @@ func (m Model) columns(rows []PartitionVerdict) []column {
 		}},
 	}
 	if anyPreview {
-		cols = append(cols, column{title: "PREVIEW", width: max(timeW, 7), drop: 3, cell: func(p *PartitionVerdict) string {
+		cols = append(cols, column{title: "PREVIEW", width: timeW, drop: 3, cell: func(p *PartitionVerdict) string {
 			if p.PreviewWatermarkMs == nil {
 				return "-"
 			}
@@ -316,7 +310,7 @@ func (m Model) columns(rows []PartitionVerdict) []column {
 		}})
 	}
 	cols = append(cols,
-		column{title: "LAST EVENT", width: max(timeW, 10), drop: 5, cell: func(p *PartitionVerdict) string { return Time(p.LastEventTimeMs, now, m.raw) }},
+		column{title: "LAST EVENT", width: 10, drop: 5, cell: func(p *PartitionVerdict) string { return Time(p.LastEventTimeMs, now, m.raw) }},
 		column{title: "STATUS", width: 7, cell: status},
 	)
 	return cols
@@ -408,7 +402,27 @@ func (m Model) table(w, room int) []string {
 		}
 		return []string{"", m.st.dim.Render(msg)}
 	}
-	cols, spark := layout(m.columns(rows), w)
+	n := max(room-3, 1)
+	start := min(m.offset, max(len(rows)-n, 0))
+	end := min(start+n, len(rows))
+	visible := rows[start:end]
+
+	// Cells of the rows shown; a column is as wide as its widest cell.
+	cols := m.columns(rows)
+	cells := make([][]string, len(visible))
+	for r := range visible {
+		cells[r] = make([]string, len(cols))
+	}
+	for i := range cols {
+		cols[i].idx = i
+		for r := range visible {
+			cell := cols[i].cell(&visible[r])
+			cells[r][i] = cell
+			cols[i].width = max(cols[i].width, min(ansi.StringWidth(cell), maxCell))
+		}
+	}
+	cols, spark := layout(cols, w)
+
 	var b strings.Builder
 	b.WriteString("  ")
 	for _, c := range cols {
@@ -419,12 +433,8 @@ func (m Model) table(w, room int) []string {
 		b.WriteString(pad("LAG TREND", spark, false))
 	}
 	out := []string{"", m.st.header.Render(strings.TrimRight(b.String(), " "))}
-
-	n := max(room-3, 1)
-	start := min(m.offset, max(len(rows)-n, 0))
-	end := min(start+n, len(rows))
-	for i := start; i < end; i++ {
-		p := &rows[i]
+	for r := range visible {
+		p := &visible[r]
 		b.Reset()
 		if p.Pinning {
 			b.WriteString("▶ ")
@@ -432,13 +442,12 @@ func (m Model) table(w, room int) []string {
 			b.WriteString("  ")
 		}
 		for _, c := range cols {
-			cell := c.cell(p)
+			cell := cells[r][c.idx]
 			if c.title == "STATUS" {
 				b.WriteString(m.badge(cell))
-				b.WriteByte(' ')
-				continue
+			} else {
+				b.WriteString(pad(cell, c.width, c.right))
 			}
-			b.WriteString(pad(cell, c.width, c.right))
 			b.WriteByte(' ')
 		}
 		if spark > 0 {
@@ -460,6 +469,9 @@ func (m Model) table(w, room int) []string {
 	}
 	return out
 }
+
+// maxCell is the widest a column grows to fit its cells.
+const maxCell = 28
 
 func (m Model) badge(s string) string {
 	cell := pad(s, 7, false)
