@@ -1,8 +1,10 @@
 package tui
 
 import (
+	"flag"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -10,6 +12,8 @@ import (
 
 	"github.com/stoatflow/stoatctl/inspect"
 )
+
+var seedFlag = flag.Int64("seed", 0, "replay TestVerdictInvariants with this seed")
 
 var testOptions = Options{StallAfter: time.Minute, SkewThreshold: 5 * time.Minute}
 
@@ -339,6 +343,112 @@ func TestSplitPartition(t *testing.T) {
 		topic, n := splitPartition(in)
 		if got := fmt.Sprintf("%s %d", topic, n); got != want {
 			t.Errorf("splitPartition(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
+
+// TestFutureWithoutPreview: with a custom watermark generator there is no
+// preview, so a partition whose next record is stamped in the future holds
+// the watermark still; the branch is the future one, not old timestamps.
+func TestFutureWithoutPreview(t *testing.T) {
+	stuck := ms(t0.Add(-time.Minute))
+	future := ms(t0.Add(3 * time.Hour))
+	v := observeAll(testOptions, scenario{20, 5 * time.Second, func(i int, now time.Time) Sample {
+		p := pw(stuck, future, 300_000)
+		return Sample{Info: running, Watermarks: doc(map[string]inspect.PartitionWatermark{"orders:0": live(now, 0), "orders:1": p})}
+	}}.samples())
+	want := []string{"stalled orders:1 future-timestamp", "future_stamped orders:1 future-timestamp"}
+	if got := alertCodes(v); !slices.Equal(got, want) {
+		t.Errorf("alerts %q, want %q", got, want)
+	}
+}
+
+// TestVerdictInvariants feeds random runs of polls (partitions idle or
+// not, moving or not, with or without a preview, some missing now and
+// then) and checks what must hold of every verdict. The seed is printed;
+// -seed replays one.
+func TestVerdictInvariants(t *testing.T) {
+	seed := *seedFlag
+	if seed == 0 {
+		seed = time.Now().UnixNano()
+	}
+	t.Logf("seed %d (go test ./tui -run TestVerdictInvariants -seed %d replays it)", seed, seed)
+	rng := rand.New(rand.NewPCG(uint64(seed), 0))
+	for run := range 200 {
+		opts := Options{SkewThreshold: time.Duration(rng.IntN(3)) * time.Minute}
+		if rng.IntN(2) == 0 {
+			opts.StallAfter = time.Duration(1+rng.IntN(30)) * time.Second
+		}
+		tr := NewTracker(opts)
+		n := 1 + rng.IntN(6)
+		wms := make([]int64, n)
+		for i := range wms {
+			wms[i] = ms(t0) - int64(rng.IntN(600_000))
+		}
+		at := t0
+		for poll := range 1 + rng.IntN(40) {
+			at = at.Add(time.Duration(1+rng.IntN(5000)) * time.Millisecond)
+			parts := map[string]inspect.PartitionWatermark{}
+			for i := range n {
+				if rng.IntN(20) == 0 {
+					continue // revoked for this poll
+				}
+				if rng.IntN(3) == 0 {
+					wms[i] += int64(rng.IntN(5000))
+				}
+				p := pw(wms[i], wms[i]+bound-int64(rng.IntN(3000)), int64(rng.IntN(3))*60_000)
+				p.Idle = rng.IntN(4) == 0
+				if rng.IntN(8) == 0 {
+					p.PreviewWatermarkMs = ptr(wms[i] + int64(rng.IntN(7_200_000)))
+				}
+				parts[fmt.Sprintf("t:%d", i)] = p
+			}
+			s := Sample{At: at, Info: running, Watermarks: doc(parts)}
+			if rng.IntN(15) == 0 {
+				s = Sample{At: at, Err: fmt.Errorf("x: %w", inspect.ErrUnreachable)}
+			}
+			v := tr.Observe(s)
+			where := fmt.Sprintf("seed %d run %d poll %d", seed, run, poll)
+			checkInvariants(t, where, v)
+		}
+	}
+}
+
+func checkInvariants(t *testing.T, where string, v Verdict) {
+	t.Helper()
+	pins, idle, stalled := 0, 0, 0
+	for _, p := range v.Partitions {
+		if p.Pinning {
+			pins++
+			if p.Idle || p.Partition != v.Pinning {
+				t.Fatalf("%s: pinning partition %+v (verdict says %q)", where, p, v.Pinning)
+			}
+		}
+		if p.Idle {
+			idle++
+		}
+		if p.Stalled {
+			stalled++
+			if p.Idle || p.PreviewWatermarkMs != nil || p.Branch == NoBranch {
+				t.Fatalf("%s: stalled partition that is idle, previewing or unexplained: %+v", where, p)
+			}
+		}
+		if p.SinceAdvanceMs < 0 || p.QuietForMs < 0 || p.IdleForMs < 0 {
+			t.Fatalf("%s: negative age: %+v", where, p)
+		}
+	}
+	if v.Idle != idle || v.Stalled != stalled || pins > 1 || (pins == 0) != (v.Pinning == "") {
+		t.Fatalf("%s: counts idle %d/%d stalled %d/%d pins %d %q", where, v.Idle, idle, v.Stalled, stalled, pins, v.Pinning)
+	}
+	if len(v.Partitions) > 0 && idle < len(v.Partitions) && v.Reachable && pins != 1 {
+		t.Fatalf("%s: %d non-idle partitions but no pinning one", where, len(v.Partitions)-idle)
+	}
+	for _, a := range v.Alerts {
+		if a.Message == "" {
+			t.Fatalf("%s: alert without a message: %+v", where, a)
+		}
+		if a.Code == AlertUnreachable && v.Reachable {
+			t.Fatalf("%s: unreachable alert on a reachable verdict", where)
 		}
 	}
 }
