@@ -80,8 +80,8 @@ func (s *tmuxSession) alive() bool {
 // TestWatchTUIInTmux runs the built binary's full-screen view in tmux
 // against recorded documents served over HTTP (the live engine of issue
 // 12 takes their place with its merge): the stall shows with its branch,
-// ? shows the help, the view is on the alternate screen, NO_COLOR drops
-// the colours, and q quits with exit 0.
+// ? shows the help, r raw times, / filters, the view is on the alternate
+// screen, NO_COLOR drops the colours, and q quits with exit 0.
 func TestWatchTUIInTmux(t *testing.T) {
 	if _, err := exec.LookPath("tmux"); err != nil {
 		if os.Getenv("CI") != "" {
@@ -103,10 +103,10 @@ func TestWatchTUIInTmux(t *testing.T) {
 				env = append(env, "NO_COLOR=1")
 			}
 			script := fmt.Sprintf("%q watch watermarks --url %q --interval 250ms --stall-after 2s; echo $? > %q", bin, srv.URL, status)
-			s := newTmux(t, 100, 30, env, "sh", "-c", script)
+			s := newTmux(t, 80, 24, env, "sh", "-c", script)
 
 			screen := s.waitFor("STALLED", "pinned by ▶ clicks:1", "live but old timestamps", "clicks-per-minute")
-			t.Logf("the screen at 100x30:\n%s", screen)
+			t.Logf("the screen at 80x24:\n%s", screen)
 			if got := strings.TrimSpace(s.run("display-message", "-p", "-t", s.name, "#{alternate_on}")); got != "1" {
 				t.Errorf("the view is not on the alternate screen (alternate_on %q)", got)
 			}
@@ -122,6 +122,13 @@ func TestWatchTUIInTmux(t *testing.T) {
 			s.run("send-keys", "-t", s.name, "?")
 			s.waitFor("the five runbook branches of a stall")
 			s.run("send-keys", "-t", s.name, "?")
+			s.waitFor("LAG TREND")
+
+			s.run("send-keys", "-t", s.name, "r")
+			s.waitFor("global 17900715") // epoch ms
+			s.run("send-keys", "-t", s.name, "r", "/", "z", "z", "Enter")
+			s.waitFor(`no topic matches "zz"`, `topic ~ "zz"`)
+			s.run("send-keys", "-t", s.name, "Escape")
 			s.waitFor("LAG TREND")
 
 			s.run("send-keys", "-t", s.name, "q")
