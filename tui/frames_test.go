@@ -89,7 +89,7 @@ func TestFrames(t *testing.T) {
 		{"narrow", "stalled", 50, 20, nil},
 		{"wide", "stalled", 140, 24, nil},
 		{"raw-sorted-by-name", "stalled", 100, 24, []string{"r", "s", "s"}},
-		{"filtered", "stalled", 80, 24, []string{"/", "o", "r", "d", "e", "r", "s", ":", "enter"}},
+		{"filtered", "stalled", 80, 24, []string{"/", "o", "r", "d", "e", "r", "s", ":", "3", "enter"}},
 		{"help", "normal", 80, 24, []string{"?"}},
 		{"paused", "normal", 80, 24, []string{"p"}},
 	}

@@ -193,7 +193,8 @@ func wrap(s string, w int, indent string) []string {
 	return lines
 }
 
-// rows are the partitions shown, filtered and sorted.
+// rows are the partitions shown, filtered and sorted. The filter matches
+// the name, topic:partition, so "orders" and "orders:3" both work.
 func (m Model) rows() []PartitionVerdict {
 	if m.verdict == nil {
 		return nil
@@ -201,7 +202,7 @@ func (m Model) rows() []PartitionVerdict {
 	rows := m.verdict.Partitions
 	if f := strings.ToLower(m.activeFilter()); f != "" {
 		rows = slices.DeleteFunc(slices.Clone(rows), func(p PartitionVerdict) bool {
-			return !strings.Contains(strings.ToLower(p.Topic), f)
+			return !strings.Contains(strings.ToLower(p.Partition), f)
 		})
 	} else {
 		rows = slices.Clone(rows)
@@ -430,7 +431,11 @@ func (m Model) table(w, room int) []string {
 		b.WriteByte(' ')
 	}
 	if spark > 0 {
-		b.WriteString(pad("LAG TREND", spark, false))
+		title := "LAG TREND"
+		if spark < len(title) {
+			title = "TREND"
+		}
+		b.WriteString(pad(title, spark, false))
 	}
 	out := []string{"", m.st.header.Render(strings.TrimRight(b.String(), " "))}
 	for r := range visible {
