@@ -71,8 +71,15 @@ holds and 3 when the endpoint does not answer.`,
 		},
 	}
 	fl := c.Flags()
-	fl.StringVar(&f.url, "url", inspect.DefaultURL, "the engine's REST API")
-	fl.StringVar(&f.token, "token", "", "bearer token for the API (default $STOATCTL_HTTP_TOKEN)")
+	// The same flags and variables as stoatctl inspect (issue 12).
+	url := os.Getenv("STOATCTL_URL")
+	if url == "" {
+		url = inspect.DefaultURL
+	}
+	fl.StringVar(&f.url, "url", url, "the engine's REST API at `URL` ($STOATCTL_URL when set)")
+	// The token's default is read when the command runs, so that help
+	// never prints it.
+	fl.StringVar(&f.token, "token", "", "send bearer `TOKEN` (default $STOATCTL_HTTP_TOKEN)")
 	fl.DurationVar(&f.interval, "interval", time.Second, "time between polls (the view: 250ms to 1m, +/- change it)")
 	fl.BoolVar(&f.once, "once", false, "print one verdict to stdout and exit, instead of the full-screen view")
 	fl.IntVar(&f.samples, "samples", 3, "with --once: polls to take; the stall verdict needs at least 2")

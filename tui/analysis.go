@@ -294,6 +294,9 @@ func (t *Tracker) failed(s Sample) Verdict {
 		v.ErrorCode = api.Body.Code
 		t.readInfo(&v, s)
 		t.readMetrics(&v, s)
+		if api.Body.Code == codeNoEventTime {
+			v.TrackingOff = true
+		}
 		if api.Status == 503 {
 			// Not initialised, or no partition yet: not an alert unless the
 			// reason is a topology without event time.
@@ -308,6 +311,10 @@ func (t *Tracker) failed(s Sample) Verdict {
 	v.Alerts = append(v.Alerts, Alert{Code: AlertError, Message: v.Error, Fix: "read the message: a token (--token), the URL, or the engine's log"})
 	return v
 }
+
+// codeNoEventTime is the error code of GET /watermarks for a topology
+// without event time (inspect.CodeNoEventTime once issue 12 is merged).
+const codeNoEventTime = "no_event_time"
 
 func (t *Tracker) readInfo(v *Verdict, s Sample) {
 	if s.Info != nil {

@@ -70,7 +70,7 @@ func TestVerdicts(t *testing.T) {
 		{scenario: "future", pinning: "orders:2", preview: 1,
 			alerts: []string{"future_stamped orders:1 future-timestamp"}},
 		{scenario: "alignment", pinning: "views:0", branch: BranchAlignment, stalled: []string{"clicks:0", "views:0"},
-			alerts: []string{"stalled views:0 alignment-hold"}},
+			alerts: []string{"stalled views:0 alignment"}},
 		{scenario: "unreachable", pinning: "orders:2", alerts: []string{"unreachable"}},
 	}
 	for _, tc := range tests {
@@ -194,6 +194,7 @@ func TestStateGatesStall(t *testing.T) {
 		{running, nil, true},
 		{&inspect.Info{State: "REBALANCING", EventTimeTracking: true}, nil, false},
 		{nil, &Metrics{ClientState: ptr(2.0)}, false},
+		{nil, &Metrics{ClientState: ptr(5.0)}, false}, // PAUSED
 		{nil, &Metrics{ClientState: ptr(4.0)}, true},
 		{nil, nil, true},
 	} {
@@ -221,8 +222,14 @@ func TestAllIdleAndTrackingOff(t *testing.T) {
 	off := &inspect.Info{ApplicationID: "wordcount", State: "RUNNING"}
 	notInit := &inspect.APIError{Status: 503, Path: "/watermarks", Body: inspect.Error{Code: inspect.CodeNotInitialised, Message: "no partition registered"}}
 	v = NewTracker(testOptions).Observe(Sample{At: t0, Info: off, Err: notInit})
-	if got := alertCodes(v); !slices.Equal(got, []string{"tracking_off tracking-off"}) || !v.Reachable || v.ErrorCode != inspect.CodeNotInitialised {
+	if got := alertCodes(v); !slices.Equal(got, []string{"tracking_off no-event-time"}) || !v.Reachable || v.ErrorCode != inspect.CodeNotInitialised {
 		t.Errorf("tracking off: alerts %q reachable %v code %q", got, v.Reachable, v.ErrorCode)
+	}
+	// The API's own code for it says the same without /info.
+	noET := &inspect.APIError{Status: 503, Path: "/watermarks", Body: inspect.Error{Code: "no_event_time", Message: "this topology has no event time"}}
+	v = NewTracker(testOptions).Observe(Sample{At: t0, Err: noET})
+	if got := alertCodes(v); !slices.Equal(got, []string{"tracking_off no-event-time"}) {
+		t.Errorf("no_event_time: alerts %q", got)
 	}
 	// The same 503 while restoring is no alert.
 	v = NewTracker(testOptions).Observe(Sample{At: t0, Info: &inspect.Info{State: "REBALANCING", EventTimeTracking: true}, Err: notInit})

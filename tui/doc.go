@@ -40,12 +40,12 @@
 //   - old-timestamps: the partition is live but its records carry old event
 //     times (a producer's clock, a replay): no watermark setting fixes it;
 //     find the producer or wait out the catch-up.
-//   - alignment-hold: a watermark-alignment group holds dispatch while a
+//   - alignment: a watermark-alignment group holds dispatch while a
 //     lagging member has nothing buffered: size the allowed drift, or give
 //     that source a shorter idleness timeout.
 //   - future-timestamp: the partition's next record is stamped in the future
 //     and waits behind older records: fix the producer's clock or the
 //     timestamp unit.
-//   - tracking-off: the engine decided the topology has no event time, so
+//   - no-event-time: the engine decided the topology has no event time, so
 //     there was never a watermark to stall: check the topology.
 package tui

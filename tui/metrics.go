@@ -31,11 +31,14 @@ type Metrics struct {
 	EventTimeTracking *float64
 }
 
-// ClientStateName names a stoatflow_client_state value; only RUNNING is
-// known by number.
+// clientStates are stoatflow_client_state's values, as the server of
+// issue 12 numbers them (RUNNING 4 is the one the alert rules join on).
+var clientStates = []string{"CREATED", "NOT_RUNNING", "REBALANCING", "RESTORING", "RUNNING", "PAUSED", "PENDING_SHUTDOWN", "ERROR"}
+
+// ClientStateName names a stoatflow_client_state value.
 func ClientStateName(v float64) string {
-	if v == ClientStateRunning {
-		return "RUNNING"
+	if i := int(v); float64(i) == v && i >= 0 && i < len(clientStates) {
+		return clientStates[i]
 	}
 	return fmt.Sprintf("state %g", v)
 }

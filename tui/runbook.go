@@ -15,9 +15,9 @@ const (
 	NoBranch        Branch = ""
 	BranchIdle      Branch = "idle-eligible"
 	BranchOldTimes  Branch = "old-timestamps"
-	BranchAlignment Branch = "alignment-hold"
+	BranchAlignment Branch = "alignment"
 	BranchFuture    Branch = "future-timestamp"
-	BranchTracking  Branch = "tracking-off"
+	BranchTracking  Branch = "no-event-time"
 )
 
 // Title is the branch as the runbook names it, for people.
