@@ -195,30 +195,31 @@ func wrap(s string, w int, indent string) []string {
 
 // rows are the partitions shown, filtered and sorted. The filter matches
 // the name, topic:partition, so "orders" and "orders:3" both work.
-func (m Model) rows() []PartitionVerdict {
+func (m Model) rows() []*PartitionVerdict {
 	if m.verdict == nil {
 		return nil
 	}
-	rows := m.verdict.Partitions
-	if f := strings.ToLower(m.activeFilter()); f != "" {
-		rows = slices.DeleteFunc(slices.Clone(rows), func(p PartitionVerdict) bool {
-			return !strings.Contains(strings.ToLower(p.Partition), f)
-		})
-	} else {
-		rows = slices.Clone(rows)
+	f := strings.ToLower(m.activeFilter())
+	rows := make([]*PartitionVerdict, 0, len(m.verdict.Partitions))
+	for i := range m.verdict.Partitions {
+		p := &m.verdict.Partitions[i]
+		if f == "" || strings.Contains(strings.ToLower(p.Partition), f) {
+			rows = append(rows, p)
+		}
 	}
-	byName := func(a, b PartitionVerdict) int {
-		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Number, b.Number))
+	// Each order ends on the name, so it is total and needs no stable sort.
+	byName := func(a, b *PartitionVerdict) int {
+		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Number, b.Number), cmp.Compare(a.Partition, b.Partition))
 	}
 	switch m.sortBy {
 	case SortLag:
-		slices.SortStableFunc(rows, func(a, b PartitionVerdict) int {
+		slices.SortFunc(rows, func(a, b *PartitionVerdict) int {
 			return cmp.Or(cmp.Compare(lagKey(b.LagMs), lagKey(a.LagMs)), byName(a, b))
 		})
 	case SortSkew:
-		slices.SortStableFunc(rows, func(a, b PartitionVerdict) int { return cmp.Or(cmp.Compare(b.SkewMs, a.SkewMs), byName(a, b)) })
+		slices.SortFunc(rows, func(a, b *PartitionVerdict) int { return cmp.Or(cmp.Compare(b.SkewMs, a.SkewMs), byName(a, b)) })
 	default:
-		slices.SortStableFunc(rows, byName)
+		slices.SortFunc(rows, byName)
 	}
 	return rows
 }
@@ -246,7 +247,7 @@ type column struct {
 	idx   int // in the list columns returned, before layout dropped any
 }
 
-func (m Model) columns(rows []PartitionVerdict) []column {
+func (m Model) columns(rows []*PartitionVerdict) []column {
 	now := m.cfg.Clock.Now()
 	// Widths here are the least; table widens a column to its cells.
 	nameW, timeW := len("PARTITION"), 8
@@ -417,9 +418,9 @@ func (m Model) table(w, room int) []string {
 	for i := range cols {
 		cols[i].idx = i
 		for r := range visible {
-			cell := cols[i].cell(&visible[r])
+			cell := cols[i].cell(visible[r])
 			cells[r][i] = cell
-			cols[i].width = max(cols[i].width, min(ansi.StringWidth(cell), maxCell))
+			cols[i].width = max(cols[i].width, min(width(cell), maxCell))
 		}
 	}
 	cols, spark := layout(cols, w)
@@ -439,7 +440,7 @@ func (m Model) table(w, room int) []string {
 	}
 	out := []string{"", m.st.header.Render(strings.TrimRight(b.String(), " "))}
 	for r := range visible {
-		p := &visible[r]
+		p := visible[r]
 		b.Reset()
 		if p.Pinning {
 			b.WriteString("▶ ")
@@ -559,7 +560,7 @@ func sparkline(hist []int64, w int) string {
 
 // pad pads or clips plain s to w cells.
 func pad(s string, w int, right bool) string {
-	n := ansi.StringWidth(s)
+	n := width(s)
 	if n > w {
 		return ansi.Truncate(s, w, "…")
 	}
@@ -567,6 +568,17 @@ func pad(s string, w int, right bool) string {
 		return strings.Repeat(" ", w-n) + s
 	}
 	return s + strings.Repeat(" ", w-n)
+}
+
+// width is the cells s takes: its length when it is ASCII (most cells),
+// else what ansi measures.
+func width(s string) int {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 || s[i] == 0x1b {
+			return ansi.StringWidth(s)
+		}
+	}
+	return len(s)
 }
 
 // fit clips a styled line to w cells.
