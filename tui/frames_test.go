@@ -90,6 +90,9 @@ func TestFrames(t *testing.T) {
 		{"wide", "stalled", 140, 24, nil},
 		{"raw-sorted-by-name", "stalled", 100, 24, []string{"r", "s", "s"}},
 		{"filtered", "stalled", 80, 24, []string{"/", "o", "r", "d", "e", "r", "s", ":", "3", "enter"}},
+		{"all-idle", "all-idle", 80, 24, nil},
+		{"restoring", "restoring", 80, 24, nil},
+		{"no-event-time", "no-event-time", 80, 24, nil},
 		{"help", "normal", 80, 24, []string{"?"}},
 		{"paused", "normal", 80, 24, []string{"p"}},
 	}

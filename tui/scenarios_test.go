@@ -160,4 +160,26 @@ var scenarios = map[string]scenario{
 		}
 		return normal(i, now)
 	}},
+	// Nothing has arrived on either partition for longer than its
+	// timeout: both idle, the watermark where they left it.
+	"all-idle": {steps: 12, step: 5 * time.Second, at: func(i int, now time.Time) Sample {
+		quiet := ms(t0.Add(-10 * time.Minute))
+		a, b := pw(quiet-bound, quiet, 300_000), pw(quiet-bound-4000, quiet-4000, 300_000)
+		a.Idle, b.Idle = true, true
+		d := doc(map[string]inspect.PartitionWatermark{"orders:0": a, "orders:1": b})
+		// The engine keeps the global watermark where the last partition
+		// left it when it idled out.
+		d.GlobalMs, d.GlobalIso = quiet-bound, inspect.Iso(quiet-bound)
+		return Sample{Info: running, Metrics: metricsText(0, 0), Watermarks: d}
+	}},
+	// The engine is restoring its stores: /watermarks answers 503.
+	"restoring": {steps: 3, step: time.Second, at: func(i int, now time.Time) Sample {
+		return Sample{Info: &inspect.Info{ApplicationID: "clicks-per-minute", State: "RESTORING", EventTimeTracking: true},
+			Err: &inspect.APIError{Status: 503, Path: "/watermarks", Body: inspect.Error{Code: inspect.CodeNotInitialised, Message: "restoring: no partition registered yet"}}}
+	}},
+	// A topology the engine found no event time in.
+	"no-event-time": {steps: 3, step: time.Second, at: func(i int, now time.Time) Sample {
+		return Sample{Info: &inspect.Info{ApplicationID: "word-count", State: "RUNNING"},
+			Err: &inspect.APIError{Status: 503, Path: "/watermarks", Body: inspect.Error{Code: "no_event_time", Message: "this topology has no event time"}}}
+	}},
 }

@@ -122,9 +122,6 @@ func (m Model) headerLines(w int) []string {
 			drops = "drops/s: " + strings.Join(parts, ", ")
 		}
 	}
-	if v.Error != "" && v.Reachable && len(v.Alerts) == 0 {
-		drops += "  " + m.st.warn.Render(v.Error)
-	}
 	return []string{fit(title, w), fit(global, w), fit(counts+"  "+drops, w)}
 }
 
@@ -399,10 +396,17 @@ func (m Model) table(w, room int) []string {
 	rows := m.rows()
 	if len(rows) == 0 {
 		msg := "no partition registered yet"
+		if v := m.verdict; v.Error != "" && v.Reachable {
+			msg = "the engine answers " + v.Error
+		}
 		if f := m.activeFilter(); f != "" {
 			msg = fmt.Sprintf("no topic matches %q (esc clears the filter)", f)
 		}
-		return []string{"", m.st.dim.Render(msg)}
+		out := []string{""}
+		for _, l := range wrap(msg, w, "  ") {
+			out = append(out, m.st.dim.Render(l))
+		}
+		return out
 	}
 	n := max(room-3, 1)
 	start := min(m.offset, max(len(rows)-n, 0))
