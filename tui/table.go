@@ -18,6 +18,9 @@ func WriteTable(w io.Writer, v Verdict) error {
 	fmt.Fprintf(tw, "endpoint\t%s\n", v.Endpoint)
 	if !v.Reachable {
 		fmt.Fprintf(tw, "reachable\tno: %s\n", v.Error)
+		if v.Samples > 0 {
+			fmt.Fprintf(tw, "last answer\t%s ago; what follows is from it\n", Duration(v.At.Sub(v.LastAnswer).Milliseconds()))
+		}
 	}
 	if v.ApplicationID != "" {
 		fmt.Fprintf(tw, "application\t%s (%s)\n", v.ApplicationID, state)
@@ -64,7 +67,7 @@ func WriteTable(w io.Writer, v Verdict) error {
 				branch = "-"
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", mark, p.Partition,
-				Time(p.WatermarkMs, v.At, false), lagCell(p.LagMs), moved, idle, timeout, Duration(p.SkewMs),
+				Time(p.WatermarkMs, v.At, false), lagCell(p.LagMs), moved, idle, timeout, skewCell(p.SkewMs),
 				status(p), branch)
 		}
 		if err := tw.Flush(); err != nil {

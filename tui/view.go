@@ -279,15 +279,7 @@ func (m Model) columns(rows []*PartitionVerdict) []column {
 			}
 			return Duration(p.IdlenessTimeoutMs)
 		}},
-		{title: "SKEW", width: 7, right: true, drop: 2, cell: func(p *PartitionVerdict) string {
-			switch {
-			case p.SkewMs > -1000 && p.SkewMs < 1000:
-				return "0"
-			case p.SkewMs < 0:
-				return Duration(p.SkewMs)
-			}
-			return "+" + Duration(p.SkewMs)
-		}},
+		{title: "SKEW", width: 7, right: true, drop: 2, cell: func(p *PartitionVerdict) string { return skewCell(p.SkewMs) }},
 	}
 	if anyPreview {
 		cols = append(cols, column{title: "PREVIEW", width: timeW, drop: 3, cell: func(p *PartitionVerdict) string {
@@ -313,6 +305,17 @@ func (m Model) columns(rows []*PartitionVerdict) []column {
 		column{title: "STATUS", width: 7, cell: status},
 	)
 	return cols
+}
+
+// skewCell is a skew with its sign, 0 under a second.
+func skewCell(ms int64) string {
+	switch {
+	case ms > -1000 && ms < 1000:
+		return "0"
+	case ms < 0:
+		return Duration(ms)
+	}
+	return "+" + Duration(ms)
 }
 
 func lagCell(ms *int64) string {
