@@ -80,8 +80,9 @@ func (s *tmuxSession) alive() bool {
 // TestWatchTUIInTmux runs the built binary's full-screen view in tmux
 // against recorded documents served over HTTP (the live engine of issue
 // 12 takes their place with its merge): the stall shows with its branch,
-// ? shows the help, r raw times, / filters, the view is on the alternate
-// screen, NO_COLOR drops the colours, and q quits with exit 0.
+// ? shows the help, r raw times, / filters, a resize reflows the frame,
+// the view is on the alternate screen, NO_COLOR drops the colours, and q
+// quits with exit 0.
 func TestWatchTUIInTmux(t *testing.T) {
 	if _, err := exec.LookPath("tmux"); err != nil {
 		if os.Getenv("CI") != "" {
@@ -131,8 +132,29 @@ func TestWatchTUIInTmux(t *testing.T) {
 			s.run("send-keys", "-t", s.name, "Escape")
 			s.waitFor("LAG TREND")
 
-			s.run("send-keys", "-t", s.name, "q")
+			// A resize reflows the frame: narrower columns go, the footer
+			// stays on the last line.
+			s.run("resize-window", "-t", s.name, "-x", "60", "-y", "20")
 			deadline := time.Now().Add(10 * time.Second)
+			for {
+				lines := strings.Split(strings.TrimRight(s.capture(false), "\n"), "\n")
+				reflowed := len(lines) == 20 && strings.HasPrefix(lines[19], "sort lag")
+				for _, l := range lines {
+					if strings.Contains(l, "PARTITION") && strings.Contains(l, "TIMEOUT") {
+						reflowed = false // the 80-column header
+					}
+				}
+				if reflowed {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("after a resize to 60x20 the screen is:\n%s", strings.Join(lines, "\n"))
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+
+			s.run("send-keys", "-t", s.name, "q")
+			deadline = time.Now().Add(10 * time.Second)
 			for s.alive() {
 				if time.Now().After(deadline) {
 					t.Fatalf("q did not quit; the screen:\n%s", s.capture(false))
