@@ -6,7 +6,7 @@
 // Commands write data to cmd.OutOrStdout() and nothing else there, so tests
 // run them against buffers and scripts can pipe them. Errors go to stderr
 // through Run, which also maps them to exit codes: 0 success, 1 failure,
-// 2 usage error.
+// 2 usage error, 3 no engine at the endpoint (watch watermarks --exit-code).
 package cmd
 
 import (
@@ -26,6 +26,9 @@ const (
 	ExitOK      = 0
 	ExitFailure = 1
 	ExitUsage   = 2
+	// ExitUnreachable is `watch watermarks --once --exit-code` finding no
+	// engine at the endpoint.
+	ExitUnreachable = 3
 )
 
 // Option configures the root command.
@@ -56,9 +59,9 @@ backed by changelogs, stream time and punctuators.
 
 Today it runs topologies on Kafka or on an embedded broker (run), replays
 fixtures through the test driver (replay), describes, validates and tries
-topologies (topology), runs a development broker (broker), and creates and
-lists topics (topic). Migration from Kafka Streams and the watermark view
-are not built yet.`,
+topologies (topology), runs a development broker (broker), creates and
+lists topics (topic), and watches a running engine's event time (watch).
+Migration from Kafka Streams is not built yet.`,
 		Args:          cobra.ArbitraryArgs,
 		RunE:          runGroup,
 		SilenceErrors: true,
@@ -77,6 +80,7 @@ are not built yet.`,
 		newRunCommand(),
 		newTopicCommand(),
 		newConfigCommand(),
+		newWatchCommand(),
 	)
 	markFailures(root)
 	return root
@@ -114,10 +118,15 @@ func RunContext(ctx context.Context, args []string, stdout, stderr io.Writer, op
 
 // ExitCode is the exit code for an error Execute returned: 0 for nil, 1
 // for a command that ran and failed, 2 for anything cobra refused before
-// running a command (an unknown command, flag or argument).
+// running a command (an unknown command, flag or argument), or the code a
+// command asked for (3: watch found no engine).
 func ExitCode(err error) int {
 	if err == nil {
 		return ExitOK
+	}
+	var e exitError
+	if errors.As(err, &e) {
+		return e.code
 	}
 	var f failure
 	if errors.As(err, &f) {
@@ -136,6 +145,16 @@ func (e usageError) Unwrap() error { return e.err }
 func usageErrorf(format string, args ...any) error {
 	return usageError{fmt.Errorf(format, args...)}
 }
+
+// exitError is a command that ran and asks for a particular exit code
+// (watch's --exit-code).
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e exitError) Error() string { return e.err.Error() }
+func (e exitError) Unwrap() error { return e.err }
 
 // failure is an error from a command that ran.
 type failure struct{ err error }

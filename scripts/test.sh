@@ -38,6 +38,9 @@ setup() {
 	# broker tests. They skip without it on a developer's machine, but fail
 	# under CI, so that a CI run cannot pass without having run them.
 	need_pkg kcat || note "the kcat black-box tests will skip, or fail under CI"
+	# tmux runs the full-screen watch view in a test (send-keys,
+	# capture-pane); like kcat, skipped without it, failed under CI.
+	need_pkg tmux || note "the tmux test of watch watermarks will skip, or fail under CI"
 	# Java and Maven: the real Apache Kafka broker and the Kafka Streams
 	# runner of the interop tests (interop/, built from Maven Central).
 	need_java
