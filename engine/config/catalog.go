@@ -21,6 +21,7 @@ const (
 	keyClientID              = "client.id"
 	keyAutoOffsetReset       = "auto.offset.reset"
 	keyInstanceID            = "stoatflow.instance.id"
+	keyTransactionTimeoutMs  = "transaction.timeout.ms"
 	keySessionTimeoutMs      = "session.timeout.ms"
 	keyHeartbeatIntervalMs   = "heartbeat.interval.ms"
 	keyGroupInstanceID       = "group.instance.id"
@@ -162,6 +163,10 @@ var catalogue = sortedKeys([]Key{
 	atLeast(Key{Name: keyBarrierIntervalMs, Type: TypeDurationMs, Default: "500", Description: "how often the live engine cuts a commit barrier (one epoch, one transaction)", ReadBy: []Component{LiveEngine}}, 1),
 	atLeast(Key{Name: keyBarrierMaxIntervalMs, Type: TypeDurationMs, Default: "5000", Description: "the longest barrier interval", ReadBy: []Component{LiveEngine}}, 1),
 	atLeast(Key{Name: keyBarrierMinIntervalMs, Type: TypeDurationMs, Default: "150", Description: "the shortest barrier interval", ReadBy: []Component{LiveEngine}}, 1),
+	atLeast(Key{Name: keyTransactionTimeoutMs, Type: TypeDurationMs, Default: "40000",
+		Description: "how long the transaction coordinator lets a transaction stay open before it aborts it and fences its producer (exactly-once)",
+		ReadBy:      []Component{KafkaClient, LiveEngine},
+		Note:        "Kafka Streams sets 10000 under exactly-once; ours is franz-go's 40000, because a barrier interval can grow to stoatflow.commit-barrier.max-interval-ms and a commit adds its own time. A crashed or paused instance's open transaction holds back restoration and the group's offsets until it is aborted"}, 1000),
 	{Name: keyInstanceID, Type: TypeString, Default: "0", Description: "names this instance among the application's; completes the transactional id application.id-instance",
 		ReadBy: []Component{KafkaClient, LiveEngine}, Note: "unique among instances running at once, and the same across restarts of one instance"},
 	atLeast(Key{Name: keyLaneQueueSize, Type: TypeInt, Default: "1024", Description: "the bound of each lane's queue; a full queue stops fetching", ReadBy: []Component{LiveEngine}}, 1),

@@ -268,16 +268,38 @@ func (r *reader) reportStall(ctx context.Context, open []*cursor, waited time.Du
 		})
 	}
 	var txns []string
+	finished := map[int64]string{} // producer id -> transactional id, for coordinators with nothing open
 	if len(pids) > 0 {
 		if listed, err := r.adm.ListTransactions(ctx, pids, nil); err == nil {
 			for _, l := range listed.Sorted() {
 				txns = append(txns, fmt.Sprintf("%s (producer %d) %s", l.TxnID, l.ProducerID, l.State))
+				switch l.State {
+				case "CompleteCommit", "CompleteAbort", "Empty":
+					finished[l.ProducerID] = l.TxnID
+				}
 			}
 		}
 	}
 	var where []string
 	for _, c := range open {
 		where = append(where, fmt.Sprintf("%d at %d, stable to %d, end %d", c.partition, c.pos, c.lso, c.end))
+	}
+	// A partition that still holds a transaction its coordinator has
+	// finished lost the marker (seen on Apache Kafka after a SIGKILL:
+	// the coordinator said CompleteCommit, the changelog had no commit
+	// marker); nothing will ever end it, so say how to.
+	if len(finished) > 0 {
+		described.EachPartition(func(p kadm.DescribedProducersPartition) {
+			for _, d := range p.ActiveProducers.Sorted() {
+				if id, ok := finished[d.ProducerID]; ok && d.CurrentTxnStartOffset >= 0 {
+					r.log.Log(kgo.LogLevelError, "hanging transaction: its coordinator finished it, but the partition has no marker for it, so the read cannot end; "+
+						"inspect with kafka-transactions.sh find-hanging, and end it with kafka-transactions.sh abort (an abort drops its records from this partition)",
+						"topic", r.topic, "partition", p.Partition, "producer_id", d.ProducerID, "producer_epoch", d.ProducerEpoch,
+						"transactional_id", id, "start_offset", d.CurrentTxnStartOffset,
+						"abort", fmt.Sprintf("kafka-transactions.sh --bootstrap-server BROKER abort --topic %s --partition %d --start-offset %d", r.topic, p.Partition, d.CurrentTxnStartOffset))
+				}
+			}
+		})
 	}
 	r.log.Log(kgo.LogLevelWarn, "restoration waits for open transactions to end", "topic", r.topic, "waited", waited.Round(time.Second),
 		"partitions", strings.Join(where, "; "), "open_transactions", strings.Join(held, "; "), "transactional_ids", strings.Join(txns, "; "), "describe_err", err)
