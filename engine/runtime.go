@@ -111,6 +111,9 @@ type runner struct {
 	rr          atomic.Uint32
 	// drained says the last poll returned no record.
 	drained bool
+	// inCount caches the records-in counter of each source topic
+	// (observe.go); the dispatcher's alone.
+	inCount map[string]*atomic.Int64
 
 	// ptMu guards what the committer and the dispatcher share:
 	// knownPartTimes (each partition's time as last committed, kept for
@@ -181,6 +184,7 @@ func (e *Engine) run(ctx context.Context) error {
 	for _, w := range built.Warnings {
 		e.log.Warn(w.String(), "rule", w.Rule, "node", w.Node)
 	}
+	e.started(s, built)
 	r := &runner{e: e, s: s, built: built, topicSub: map[string]int{}, assigned: map[string]map[int32]bool{}, sinkParts: map[string]int32{}, sinkLimits: map[string]int{},
 		stampTopic: s.appID + "-stoatflow-watermark-changelog", cutter: barrier.NewCutter(task.Unknown)}
 	for _, st := range built.Subtopologies {
@@ -684,6 +688,15 @@ func (r *runner) dispatchOne(rec *kgo.Record) error {
 	}
 	r.cutOffsets[rec.Topic][rec.Partition] = rec.Offset + 1
 	r.dispatched++
+	c := r.inCount[rec.Topic]
+	if c == nil {
+		if r.inCount == nil {
+			r.inCount = map[string]*atomic.Int64{}
+		}
+		c = r.e.obs.in.get(rec.Topic)
+		r.inCount[rec.Topic] = c
+	}
+	c.Add(1)
 	return nil
 }
 
@@ -699,7 +712,11 @@ func (r *runner) watermarkNow() int64 {
 			}
 		}
 	}
-	w, _ := r.tracker.Advance(now)
+	w, moved := r.tracker.Advance(now)
+	if moved && r.e.obs.onAdvance != nil {
+		r.e.obs.onAdvance()
+	}
+	r.publishView(false)
 	if w == watermark.Unset || w < task.Unknown {
 		w = task.Unknown
 	}
@@ -945,6 +962,7 @@ func (r *runner) resetOnce(ctx context.Context) error {
 		}
 	}
 	r.cl.SetOffsets(set)
+	r.publishView(true)
 	floor, err := r.restoreStamp(ctx)
 	if err != nil {
 		return err
@@ -953,10 +971,15 @@ func (r *runner) resetOnce(ctx context.Context) error {
 	// emission pass a crash may have lost (the emit frontiers keep it
 	// from emitting anything twice).
 	r.cutter = barrier.NewCutter(floor)
+	restoreStart, restoredBefore := time.Now(), r.e.obs.restored.Load()
+	r.e.obs.restoring.Store(true)
+	r.e.log.Info("restoring state from the changelogs", "stores", len(r.built.Stores), "partitions", assigned)
 	gen, err := newGeneration(ctx, r.e, r.built, r.s, r.changelogPartitions, floor, r.restorer(assigned), r.global.stores())
+	r.e.obs.restoring.Store(false)
 	if err != nil {
 		return err
 	}
+	r.e.log.Info("state restored", "records", r.e.obs.restored.Load()-restoredBefore, "took", time.Since(restoreStart).Round(time.Millisecond))
 	r.gen = gen
 	r.cuts = make(chan epochCut, 4)
 	r.committedEpoch.Store(0)
@@ -1155,6 +1178,7 @@ func (r *runner) restorer(assigned map[string][]int32) restoreSource {
 			if !owned(cr) {
 				return nil
 			}
+			r.e.obs.restored.Add(1)
 			return apply(cr)
 		})
 		return err

@@ -145,6 +145,9 @@ func (c laneClock) ObserveStreamTime(ts int64) {
 		return
 	}
 	p := watermark.Partition{Topic: l.cur.in.Topic, Partition: l.cur.in.Partition}
+	if late := l.g.e.obs.onLate; late != nil && ts < l.g.watermark.Load() {
+		late(p)
+	}
 	l.ptMu.Lock()
 	if old, ok := l.partTimes[p]; !ok || ts > old {
 		l.partTimes[p] = ts
