@@ -6,8 +6,11 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"net"
 	"os"
 	"os/signal"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -16,12 +19,14 @@ import (
 	"github.com/stoatflow/stoatctl/engine"
 	"github.com/stoatflow/stoatctl/engine/broker"
 	"github.com/stoatflow/stoatctl/engine/config"
+	"github.com/stoatflow/stoatctl/engine/rest"
 	"github.com/stoatflow/stoatctl/engine/topofile"
 )
 
 func newRunCommand() *cobra.Command {
 	var (
 		topo, configFile, bootstrap, stateDir, logLevel, dataDir string
+		httpAddr, httpToken, logFormat                           string
 		overrides                                                []string
 		port, partitions                                         int
 		strict                                                   bool
@@ -61,6 +66,13 @@ an error under --strict (exit 2); a value that does not parse is an error.`,
 			if partitions < 1 || partitions > maxSeedPartitions {
 				return usageErrorf("--partitions %d: want 1 to %d", partitions, maxSeedPartitions)
 			}
+			api, err := httpOption(httpAddr, httpToken)
+			if err != nil {
+				return err
+			}
+			if logFormat != "text" && logFormat != "json" {
+				return usageErrorf("--log-format %q: want text or json", logFormat)
+			}
 			wd, _ := os.Getwd()
 			file, err := topofile.Resolve(topo, wd)
 			if err != nil {
@@ -94,7 +106,7 @@ an error under --strict (exit 2); a value that does not parse is an error.`,
 				return err
 			}
 			cfg := src.values
-			log := slog.New(slog.NewTextHandler(c.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+			log := newLogger(c.ErrOrStderr(), logFormat, level)
 			ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			defer exitOnSecondSignal(ctx, c.ErrOrStderr(), nil)()
@@ -106,7 +118,12 @@ an error under --strict (exit 2); a value that does not parse is an error.`,
 				defer b.Close()
 				cfg[config.BootstrapServers] = b.Addr()
 			}
-			e := engine.New(file.Topology, cfg, engine.WithLogger(log))
+			logEffectiveConfig(log, src)
+			opts := []engine.Option{engine.WithLogger(log)}
+			if api != nil {
+				opts = append(opts, engine.WithHTTP(*api))
+			}
+			e := engine.New(file.Topology, cfg, opts...)
 			return e.Run(ctx)
 		},
 	}
@@ -121,6 +138,10 @@ an error under --strict (exit 2); a value that does not parse is an error.`,
 	f.IntVar(&partitions, "partitions", 4, "embedded broker: create the topology's topics with `N` partitions")
 	addStrictFlag(c, &strict)
 	f.StringVar(&logLevel, "log-level", "info", "log from `LEVEL` up on stderr: debug, info, warn, error")
+	f.StringVar(&logFormat, "log-format", "text", "log lines as `FORMAT`: text (key=value) or json")
+	f.StringVar(&httpAddr, "http", defaultHTTPAddr, "serve the REST API and /metrics on `ADDR` (host:port, port 0 for a free one), or off")
+	f.StringVar(&httpToken, "http-token", os.Getenv(httpTokenEnv), "bearer `TOKEN` for POST /pause and /resume; required when --http is not loopback (default $"+httpTokenEnv+")")
+	_ = c.RegisterFlagCompletionFunc("log-format", cobra.FixedCompletions([]string{"text", "json"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = c.RegisterFlagCompletionFunc("log-level", cobra.FixedCompletions([]string{"debug", "info", "warn", "error"}, cobra.ShellCompDirectiveNoFileComp))
 	return c
 }
@@ -194,4 +215,56 @@ func exitOnSecondSignal(ctx context.Context, stderr io.Writer, armed func()) fun
 		}
 	}()
 	return func() { close(done) }
+}
+
+// The REST API's defaults.
+const (
+	defaultHTTPAddr = "127.0.0.1:8080"
+	httpTokenEnv    = "STOATCTL_HTTP_TOKEN"
+)
+
+// httpOption reads --http and --http-token: nil for off, a usage error
+// for an address that does not parse or is beyond loopback without a token.
+func httpOption(addr, token string) (*engine.HTTP, error) {
+	if strings.EqualFold(addr, "off") || addr == "" {
+		return nil, nil
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, usageErrorf("--http %q: want host:port, such as %s, or off", addr, defaultHTTPAddr)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return nil, usageErrorf("--http %q: port %q: want 0-65535", addr, port)
+	}
+	if !rest.Loopback(host) && token == "" {
+		return nil, usageErrorf("--http %s is not a loopback address: set --http-token or $%s, which POST requests must then carry", addr, httpTokenEnv)
+	}
+	return &engine.HTTP{Addr: addr, Token: token}, nil
+}
+
+// newLogger is the log of run: text or JSON lines on w.
+func newLogger(w io.Writer, format string, level slog.Level) *slog.Logger {
+	o := &slog.HandlerOptions{Level: level}
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(w, o))
+	}
+	return slog.New(slog.NewTextHandler(w, o))
+}
+
+// logEffectiveConfig logs the configuration the engine starts with, one
+// attribute per key, each value with where it came from.
+func logEffectiveConfig(log *slog.Logger, src *configSources) {
+	var attrs []any
+	for _, k := range slices.Sorted(maps.Keys(src.values)) {
+		v := src.values[k]
+		if strings.Contains(strings.ToLower(k), "password") || strings.Contains(strings.ToLower(k), "secret") {
+			v = "***"
+		}
+		from := src.origin(k)
+		if from == "" {
+			from = "default"
+		}
+		attrs = append(attrs, slog.String(k, v+" ("+from+")"))
+	}
+	log.Info("effective configuration", slog.Group("config", attrs...))
 }
