@@ -56,8 +56,8 @@ backed by changelogs, stream time and punctuators.
 
 Today it runs topologies on Kafka or on an embedded broker (run), replays
 fixtures through the test driver (replay), describes, validates and tries
-topologies (topology), runs a development broker (broker), and creates and
-lists topics (topic). Migration from Kafka Streams and the watermark view
+topologies (topology), runs a development broker (broker), creates and
+lists topics (topic), and reads a running engine's REST API (inspect). Migration from Kafka Streams and the watermark view
 are not built yet.`,
 		Args:          cobra.ArbitraryArgs,
 		RunE:          runGroup,
@@ -77,6 +77,7 @@ are not built yet.`,
 		newRunCommand(),
 		newTopicCommand(),
 		newConfigCommand(),
+		newInspectCommand(),
 	)
 	markFailures(root)
 	return root

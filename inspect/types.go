@@ -84,6 +84,9 @@ const (
 const (
 	// CodeNoEventTime: GET /watermarks of a topology without event time.
 	CodeNoEventTime = "no_event_time"
+	// CodeUnreachable is what `stoatctl inspect -o json` prints when no
+	// answer came back; no server sends it.
+	CodeUnreachable = "unreachable"
 )
 
 // Health is the document of GET /health/liveness and /health/readiness.
