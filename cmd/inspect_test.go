@@ -31,8 +31,12 @@ func (fixedEngine) Info() inspect.Info {
 func (fixedEngine) Topology() (string, any) {
 	return "Topologies:\n   Sub-topology: 0\n", map[string]any{"applicationId": "orders", "subtopologies": []any{}}
 }
-func (fixedEngine) Live() inspect.Health  { return inspect.Health{Status: inspect.StatusUp, State: "RUNNING"} }
-func (fixedEngine) Ready() inspect.Health { return inspect.Health{Status: inspect.StatusUp, State: "RUNNING"} }
+func (fixedEngine) Live() inspect.Health {
+	return inspect.Health{Status: inspect.StatusUp, State: "RUNNING"}
+}
+func (fixedEngine) Ready() inspect.Health {
+	return inspect.Health{Status: inspect.StatusUp, State: "RUNNING"}
+}
 func (fixedEngine) Pause(string) inspect.Control {
 	return inspect.Control{Paused: true, State: "RUNNING"}
 }

@@ -114,6 +114,9 @@ type runner struct {
 	// inCount caches the records-in counter of each source topic
 	// (observe.go); the dispatcher's alone.
 	inCount map[string]*atomic.Int64
+	// activeOffsets are the dispatched offsets watermarkNow last saw per
+	// partition; one that moved marks its partition active.
+	activeOffsets map[watermark.Partition]int64
 
 	// ptMu guards what the committer and the dispatcher share:
 	// knownPartTimes (each partition's time as last committed, kept for
@@ -712,6 +715,20 @@ func (r *runner) watermarkNow() int64 {
 			}
 		}
 	}
+	// A partition the dispatcher read records from is active, even when
+	// none of them raised its event time (old timestamps).
+	for t, ps := range r.cutOffsets {
+		for p, o := range ps {
+			wp := watermark.Partition{Topic: t, Partition: p}
+			if o != r.activeOffsets[wp] {
+				if r.activeOffsets == nil {
+					r.activeOffsets = map[watermark.Partition]int64{}
+				}
+				r.activeOffsets[wp] = o
+				r.tracker.Active(wp, now)
+			}
+		}
+	}
 	w, moved := r.tracker.Advance(now)
 	if moved && r.e.obs.onAdvance != nil {
 		r.e.obs.onAdvance()
@@ -930,6 +947,7 @@ func (r *runner) resetOnce(ctx context.Context) error {
 		return err
 	}
 	r.cutOffsets = map[string]map[int32]int64{}
+	r.activeOffsets = nil
 	r.partTimes = map[watermark.Partition]int64{}
 	r.ptMu.Lock()
 	r.knownPartTimes = map[watermark.Partition]int64{}
