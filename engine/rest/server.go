@@ -139,6 +139,13 @@ func (s *Server) Close(ctx context.Context) error {
 	return err
 }
 
+// Paths are the API's endpoints, as docs/rest-api.yaml lists them.
+var Paths = []string{"/watermarks", "/info", "/topology", "/health/liveness", "/health/readiness", "/metrics", "/pause", "/resume"}
+
+// Codes are the error codes the server sends.
+var Codes = []string{inspect.CodeNotInitialised, inspect.CodeNoEventTime, inspect.CodeUnauthorized, inspect.CodeNotFound,
+	inspect.CodeBadRequest, inspect.CodeMethod, inspect.CodeInternal}
+
 func (s *Server) routes() {
 	s.mux.HandleFunc("/watermarks", s.get(s.watermarks))
 	s.mux.HandleFunc("/info", s.get(func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, s.b.Info()) }))
