@@ -289,7 +289,7 @@ func TestRunServesWatermarks(t *testing.T) {
 	r.until(10*time.Second, "the watermark moved after resume", func() bool { return r.watermarks().GlobalMs == last+1000 })
 
 	// The log: a start summary, the API's address, restoration, progress.
-	for _, msg := range []string{"effective configuration", "REST API listening", "restoring state from the changelogs", "state restored", "progress"} {
+	for _, msg := range []string{"effective configuration", "engine starting", "topics ready", "REST API listening", "restoring state from the changelogs", "state restored", "progress"} {
 		if len(r.logLines(msg)) == 0 {
 			t.Errorf("the log has no %q line", msg)
 		}

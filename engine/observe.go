@@ -166,6 +166,17 @@ func (e *Engine) started(s settings, built *topology.Built) {
 	e.obs.lanes.Store(int64(s.lanes))
 	e.obs.eventTime.Store(built.EventTime)
 	e.obs.built.Store(built)
+	guarantee := "exactly_once_v2"
+	if !s.exactlyOnce {
+		guarantee = "at_least_once"
+	}
+	api := "off"
+	if a := e.HTTPAddr(); a != "" {
+		api = "http://" + a
+	}
+	e.log.Info("engine starting", "application.id", s.appID, "guarantee", guarantee, "lanes_per_subtopology", s.lanes,
+		"subtopologies", len(built.Subtopologies), "lane_queue", s.queue, "barrier_interval", s.interval,
+		"event_time", built.EventTime, "metrics_level", e.meters.Level().String(), "rest_api", api)
 }
 
 // committed reports an epoch's commit to the meters.

@@ -281,6 +281,11 @@ func (r *runner) connect(ctx context.Context) error {
 	if err := kafka.EnsureTopics(ctx, r.adm, specs, r.s.createTopic); err != nil {
 		return fmt.Errorf("engine: internal topics: %w", err)
 	}
+	names := make([]string, len(specs))
+	for i, sp := range specs {
+		names[i] = sp.Name
+	}
+	e.log.Info("topics ready", "sources", r.sources, "internal (created or found)", names)
 
 	opts := append(slices.Clone(r.s.clientOpts),
 		kgo.ConsumeTopics(r.sources...),
