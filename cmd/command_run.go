@@ -48,7 +48,14 @@ Streams-style keys such as application.id, processing.guarantee,
 num.stream.threads, and the stoatflow.* keys), then -X KEY=VALUE, then -b.
 Every key is checked against the catalogue (stoatctl config list) before
 anything starts: an unknown key is a warning naming the closest known key,
-an error under --strict (exit 2); a value that does not parse is an error.`,
+an error under --strict (exit 2); a value that does not parse is an error.
+
+While it runs it serves its REST API on --http (default 127.0.0.1:8080):
+GET /watermarks, /info, /topology, /health/liveness, /health/readiness,
+/metrics (Prometheus), POST /pause and /resume (docs/rest-api.yaml);
+stoatctl inspect reads it. Beyond loopback a token is required
+(--http-token or $STOATCTL_HTTP_TOKEN), and POST requests must carry it.
+An address in use fails the start; --http off serves nothing.`,
 		Example: `  stoatctl run -t word-count
   stoatctl run -t fixtures/word-count/topology.yaml -b localhost:9092 -X num.stream.threads=8`,
 		Args: noArgs,

@@ -254,7 +254,7 @@ func TestRunServesWatermarks(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"stoatflow_client_state 4", fmt.Sprintf("stoatflow_watermark_current %g", float64(last)),
-		`stoatflow_watermark_partitions{state="idle"} 1`, "stoatflow_topology_event_time_tracking 1"} {
+		`stoatflow_watermark_partitions{state="idle"} 1`, "stoatflow_topology_event_time_tracking 1", `stoatflow_consumer_lag_records{topic="clicks"} 0`} {
 		if !strings.Contains(m, want) {
 			t.Errorf("/metrics lacks %q:\n%s", want, m)
 		}
@@ -293,6 +293,9 @@ func TestRunServesWatermarks(t *testing.T) {
 		if len(r.logLines(msg)) == 0 {
 			t.Errorf("the log has no %q line", msg)
 		}
+	}
+	if l := r.logLines("progress"); len(l) > 0 && (l[len(l)-1]["lag.clicks"] == nil || l[len(l)-1]["watermark"] == nil) {
+		t.Errorf("the progress line lacks the lag per input or the watermark: %v", l[len(l)-1])
 	}
 	if l := r.logLines("REST API listening"); len(l) > 0 && l[0]["url"] != r.url {
 		t.Errorf("REST API listening at %v, want %s", l[0]["url"], r.url)

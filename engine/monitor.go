@@ -92,8 +92,8 @@ func (e *Engine) sample(m *monitorState, now time.Time) {
 		if pinned {
 			args = append(args, "pinned_by", partitionName(pin.Partition))
 		}
-		for t, n := range o.RecordsIn {
-			args = append(args, "in."+t, n)
+		for t, n := range o.Lag {
+			args = append(args, "lag."+t, n)
 		}
 		e.log.Info("progress", args...)
 		m.lastProgress, m.lastIn = now, in

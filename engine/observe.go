@@ -36,6 +36,21 @@ type view struct {
 	// offsets are the next offset the dispatcher will dispatch per
 	// partition: a partition whose offset moves is delivering records.
 	offsets map[watermark.Partition]int64
+	// lag is, per source topic, the records between what was dispatched
+	// and the high watermarks the last fetches reported.
+	lag map[string]int64
+}
+
+// noteHighWatermark records a fetched partition's high watermark; the
+// dispatcher's alone.
+func (r *runner) noteHighWatermark(topic string, partition int32, hw int64) {
+	if hw < 0 {
+		return
+	}
+	if r.highWater == nil {
+		r.highWater = map[watermark.Partition]int64{}
+	}
+	r.highWater[watermark.Partition{Topic: topic, Partition: partition}] = hw
 }
 
 // Observation is a consistent read of a running engine, for the REST API
@@ -63,6 +78,10 @@ type Observation struct {
 	// Dispatched is the next offset to dispatch per partition, as of
 	// ViewAt; a partition whose offset moves is delivering records.
 	Dispatched map[watermark.Partition]int64
+	// Lag is, per source topic, the records fetched partitions hold past
+	// what was dispatched, as of ViewAt (the high watermarks of the last
+	// fetches; a partition not fetched since keeps its last one).
+	Lag map[string]int64
 	// QueuedBatches is how many record batches wait in the lanes' queues.
 	QueuedBatches int
 	// BarrierInterval is the barrier cadence in force.
@@ -124,7 +143,7 @@ func (e *Engine) Observe() Observation {
 	if v := e.obs.view.Load(); v != nil {
 		o.Initialised = true
 		o.Global, o.Partitions, o.ViewAt = v.global, slices.Clone(v.partitions), v.at
-		o.QueuedBatches, o.BarrierInterval, o.Dispatched = v.queued, v.interval, maps.Clone(v.offsets)
+		o.QueuedBatches, o.BarrierInterval, o.Dispatched, o.Lag = v.queued, v.interval, maps.Clone(v.offsets), maps.Clone(v.lag)
 	}
 	return o
 }
@@ -150,6 +169,12 @@ func (r *runner) publishView(force bool) {
 	for t, ps := range r.cutOffsets {
 		for p, o := range ps {
 			v.offsets[watermark.Partition{Topic: t, Partition: p}] = o
+		}
+	}
+	v.lag = map[string]int64{}
+	for p, hw := range r.highWater {
+		if o, ok := v.offsets[p]; ok {
+			v.lag[p.Topic] += max(hw-o, 0)
 		}
 	}
 	if r.gen != nil {

@@ -117,6 +117,9 @@ type runner struct {
 	// activeOffsets are the dispatched offsets watermarkNow last saw per
 	// partition; one that moved marks its partition active.
 	activeOffsets map[watermark.Partition]int64
+	// highWater is each source partition's high watermark as the last
+	// fetch of it reported (observe.go: the lag per input).
+	highWater map[watermark.Partition]int64
 
 	// ptMu guards what the committer and the dispatcher share:
 	// knownPartTimes (each partition's time as last committed, kept for
@@ -647,6 +650,7 @@ func (r *runner) dispatchMerged(fetches kgo.Fetches) error {
 	}
 	var heads []*head
 	fetches.EachPartition(func(p kgo.FetchTopicPartition) {
+		r.noteHighWatermark(p.Topic, p.Partition, p.HighWatermark)
 		if len(p.Records) > 0 {
 			heads = append(heads, &head{recs: p.Records})
 		}

@@ -69,6 +69,7 @@ const (
 	WatermarkPartitions     = "stoatflow_watermark_partitions"
 	RecordsIn               = "stoatflow_records_in_total"
 	RecordsOut              = "stoatflow_records_out_total"
+	ConsumerLag             = "stoatflow_consumer_lag_records"
 	EpochRecords            = "stoatflow_epoch_records"
 	CommitDuration          = "stoatflow_commit_duration_seconds"
 	EpochsCommitted         = "stoatflow_epochs_committed_total"
@@ -105,6 +106,7 @@ var Families = []Family{
 	{ClientState, Gauge, nil, Info, "The engine's state: 0 CREATED, 1 NOT_RUNNING, 2 REBALANCING, 3 RESTORING, 4 RUNNING, 5 PAUSED, 6 PENDING_SHUTDOWN, 7 ERROR."},
 	{WatermarkPartitions, Gauge, []string{"state"}, Info, "Registered source partitions, by state: active or idle."},
 	{RecordsIn, Counter, []string{"topic"}, Info, "Records dispatched from each source topic, aborted epochs included."},
+	{ConsumerLag, Gauge, []string{"topic"}, Info, "Records in each source topic past what was dispatched, from the high watermarks of the last fetches."},
 	{RecordsOut, Counter, []string{"topic"}, Info, "Records produced to each sink topic (changelogs left out), aborted epochs included."},
 	{EpochRecords, Histogram, nil, Info, "Source records per committed epoch."},
 	{CommitDuration, Histogram, nil, Info, "How long an epoch's commit took, in seconds."},

@@ -33,6 +33,8 @@ type Sample struct {
 	Resets          int64
 	RecordsIn       map[string]int64
 	RecordsOut      map[string]int64
+	// Lag is the consumer lag per source topic, in records.
+	Lag map[string]int64
 }
 
 // Meters are one engine's Prometheus meters.
@@ -147,6 +149,9 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for t, v := range s.RecordsOut {
 		emit(RecordsOut, counter, float64(v), t)
+	}
+	for t, v := range s.Lag {
+		emit(ConsumerLag, gauge, float64(v), t)
 	}
 	active, idle := 0, 0
 	lo, hi, any := int64(0), int64(0), false

@@ -33,7 +33,7 @@ func TestFamiliesAreExported(t *testing.T) {
 	sample := func() prom.Sample {
 		return prom.Sample{State: "RUNNING", EventTime: true, Global: 1000, LagMs: 5,
 			Partitions: []watermark.PartitionState{{Partition: watermark.Partition{Topic: "in", Partition: 0}, Watermark: 1000, IdlenessTimeout: time.Minute}},
-			RecordsIn:  map[string]int64{"in": 3}, RecordsOut: map[string]int64{"out": 1}}
+			RecordsIn:  map[string]int64{"in": 3}, RecordsOut: map[string]int64{"out": 1}, Lag: map[string]int64{"in": 0}}
 	}
 	for _, level := range []prom.Level{prom.Info, prom.Debug} {
 		reg := metrics.NewRegistry()
