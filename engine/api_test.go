@@ -165,3 +165,39 @@ func TestAPIAddressInUse(t *testing.T) {
 		t.Fatalf("err = %v, want a token required beyond loopback", err)
 	}
 }
+
+// TestAPIWithoutEventTime: a processing-time topology answers /watermarks
+// with 503 no_event_time, /info leaves the watermark out when
+// runtime.endpoints.info.show-watermarks is false, and /topology gives
+// the description as text and as JSON.
+func TestAPIWithoutEventTime(t *testing.T) {
+	addr := startBroker(t, map[string]int32{"in": 1, "out": 1})
+	e := engine.New(uppercase(), cfg(addr, "api-pt", engine.InfoShowWatermarks, "false"), engine.WithLogger(testLogger(t)),
+		engine.WithHTTP(engine.HTTP{Addr: "127.0.0.1:0"}))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	eventually(t, 20*time.Second, func() string { return "never running" }, func() bool { return e.State() == engine.Running && len(e.Assignment()) > 0 })
+	url := "http://" + e.HTTPAddr()
+	cl := inspect.NewClient(url)
+	var ae *inspect.APIError
+	if _, err := cl.Watermarks(context.Background()); !errors.As(err, &ae) || ae.Status != 503 || ae.Body.Code != inspect.CodeNoEventTime {
+		t.Fatalf("/watermarks: %v, want 503 no_event_time", err)
+	}
+	info, err := cl.Info(context.Background())
+	if err != nil || info.GlobalMs != nil || info.GlobalIso != nil || info.EventTimeTracking {
+		t.Fatalf("/info: %+v %v, want no watermark", info, err)
+	}
+	text, err := cl.Topology(context.Background(), "text")
+	if err != nil || !strings.HasPrefix(string(text), "Topologies:") {
+		t.Fatalf("/topology text: %q %v", text, err)
+	}
+	doc, err := cl.Topology(context.Background(), "json")
+	if err != nil || !strings.Contains(string(doc), `"subtopologies"`) || !strings.Contains(string(doc), `"topics": [`) {
+		t.Fatalf("/topology json: %s %v", doc, err)
+	}
+	if m, _ := cl.Metrics(context.Background()); !strings.Contains(m, "stoatflow_topology_event_time_tracking 0") {
+		t.Error("event time tracking does not read 0")
+	}
+}
