@@ -81,7 +81,7 @@ func (e *Engine) promSample() prom.Sample {
 	o := e.Observe()
 	return prom.Sample{State: string(o.State), Paused: o.Paused, EventTime: o.EventTime, Global: o.Global, Partitions: o.Partitions,
 		LagMs: e.lagMs.Load(), QueuedBatches: o.QueuedBatches, BarrierInterval: o.BarrierInterval, Restoring: o.Restoring,
-		Restored: o.Restored, Committed: o.Stats.Committed, Aborted: o.Stats.Aborted, Resets: o.Stats.Resets,
+		Restored: o.Restored, RestoreRemaining: o.RestoreRemaining, Committed: o.Stats.Committed, Aborted: o.Stats.Aborted, Resets: o.Stats.Resets,
 		RecordsIn: o.RecordsIn, RecordsOut: o.RecordsOut, Lag: o.Lag}
 }
 

@@ -201,3 +201,33 @@ func TestAPIWithoutEventTime(t *testing.T) {
 		t.Error("event time tracking does not read 0")
 	}
 }
+
+// TestObserveRestoration: a restart restores the counts' store from its
+// changelog, and Observe counts what it applied.
+func TestObserveRestoration(t *testing.T) {
+	addr := startBroker(t, map[string]int32{"in": 2, "out": 1})
+	var recs []kv
+	for i := range 40 {
+		recs = append(recs, kv{Key: fmt.Sprintf("k%d", i%8), Value: "x"})
+	}
+	produce(t, addr, "in", recs)
+	e, stop := runEngine(t, counts(), cfg(addr, "restore-obs"))
+	eventually(t, 20*time.Second, func() string { return "not committed" }, func() bool { return e.Stats().Records == 40 })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if o := e.Observe(); o.Restored != 0 || o.RecordsIn["in"] != 40 || o.RecordsOut["out"] != 40 {
+		t.Fatalf("first run: restored %d, in %v, out %v", o.Restored, o.RecordsIn, o.RecordsOut)
+	}
+	e, stop = runEngine(t, counts(), cfg(addr, "restore-obs"))
+	eventually(t, 20*time.Second, func() string { return fmt.Sprintf("restored %d", e.Observe().Restored) }, func() bool {
+		o := e.Observe()
+		return o.State == engine.Running && len(o.Assignment["in"]) == 2 && o.Restored >= 8
+	})
+	if o := e.Observe(); o.Restoring || o.RestoreRemaining != 0 {
+		t.Errorf("after restoring: restoring %v, remaining %d", o.Restoring, o.RestoreRemaining)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+}

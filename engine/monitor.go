@@ -23,6 +23,9 @@ const (
 	BranchNoEventTime   = "no-event-time"
 )
 
+// restoreLogEvery is how often a long restoration logs its progress.
+const restoreLogEvery = 5 * time.Second
+
 // sampleEvery is the lag sampling period.
 const sampleEvery = time.Second
 
@@ -37,6 +40,8 @@ type monitorState struct {
 	stallIn      int64
 	stallOffsets map[watermark.Partition]int64
 	warned       bool
+	// lastRestoreLog is when a restoration in progress was last logged.
+	lastRestoreLog time.Time
 }
 
 func (e *Engine) monitor(ctx context.Context) <-chan struct{} {
@@ -82,6 +87,14 @@ func (e *Engine) sample(m *monitorState, now time.Time) {
 		e.lagMs.Store(-1)
 	} else {
 		e.lagMs.Store(e.opts.wall() - o.Global)
+	}
+	if o.Restoring && now.Sub(m.lastRestoreLog) >= restoreLogEvery {
+		if !m.lastRestoreLog.IsZero() {
+			e.log.Info("restoring", "restored", o.Restored, "remaining_about", o.RestoreRemaining)
+		}
+		m.lastRestoreLog = now
+	} else if !o.Restoring {
+		m.lastRestoreLog = time.Time{}
 	}
 	in := total(o.RecordsIn)
 	pin, pinned := Pinning(o.Partitions)

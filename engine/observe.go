@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"maps"
 	"slices"
 	"sync"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/stoatflow/stoatctl/engine/topology"
 	"github.com/stoatflow/stoatctl/engine/watermark"
+	"github.com/twmb/franz-go/pkg/kadm"
 )
 
 // This file is the engine's observation surface: what the REST API, the
@@ -91,7 +93,12 @@ type Observation struct {
 	// in this Run.
 	Restoring bool
 	Restored  int64
-	Stats     Stats
+	// RestoreRemaining is, while restoring, about how many changelog
+	// records are still to read: the offsets of the changelogs listed so
+	// far less what was applied (transaction markers and aborted records
+	// count, so it is an upper bound); 0 otherwise.
+	RestoreRemaining int64
+	Stats            Stats
 	// RecordsIn and RecordsOut count records dispatched from each source
 	// topic and produced to each sink topic (changelogs left out). They
 	// count what was processed, including epochs later aborted.
@@ -100,17 +107,20 @@ type Observation struct {
 
 // observed is the Engine's share of the observation surface.
 type observed struct {
-	view        atomic.Pointer[view]
-	lanes       atomic.Int64
-	eventTime   atomic.Bool
-	restoring   atomic.Bool
-	restored    atomic.Int64
-	built       atomic.Pointer[topology.Built]
-	in, out     counterSet
-	onCommit    func(records int64, took time.Duration)
-	onAdvance   func()
-	onLate      func(p watermark.Partition)
-	lastPublish time.Time // dispatcher only
+	view      atomic.Pointer[view]
+	lanes     atomic.Int64
+	eventTime atomic.Bool
+	restoring atomic.Bool
+	restored  atomic.Int64
+	// restoreBase is restored when the current restoration began, and
+	// restoreTarget the offsets it has to read (restoration remaining).
+	restoreBase, restoreTarget atomic.Int64
+	built                      atomic.Pointer[topology.Built]
+	in, out                    counterSet
+	onCommit                   func(records int64, took time.Duration)
+	onAdvance                  func()
+	onLate                     func(p watermark.Partition)
+	lastPublish                time.Time // dispatcher only
 }
 
 // counterSet is a set of counters by name, made on first use.
@@ -140,6 +150,9 @@ func (e *Engine) Observe() Observation {
 		EventTime: e.obs.eventTime.Load(), Lanes: int(e.obs.lanes.Load()), Assignment: e.Assignment(),
 		Restoring: e.obs.restoring.Load(), Restored: e.obs.restored.Load(), Stats: e.Stats(),
 		RecordsIn: e.obs.in.snapshot(), RecordsOut: e.obs.out.snapshot()}
+	if o.Restoring {
+		o.RestoreRemaining = max(e.obs.restoreTarget.Load()-(o.Restored-e.obs.restoreBase.Load()), 0)
+	}
 	if v := e.obs.view.Load(); v != nil {
 		o.Initialised = true
 		o.Global, o.Partitions, o.ViewAt = v.global, slices.Clone(v.partitions), v.at
@@ -209,4 +222,25 @@ func (e *Engine) committed(records int64, took time.Duration) {
 	if f := e.obs.onCommit; f != nil {
 		f(records, took)
 	}
+}
+
+// addRestoreTarget adds the offsets a restoration reads from a changelog
+// (every partition, log start to end) to the remaining count. A failed
+// listing leaves the count short; restoration itself does not depend on it.
+func (r *runner) addRestoreTarget(ctx context.Context, topic string) {
+	starts, err := r.adm.ListStartOffsets(ctx, topic)
+	if err != nil {
+		return
+	}
+	ends, err := r.adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		return
+	}
+	var n int64
+	ends.Each(func(end kadm.ListedOffset) {
+		if start, ok := starts.Lookup(end.Topic, end.Partition); ok && end.Err == nil && start.Err == nil {
+			n += max(end.Offset-start.Offset, 0)
+		}
+	})
+	r.e.obs.restoreTarget.Add(n)
 }

@@ -999,6 +999,8 @@ func (r *runner) resetOnce(ctx context.Context) error {
 	// from emitting anything twice).
 	r.cutter = barrier.NewCutter(floor)
 	restoreStart, restoredBefore := time.Now(), r.e.obs.restored.Load()
+	r.e.obs.restoreBase.Store(restoredBefore)
+	r.e.obs.restoreTarget.Store(0)
 	r.e.obs.restoring.Store(true)
 	r.e.log.Info("restoring state from the changelogs", "stores", len(r.built.Stores), "partitions", assigned)
 	gen, err := newGeneration(ctx, r.e, r.built, r.s, r.changelogPartitions, floor, r.restorer(assigned), r.global.stores())
@@ -1191,6 +1193,7 @@ func (r *runner) restorer(assigned map[string][]int32) restoreSource {
 			}
 			return parts[int32(lane.For32(cr.hash, int(sub.changelogPartitions)))]
 		}
+		r.addRestoreTarget(ctx, topic)
 		// Settled: the instance this one takes partitions over from may
 		// have committed its last epoch a moment ago, its offsets visible
 		// before its commit markers reach every changelog partition.

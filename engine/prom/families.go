@@ -79,6 +79,7 @@ const (
 	LaneQueueBatches        = "stoatflow_lane_queue_batches"
 	Restoring               = "stoatflow_restoration_active"
 	RestoredRecords         = "stoatflow_restoration_records_total"
+	RestoreRemaining        = "stoatflow_restoration_remaining_records"
 	PartitionWatermark      = "stoatflow_watermark_partition_current"
 	PartitionIdle           = "stoatflow_watermark_partition_idle"
 	LateRecords             = "stoatflow_watermark_late_records_total"
@@ -116,6 +117,7 @@ var Families = []Family{
 	{BarrierInterval, Gauge, nil, Info, "The commit barrier cadence in force, in seconds."},
 	{LaneQueueBatches, Gauge, nil, Info, "Record batches waiting in the lanes' queues, over every lane."},
 	{Restoring, Gauge, nil, Info, "1 while state is being restored from the changelogs."},
+	{RestoreRemaining, Gauge, nil, Info, "While restoring, about how many changelog records are still to read (an upper bound: transaction markers count); 0 otherwise."},
 	{RestoredRecords, Counter, nil, Info, "Changelog records applied while restoring, over every restoration of this run."},
 	{PartitionWatermark, Gauge, []string{"topic", "partition"}, Debug, "Each source partition's own watermark, epoch milliseconds; -1 before its first."},
 	{PartitionIdle, Gauge, []string{"topic", "partition"}, Debug, "1 when the partition is idle and excluded from the global watermark."},

@@ -23,16 +23,17 @@ type Sample struct {
 	Partitions []watermark.PartitionState
 	// LagMs is the last once-a-second lag sample, -1 before the first
 	// watermark.
-	LagMs           int64
-	QueuedBatches   int
-	BarrierInterval time.Duration
-	Restoring       bool
-	Restored        int64
-	Committed       int64
-	Aborted         int64
-	Resets          int64
-	RecordsIn       map[string]int64
-	RecordsOut      map[string]int64
+	LagMs            int64
+	QueuedBatches    int
+	BarrierInterval  time.Duration
+	Restoring        bool
+	Restored         int64
+	RestoreRemaining int64
+	Committed        int64
+	Aborted          int64
+	Resets           int64
+	RecordsIn        map[string]int64
+	RecordsOut       map[string]int64
 	// Lag is the consumer lag per source topic, in records.
 	Lag map[string]int64
 }
@@ -141,6 +142,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	emit(LaneQueueBatches, gauge, float64(s.QueuedBatches))
 	emit(Restoring, gauge, b2f(s.Restoring))
 	emit(RestoredRecords, counter, float64(s.Restored))
+	emit(RestoreRemaining, gauge, float64(s.RestoreRemaining))
 	emit(EpochsCommitted, counter, float64(s.Committed))
 	emit(EpochsAborted, counter, float64(s.Aborted))
 	emit(Rebalances, counter, float64(s.Resets))
