@@ -123,7 +123,7 @@ An address in use fails the start; --http off serves nothing.`,
 					return err
 				}
 				defer b.Close()
-				cfg[config.BootstrapServers] = b.Addr()
+				src.set(config.BootstrapServers, b.Addr(), "the embedded broker")
 			}
 			logEffectiveConfig(log, src)
 			opts := []engine.Option{engine.WithLogger(log)}
@@ -259,11 +259,21 @@ func newLogger(w io.Writer, format string, level slog.Level) *slog.Logger {
 }
 
 // logEffectiveConfig logs the configuration the engine starts with, one
-// attribute per key, each value with where it came from.
+// attribute per key, each value with where it came from: what was set,
+// and the catalogue's default of every other key the live engine, its
+// Kafka client or the processing core reads.
 func logEffectiveConfig(log *slog.Logger, src *configSources) {
+	values := maps.Clone(src.values)
+	for _, k := range config.Catalogue() {
+		if _, set := values[k.Name]; set || k.Default == "" || k.AliasOf != "" ||
+			!slices.ContainsFunc(k.ReadBy, func(c config.Component) bool { return c != config.TestDriver }) {
+			continue
+		}
+		values[k.Name] = k.Default
+	}
 	var attrs []any
-	for _, k := range slices.Sorted(maps.Keys(src.values)) {
-		v := src.values[k]
+	for _, k := range slices.Sorted(maps.Keys(values)) {
+		v := values[k]
 		if strings.Contains(strings.ToLower(k), "password") || strings.Contains(strings.ToLower(k), "secret") {
 			v = "***"
 		}

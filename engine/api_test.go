@@ -5,12 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stoatflow/stoatctl/engine"
+	"github.com/stoatflow/stoatctl/engine/dsl"
+	"github.com/stoatflow/stoatctl/engine/serde"
+	"github.com/stoatflow/stoatctl/engine/window"
 	"github.com/stoatflow/stoatctl/inspect"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -229,5 +234,55 @@ func TestObserveRestoration(t *testing.T) {
 	}
 	if err := stop(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// lockedBuffer is a log a running engine writes while a test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestLateRecordLineNamesTheSourceRecord: behind a re-key boundary, the
+// debug line of a late drop names the source topic, partition and offset
+// of the record, not the in-memory boundary's.
+func TestLateRecordLineNamesTheSourceRecord(t *testing.T) {
+	addr := startBroker(t, map[string]int32{"in": 1, "out": 1})
+	str := serde.String()
+	b := dsl.NewBuilder()
+	g := dsl.SelectKey(dsl.Stream(b, dsl.ConsumedWith(str, str), "in"), func(_, v string) string { return v }).
+		GroupByKey(dsl.GroupedWith(str, str))
+	dsl.CountWindowed(g.WindowedBy(window.TimeWindowsOfSizeAndGrace(10*time.Second, 0)), dsl.MaterializedAs[string, int64]("w")).
+		ToStream().To("out", dsl.ProducedWith(window.TimeWindowedSerde(str, 10_000), serde.Int64()))
+	var log lockedBuffer
+	e := engine.New(b.Topology(), cfg(addr, "late-origin", "stoatflow.watermark.max-out-of-orderness-ms", "0"),
+		engine.WithLogger(slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug}))))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	base := time.Date(2026, 9, 22, 10, 0, 0, 0, time.UTC).UnixMilli()
+	produce(t, addr, "in", []kv{{Key: "k", Value: "page", Timestamp: base + 60_000}})
+	eventually(t, 20*time.Second, func() string { return "no watermark" }, func() bool { return e.Stats().Watermark >= base+60_000 })
+	produce(t, addr, "in", []kv{{Key: "k", Value: "page", Timestamp: base + 1}})
+	eventually(t, 20*time.Second, func() string { return "no late line:\n" + log.String() }, func() bool {
+		return strings.Contains(log.String(), "skipping record for a closed window")
+	})
+	for _, l := range strings.Split(log.String(), "\n") {
+		if strings.Contains(l, "skipping record for a closed window") && !strings.Contains(l, "topic=in partition=0 offset=1") {
+			t.Errorf("late line does not name in[0]@1: %s", l)
+		}
 	}
 }
