@@ -100,6 +100,9 @@ func newInspectSubcommand(name, short string, run func(context.Context, *inspect
 			if timeout <= 0 {
 				return usageErrorf("--timeout %s: want a positive duration", timeout)
 			}
+			if !c.Flags().Changed("token") {
+				token = os.Getenv(httpTokenEnv) // not the flag's default: --help would print it
+			}
 			cl := inspect.NewClient(base)
 			cl.Token = token
 			ctx, cancel := context.WithTimeout(c.Context(), timeout)
@@ -125,7 +128,7 @@ func newInspectSubcommand(name, short string, run func(context.Context, *inspect
 		def = inspect.DefaultURL
 	}
 	c.Flags().StringVar(&base, "url", def, "the engine's REST API at `URL` (default $"+inspectURLEnv+", else "+inspect.DefaultURL+")")
-	c.Flags().StringVar(&token, "token", os.Getenv(httpTokenEnv), "send bearer `TOKEN` (default $"+httpTokenEnv+")")
+	c.Flags().StringVar(&token, "token", "", "send bearer `TOKEN` (default $"+httpTokenEnv+")")
 	c.Flags().DurationVar(&timeout, "timeout", 5*time.Second, "give up after `DURATION`")
 	addOutputFlag(c, format)
 	return c

@@ -73,6 +73,11 @@ An address in use fails the start; --http off serves nothing.`,
 			if partitions < 1 || partitions > maxSeedPartitions {
 				return usageErrorf("--partitions %d: want 1 to %d", partitions, maxSeedPartitions)
 			}
+			if !c.Flags().Changed("http-token") {
+				// Read here, not as the flag's default, so that --help
+				// never prints it.
+				httpToken = os.Getenv(httpTokenEnv)
+			}
 			api, err := httpOption(httpAddr, httpToken)
 			if err != nil {
 				return err
@@ -147,7 +152,7 @@ An address in use fails the start; --http off serves nothing.`,
 	f.StringVar(&logLevel, "log-level", "info", "log from `LEVEL` up on stderr: debug, info, warn, error")
 	f.StringVar(&logFormat, "log-format", "text", "log lines as `FORMAT`: text (key=value) or json")
 	f.StringVar(&httpAddr, "http", defaultHTTPAddr, "serve the REST API and /metrics on `ADDR` (host:port, port 0 for a free one), or off")
-	f.StringVar(&httpToken, "http-token", os.Getenv(httpTokenEnv), "bearer `TOKEN` for POST /pause and /resume; required when --http is not loopback (default $"+httpTokenEnv+")")
+	f.StringVar(&httpToken, "http-token", "", "bearer `TOKEN` for POST /pause and /resume; required when --http is not loopback (default $"+httpTokenEnv+")")
 	_ = c.RegisterFlagCompletionFunc("log-format", cobra.FixedCompletions([]string{"text", "json"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = c.RegisterFlagCompletionFunc("log-level", cobra.FixedCompletions([]string{"debug", "info", "warn", "error"}, cobra.ShellCompDirectiveNoFileComp))
 	return c

@@ -106,3 +106,37 @@ func TestInspectCommands(t *testing.T) {
 		})
 	}
 }
+
+func TestHTTPOption(t *testing.T) {
+	for _, tc := range []struct {
+		addr, token string
+		off, usage  bool
+	}{
+		{addr: "off", off: true}, {addr: "OFF", off: true}, {addr: "127.0.0.1:8080"}, {addr: "localhost:0"}, {addr: "[::1]:9000"},
+		{addr: "0.0.0.0:8080", usage: true}, {addr: "0.0.0.0:8080", token: "t"}, {addr: "8080", usage: true},
+		{addr: "127.0.0.1:99999", usage: true}, {addr: "127.0.0.1:http", usage: true},
+	} {
+		h, err := httpOption(tc.addr, tc.token)
+		if (ExitCode(err) == ExitUsage) != tc.usage || (err == nil && (h == nil) != tc.off) {
+			t.Errorf("--http %s token %q: %+v, %v", tc.addr, tc.token, h, err)
+		}
+	}
+}
+
+// TestTokenFromEnvironment: the token comes from $STOATCTL_HTTP_TOKEN
+// when --http-token is not given, and --help never prints it.
+func TestTokenFromEnvironment(t *testing.T) {
+	t.Setenv(httpTokenEnv, "hunter2")
+	var stdout, stderr bytes.Buffer
+	if code := Run([]string{"run", "--help"}, &stdout, &stderr); code != ExitOK || strings.Contains(stdout.String(), "hunter2") {
+		t.Fatalf("run --help: exit %d, prints the token: %v", code, strings.Contains(stdout.String(), "hunter2"))
+	}
+	stdout.Reset()
+	stderr.Reset()
+	// Beyond loopback the token from the environment is enough to pass
+	// the usage check; the missing topology file then fails the run.
+	code := Run([]string{"run", "-t", "testdata/no-such-topology.yaml", "--http", "0.0.0.0:0"}, &stdout, &stderr)
+	if code == ExitUsage && strings.Contains(stderr.String(), "--http-token") {
+		t.Fatalf("the environment's token was not used: %s", stderr.String())
+	}
+}
