@@ -21,9 +21,10 @@ import (
 	"github.com/stoatflow/stoatctl/engine/config"
 	"github.com/stoatflow/stoatctl/engine/rest"
 	"github.com/stoatflow/stoatctl/engine/topofile"
+	"github.com/stoatflow/stoatctl/internal/buildinfo"
 )
 
-func newRunCommand() *cobra.Command {
+func newRunCommand(stamp buildinfo.Stamp) *cobra.Command {
 	var (
 		topo, configFile, bootstrap, stateDir, logLevel, dataDir string
 		httpAddr, httpToken, logFormat                           string
@@ -131,7 +132,7 @@ An address in use fails the start; --http off serves nothing.`,
 				src.set(config.BootstrapServers, b.Addr(), "the embedded broker")
 			}
 			logEffectiveConfig(log, src)
-			opts := []engine.Option{engine.WithLogger(log)}
+			opts := []engine.Option{engine.WithLogger(log), engine.WithVersion(buildinfo.Read(stamp).Version)}
 			if api != nil {
 				opts = append(opts, engine.WithHTTP(*api))
 			}
