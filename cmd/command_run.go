@@ -123,6 +123,13 @@ An address in use fails the start; --http off serves nothing.`,
 			ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			defer exitOnSecondSignal(ctx, c.ErrOrStderr(), nil)()
+			if api != nil {
+				// Fail before the embedded broker starts, not after: the
+				// engine listens again when it runs.
+				if err := probeListen(api.Addr); err != nil {
+					return err
+				}
+			}
 			if cfg[config.BootstrapServers] == "" {
 				b, err := startEmbedded(ctx, c.OutOrStdout(), c.ErrOrStderr(), file, cfg, port, int32(partitions), dataDir)
 				if err != nil {
@@ -253,6 +260,18 @@ func httpOption(addr, token string) (*engine.HTTP, error) {
 		return nil, usageErrorf("--http %s is not a loopback address: set --http-token or $%s, which POST requests must then carry", addr, httpTokenEnv)
 	}
 	return &engine.HTTP{Addr: addr, Token: token}, nil
+}
+
+// probeListen checks that the REST API's address can be listened on.
+func probeListen(addr string) error {
+	if _, port, _ := net.SplitHostPort(addr); port == "0" {
+		return nil
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("--http %s: %w (pick another address with --http, or --http off)", addr, err)
+	}
+	return l.Close()
 }
 
 // newLogger is the log of run: text or JSON lines on w.

@@ -327,6 +327,9 @@ func TestRunHTTPAddressInUse(t *testing.T) {
 	if code != ExitFailure || !strings.Contains(stderr.String(), addr) || !strings.Contains(stderr.String(), "address already in use") {
 		t.Fatalf("exit %d, stderr:\n%s", code, stderr.String())
 	}
+	if stdout.String() != "" {
+		t.Errorf("the embedded broker started before the address was found taken: %q", stdout.String())
+	}
 	code = RunContext(context.Background(), []string{"run", "-t", "testdata/eventtime-topology.yaml", "--http", "0.0.0.0:0"}, &stdout, &stderr)
 	if code != ExitUsage || !strings.Contains(stderr.String(), "--http-token") {
 		t.Fatalf("beyond loopback without a token: exit %d, stderr:\n%s", code, stderr.String())
