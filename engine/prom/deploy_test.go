@@ -3,6 +3,7 @@ package prom_test
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
@@ -61,6 +62,27 @@ func TestShippedQueriesUseExportedFamilies(t *testing.T) {
 			if !known[n] {
 				t.Errorf("%q queries %s, which the engine does not export", q, n)
 			}
+		}
+	}
+}
+
+// TestRulesWithPromtool runs promtool check rules and promtool test rules
+// (deploy/prometheus/rules_test.yaml fires each alert) when promtool is
+// installed; scripts/test.sh installs it and runs the same in its rules
+// step.
+func TestRulesWithPromtool(t *testing.T) {
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("promtool is not installed; CI needs Debian's prometheus package (scripts/test.sh installs it)")
+		}
+		t.Skip("promtool is not installed (Debian's prometheus package)")
+	}
+	for _, args := range [][]string{{"check", "rules", "rules.yaml"}, {"test", "rules", "rules_test.yaml"}} {
+		cmd := exec.Command(promtool, args...)
+		cmd.Dir = "../../deploy/prometheus"
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("promtool %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 	}
 }
