@@ -6,8 +6,11 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"net"
 	"os"
 	"os/signal"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -16,12 +19,15 @@ import (
 	"github.com/stoatflow/stoatctl/engine"
 	"github.com/stoatflow/stoatctl/engine/broker"
 	"github.com/stoatflow/stoatctl/engine/config"
+	"github.com/stoatflow/stoatctl/engine/rest"
 	"github.com/stoatflow/stoatctl/engine/topofile"
+	"github.com/stoatflow/stoatctl/internal/buildinfo"
 )
 
-func newRunCommand() *cobra.Command {
+func newRunCommand(stamp buildinfo.Stamp) *cobra.Command {
 	var (
 		topo, configFile, bootstrap, stateDir, logLevel, dataDir string
+		httpAddr, httpToken, logFormat                           string
 		overrides                                                []string
 		port, partitions                                         int
 		strict                                                   bool
@@ -43,7 +49,14 @@ Streams-style keys such as application.id, processing.guarantee,
 num.stream.threads, and the stoatflow.* keys), then -X KEY=VALUE, then -b.
 Every key is checked against the catalogue (stoatctl config list) before
 anything starts: an unknown key is a warning naming the closest known key,
-an error under --strict (exit 2); a value that does not parse is an error.`,
+an error under --strict (exit 2); a value that does not parse is an error.
+
+While it runs it serves its REST API on --http (default 127.0.0.1:8080):
+GET /watermarks, /info, /topology, /health/liveness, /health/readiness,
+/metrics (Prometheus), POST /pause and /resume (docs/rest-api.yaml);
+stoatctl inspect reads it. Beyond loopback a token is required
+(--http-token or $STOATCTL_HTTP_TOKEN), and POST requests must carry it.
+An address in use fails the start; --http off serves nothing.`,
 		Example: `  stoatctl run -t word-count
   stoatctl run -t fixtures/word-count/topology.yaml -b localhost:9092 -X num.stream.threads=8`,
 		Args: noArgs,
@@ -60,6 +73,18 @@ an error under --strict (exit 2); a value that does not parse is an error.`,
 			}
 			if partitions < 1 || partitions > maxSeedPartitions {
 				return usageErrorf("--partitions %d: want 1 to %d", partitions, maxSeedPartitions)
+			}
+			if !c.Flags().Changed("http-token") {
+				// Read here, not as the flag's default, so that --help
+				// never prints it.
+				httpToken = os.Getenv(httpTokenEnv)
+			}
+			api, err := httpOption(httpAddr, httpToken)
+			if err != nil {
+				return err
+			}
+			if logFormat != "text" && logFormat != "json" {
+				return usageErrorf("--log-format %q: want text or json", logFormat)
 			}
 			wd, _ := os.Getwd()
 			file, err := topofile.Resolve(topo, wd)
@@ -94,19 +119,31 @@ an error under --strict (exit 2); a value that does not parse is an error.`,
 				return err
 			}
 			cfg := src.values
-			log := slog.New(slog.NewTextHandler(c.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+			log := newLogger(c.ErrOrStderr(), logFormat, level)
 			ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			defer exitOnSecondSignal(ctx, c.ErrOrStderr(), nil)()
+			if api != nil {
+				// Fail before the embedded broker starts, not after: the
+				// engine listens again when it runs.
+				if err := probeListen(api.Addr); err != nil {
+					return err
+				}
+			}
 			if cfg[config.BootstrapServers] == "" {
 				b, err := startEmbedded(ctx, c.OutOrStdout(), c.ErrOrStderr(), file, cfg, port, int32(partitions), dataDir)
 				if err != nil {
 					return err
 				}
 				defer b.Close()
-				cfg[config.BootstrapServers] = b.Addr()
+				src.set(config.BootstrapServers, b.Addr(), "the embedded broker")
 			}
-			e := engine.New(file.Topology, cfg, engine.WithLogger(log))
+			logEffectiveConfig(log, src)
+			opts := []engine.Option{engine.WithLogger(log), engine.WithVersion(buildinfo.Read(stamp).Version)}
+			if api != nil {
+				opts = append(opts, engine.WithHTTP(*api))
+			}
+			e := engine.New(file.Topology, cfg, opts...)
 			return e.Run(ctx)
 		},
 	}
@@ -121,6 +158,10 @@ an error under --strict (exit 2); a value that does not parse is an error.`,
 	f.IntVar(&partitions, "partitions", 4, "embedded broker: create the topology's topics with `N` partitions")
 	addStrictFlag(c, &strict)
 	f.StringVar(&logLevel, "log-level", "info", "log from `LEVEL` up on stderr: debug, info, warn, error")
+	f.StringVar(&logFormat, "log-format", "text", "log lines as `FORMAT`: text (key=value) or json")
+	f.StringVar(&httpAddr, "http", defaultHTTPAddr, "serve the REST API and /metrics on `ADDR` (host:port, port 0 for a free one), or off")
+	f.StringVar(&httpToken, "http-token", "", "bearer `TOKEN` for POST /pause and /resume; required when --http is not loopback (default $"+httpTokenEnv+")")
+	_ = c.RegisterFlagCompletionFunc("log-format", cobra.FixedCompletions([]string{"text", "json"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = c.RegisterFlagCompletionFunc("log-level", cobra.FixedCompletions([]string{"debug", "info", "warn", "error"}, cobra.ShellCompDirectiveNoFileComp))
 	return c
 }
@@ -194,4 +235,78 @@ func exitOnSecondSignal(ctx context.Context, stderr io.Writer, armed func()) fun
 		}
 	}()
 	return func() { close(done) }
+}
+
+// The REST API's defaults.
+const (
+	defaultHTTPAddr = "127.0.0.1:8080"
+	httpTokenEnv    = "STOATCTL_HTTP_TOKEN"
+)
+
+// httpOption reads --http and --http-token: nil for off, a usage error
+// for an address that does not parse or is beyond loopback without a token.
+func httpOption(addr, token string) (*engine.HTTP, error) {
+	if strings.EqualFold(addr, "off") || addr == "" {
+		return nil, nil
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, usageErrorf("--http %q: want host:port, such as %s, or off", addr, defaultHTTPAddr)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return nil, usageErrorf("--http %q: port %q: want 0-65535", addr, port)
+	}
+	if !rest.Loopback(host) && token == "" {
+		return nil, usageErrorf("--http %s is not a loopback address: set --http-token or $%s, which POST requests must then carry", addr, httpTokenEnv)
+	}
+	return &engine.HTTP{Addr: addr, Token: token}, nil
+}
+
+// probeListen checks that the REST API's address can be listened on.
+func probeListen(addr string) error {
+	if _, port, _ := net.SplitHostPort(addr); port == "0" {
+		return nil
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("--http %s: %w (pick another address with --http, or --http off)", addr, err)
+	}
+	return l.Close()
+}
+
+// newLogger is the log of run: text or JSON lines on w.
+func newLogger(w io.Writer, format string, level slog.Level) *slog.Logger {
+	o := &slog.HandlerOptions{Level: level}
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(w, o))
+	}
+	return slog.New(slog.NewTextHandler(w, o))
+}
+
+// logEffectiveConfig logs the configuration the engine starts with, one
+// attribute per key, each value with where it came from: what was set,
+// and the catalogue's default of every other key the live engine, its
+// Kafka client or the processing core reads.
+func logEffectiveConfig(log *slog.Logger, src *configSources) {
+	values := maps.Clone(src.values)
+	for _, k := range config.Catalogue() {
+		if _, set := values[k.Name]; set || k.Default == "" || k.AliasOf != "" ||
+			!slices.ContainsFunc(k.ReadBy, func(c config.Component) bool { return c != config.TestDriver }) {
+			continue
+		}
+		values[k.Name] = k.Default
+	}
+	var attrs []any
+	for _, k := range slices.Sorted(maps.Keys(values)) {
+		v := values[k]
+		if strings.Contains(strings.ToLower(k), "password") || strings.Contains(strings.ToLower(k), "secret") {
+			v = "***"
+		}
+		from := src.origin(k)
+		if from == "" {
+			from = "default"
+		}
+		attrs = append(attrs, slog.String(k, v+" ("+from+")"))
+	}
+	log.Info("effective configuration", slog.Group("config", attrs...))
 }

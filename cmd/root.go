@@ -60,8 +60,8 @@ backed by changelogs, stream time and punctuators.
 Today it runs topologies on Kafka or on an embedded broker (run), replays
 fixtures through the test driver (replay), describes, validates and tries
 topologies (topology), runs a development broker (broker), creates and
-lists topics (topic), and watches a running engine's event time (watch).
-Migration from Kafka Streams is not built yet.`,
+lists topics (topic), reads a running engine's REST API (inspect) and watches
+its event time (watch). Migration from Kafka Streams is not built yet.`,
 		Args:          cobra.ArbitraryArgs,
 		RunE:          runGroup,
 		SilenceErrors: true,
@@ -77,10 +77,11 @@ Migration from Kafka Streams is not built yet.`,
 		newTopologyCommand(),
 		newBrokerCommand(),
 		newReplayCommand(),
-		newRunCommand(),
+		newRunCommand(o.stamp),
 		newTopicCommand(),
 		newConfigCommand(),
 		newWatchCommand(),
+		newInspectCommand(),
 	)
 	markFailures(root)
 	return root

@@ -25,6 +25,10 @@ const (
 	keySessionTimeoutMs      = "session.timeout.ms"
 	keyHeartbeatIntervalMs   = "heartbeat.interval.ms"
 	keyGroupInstanceID       = "group.instance.id"
+	keyMetricsLevel          = "stoatflow.metrics.recording.level"
+	keyInfoShowWatermarks    = "runtime.endpoints.info.show-watermarks"
+	keyProgressLogMs         = "stoatflow.log.progress-interval-ms"
+	keyStallWarningMs        = "stoatflow.log.stall-warning-ms"
 )
 
 // Type is the kind of value a key takes.
@@ -172,6 +176,14 @@ var catalogue = sortedKeys([]Key{
 	atLeast(Key{Name: keyLaneQueueSize, Type: TypeInt, Default: "1024", Description: "the bound of each lane's queue; a full queue stops fetching", ReadBy: []Component{LiveEngine}}, 1),
 	atLeast(Key{Name: keyShutdownTimeoutMs, Type: TypeDurationMs, Default: "30000",
 		Description: "how long a stop waits for the final barrier's commit; past it what did not commit is reprocessed on the next start", ReadBy: []Component{LiveEngine}}, 1),
+	{Name: keyMetricsLevel, Type: TypeEnum, Values: []string{"info", "debug"}, FoldCase: true, Default: "info",
+		Description: "which Prometheus families the live engine records: info, or debug for the per-partition ones too", ReadBy: []Component{LiveEngine},
+		Note: "docs/metrics.md lists each family's level"},
+	atLeast(Key{Name: keyProgressLogMs, Type: TypeDurationMs, Default: "30000",
+		Description: "how often the live engine logs a progress line (throughput, watermark, the partition pinning it); 0 turns it off", ReadBy: []Component{LiveEngine}}, 0),
+	atLeast(Key{Name: keyStallWarningMs, Type: TypeDurationMs, Default: "60000",
+		Description: "how long the watermark may stand still while records arrive before a warning names the partition pinning it; 0 turns it off", ReadBy: []Component{LiveEngine}}, 0),
+	{Name: keyInfoShowWatermarks, Type: TypeBool, Default: "true", Description: "whether GET /info carries the global watermark", ReadBy: []Component{LiveEngine}},
 	{Name: TimestampCoordinationMode, Type: TypeEnum, Values: []string{CoordinationAuto, CoordinationEnabled, CoordinationDisabled}, Default: CoordinationAuto, Lookup: true,
 		Description: "whether sources' watermarks are coordinated: AUTO, ENABLED or DISABLED", ReadBy: []Component{Core}},
 	{Name: TimerLaneAffinityGuard, Type: TypeEnum, Values: verdicts, FoldCase: true, Default: VerdictError, Lookup: true,
