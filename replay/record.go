@@ -478,7 +478,7 @@ func (rec *Recording) WriteFixture(w io.Writer, opts FixtureOptions) error {
 			fmt.Fprintf(bw, "  # %s\n  - %s\n", r.Source(), line.Bytes())
 		}
 	}
-	bw.WriteString("# expect: run stoatctl replay --update on this file to fill in what the topology writes\n")
+	bw.WriteString(fillInComment)
 	return bw.Flush()
 }
 

@@ -57,29 +57,63 @@ func Expand(args []string) ([]string, error) {
 	return out, nil
 }
 
+// UpdateOptions say what --update writes.
+type UpdateOptions struct {
+	// Timing writes, on every expected output record, the step it was
+	// written during (after: N, or the step's label). Without it, after
+	// is written only for outputs whose expectations already name steps.
+	Timing bool
+	// Counts writes every output as {count: N} instead of its records.
+	Counts bool
+	// CountAbove, when above 0, writes an output with more records than
+	// that as {count: N}.
+	CountAbove int
+}
+
+// rewriteAll says whether opts rewrite passing fixtures too: timing and
+// counts change what a fixture checks, not only what it expects.
+func (o UpdateOptions) rewriteAll() bool { return o.Timing || o.Counts }
+
+// fillInComment is the comment replay record leaves where the expect
+// section goes; Rewrite removes it when it writes the section.
+const fillInComment = "# expect: run stoatctl replay --update on this file to fill in what the topology writes\n"
+
 // Rewrite returns the fixture file's contents with its expect section
 // replaced by what the run produced, or ok false when nothing changes.
 // The rest of the file is kept byte for byte where the layout allows: the
-// expect section's lines are cut out and replaced; only a fixture written
-// as one flow mapping is re-encoded whole.
-func (r *Result) Rewrite() (data []byte, ok bool, err error) {
+// expect section's lines are cut out and replaced (with replay record's
+// fill-in comment, when the fixture has no expect section yet); only a
+// fixture written as one flow mapping is re-encoded whole.
+func (r *Result) Rewrite(opts UpdateOptions) (data []byte, ok bool, err error) {
 	if r.Status == Errored || r.fixture == nil {
 		return nil, false, fmt.Errorf("update %s: the fixture did not run", r.Path)
 	}
-	if r.Status == Pass {
+	if r.Status == Pass && !opts.rewriteAll() {
 		return nil, false, nil
+	}
+	data, err = r.rewrite(opts)
+	if err != nil {
+		return nil, false, err
 	}
 	orig, err := os.ReadFile(r.Path)
 	if err != nil {
 		return nil, false, fmt.Errorf("update %s: %w", r.Path, err)
 	}
-	section, err := encodeNode(&yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{str("expect"), r.expectNode()}})
+	return data, !bytes.Equal(data, orig), nil
+}
+
+func (r *Result) rewrite(opts UpdateOptions) ([]byte, error) {
+	orig, err := os.ReadFile(r.Path)
 	if err != nil {
-		return nil, false, fmt.Errorf("update %s: %w", r.Path, err)
+		return nil, fmt.Errorf("update %s: %w", r.Path, err)
+	}
+	section, err := encodeNode(&yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{str("expect"), r.expectNode(opts)}})
+	if err != nil {
+		return nil, fmt.Errorf("update %s: %w", r.Path, err)
 	}
 	root := r.fixture.doc.Content[0]
 	if root.Style&yaml.FlowStyle != 0 {
-		return r.reencode(root)
+		return r.reencode(root, opts)
 	}
 	lines := bytes.SplitAfter(orig, []byte("\n"))
 	start, end := len(lines), len(lines)
@@ -96,7 +130,19 @@ func (r *Result) Rewrite() (data []byte, ok bool, err error) {
 			end--
 		}
 		if root.Content[i].Column != 1 {
-			return r.reencode(root)
+			return r.reencode(root, opts)
+		}
+	}
+	if start == len(lines) {
+		// No expect section yet: replay record's comment asking for one
+		// goes, at the end or followed only by blank lines.
+		k := start
+		for k > 0 && len(bytes.TrimSpace(lines[k-1])) == 0 {
+			k--
+		}
+		if k > 0 && string(lines[k-1]) == fillInComment {
+			lines = append(lines[:k-1:k-1], lines[k:]...)
+			start, end = len(lines), len(lines)
 		}
 	}
 	var b bytes.Buffer
@@ -110,7 +156,7 @@ func (r *Result) Rewrite() (data []byte, ok bool, err error) {
 	for _, l := range lines[end:] {
 		b.Write(l)
 	}
-	return b.Bytes(), true, nil
+	return b.Bytes(), nil
 }
 
 func isCommentOrBlank(l []byte) bool {
@@ -118,8 +164,8 @@ func isCommentOrBlank(l []byte) bool {
 	return len(t) == 0 || t[0] == '#'
 }
 
-func (r *Result) reencode(root *yaml.Node) ([]byte, bool, error) {
-	n := r.expectNode()
+func (r *Result) reencode(root *yaml.Node, opts UpdateOptions) ([]byte, error) {
+	n := r.expectNode(opts)
 	replaced := false
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		if root.Content[i].Value == "expect" {
@@ -132,9 +178,9 @@ func (r *Result) reencode(root *yaml.Node) ([]byte, bool, error) {
 	root.Style = 0
 	data, err := encodeNode(r.fixture.doc)
 	if err != nil {
-		return nil, false, fmt.Errorf("update %s: %w", r.Path, err)
+		return nil, fmt.Errorf("update %s: %w", r.Path, err)
 	}
-	return data, true, nil
+	return data, nil
 }
 
 func encodeNode(n *yaml.Node) ([]byte, error) {
@@ -151,23 +197,31 @@ func encodeNode(n *yaml.Node) ([]byte, error) {
 }
 
 // expectNode is the expect section a run's results call for: every
-// output topic with what it got (count-only topics stay count-only), the
-// stores the fixture lists with their entries, and drop counts when the
-// fixture checks them.
-func (r *Result) expectNode() *yaml.Node {
+// output topic with what it got (count-only topics stay count-only, and
+// an output keeps its order), the stores the fixture lists with their
+// entries, and drop counts when the fixture checks them.
+func (r *Result) expectNode(opts UpdateOptions) *yaml.Node {
 	e := &yaml.Node{Kind: yaml.MappingNode}
 	outs := &yaml.Node{Kind: yaml.MappingNode}
 	for _, t := range r.Outputs {
 		var v *yaml.Node
-		if t.CountOnly {
+		if t.CountOnly || opts.Counts || opts.CountAbove > 0 && t.ActualCount > opts.CountAbove {
 			v = &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle, Content: []*yaml.Node{str("count"), num(int64(t.ActualCount))}}
 		} else {
 			v = &yaml.Node{Kind: yaml.SequenceNode}
+			steps := opts.Timing || timed(t.Expected)
 			for _, a := range t.Actual {
-				v.Content = append(v.Content, r.recordNode(a, true))
+				n := r.recordNode(a, true)
+				if steps && a.Step > 0 {
+					n.Content = append(n.Content, str("after"), r.stepNode(a.Step))
+				}
+				v.Content = append(v.Content, n)
 			}
 			if len(t.Actual) == 0 {
 				v.Style = yaml.FlowStyle
+			}
+			if t.Order != "" && t.Order != InOrder {
+				v = &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{str("order"), str(string(t.Order)), str("records"), v}}
 			}
 		}
 		outs.Content = append(outs.Content, str(t.Topic), v)
@@ -224,6 +278,14 @@ func (r *Result) recordNode(a Actual, headers bool) *yaml.Node {
 		n.Content = append(n.Content, str("headers"), hs)
 	}
 	return n
+}
+
+// stepNode names step i as after does: by its label when it has one.
+func (r *Result) stepNode(i int) *yaml.Node {
+	if l := r.fixture.Steps[i-1].Label; l != "" {
+		return str(l)
+	}
+	return num(int64(i))
 }
 
 func str(s string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s} }
@@ -296,10 +358,11 @@ func WriteFile(path string, data []byte) error {
 	return nil
 }
 
-// UpdateAll rewrites the expect sections of every fixture that failed,
+// UpdateAll rewrites the expect sections of every fixture that failed
+// (every fixture, with opts.Timing or opts.Counts),
 // and writes nothing at all when any fixture could not run: a half-updated
 // suite would hide that run's problem. It returns the paths it rewrote.
-func UpdateAll(results []*Result) (map[string]bool, error) {
+func UpdateAll(results []*Result, opts UpdateOptions) (map[string]bool, error) {
 	for _, r := range results {
 		if r.Status == Errored {
 			return nil, fmt.Errorf("update: nothing written: %s did not run", r.Path)
@@ -311,7 +374,7 @@ func UpdateAll(results []*Result) (map[string]bool, error) {
 	}
 	var writes []write
 	for _, r := range results {
-		data, ok, err := r.Rewrite()
+		data, ok, err := r.Rewrite(opts)
 		if err != nil {
 			return nil, fmt.Errorf("update: nothing written: %w", err)
 		}
