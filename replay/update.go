@@ -107,10 +107,6 @@ func (r *Result) rewrite(opts UpdateOptions) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("update %s: %w", r.Path, err)
 	}
-	section, err := encodeNode(&yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{str("expect"), r.expectNode(opts)}})
-	if err != nil {
-		return nil, fmt.Errorf("update %s: %w", r.Path, err)
-	}
 	root := r.fixture.doc.Content[0]
 	if root.Style&yaml.FlowStyle != 0 {
 		return r.reencode(root, opts)
@@ -152,11 +148,92 @@ func (r *Result) rewrite(opts UpdateOptions) ([]byte, error) {
 	if start == len(lines) && b.Len() > 0 && !bytes.HasSuffix(b.Bytes(), []byte("\n")) {
 		b.WriteByte('\n')
 	}
-	b.Write(section)
+	if err := r.writeExpect(&b, opts); err != nil {
+		return nil, fmt.Errorf("update %s: %w", r.Path, err)
+	}
 	for _, l := range lines[end:] {
 		b.Write(l)
 	}
 	return b.Bytes(), nil
+}
+
+// writeExpect writes the expect section expectNode describes, in the same
+// layout, but record by record: each output record is encoded on its own
+// and forgotten, so that the section of a large replay never exists as a
+// YAML tree, which takes tens of times the memory of the text.
+func (r *Result) writeExpect(w *bytes.Buffer, opts UpdateOptions) error {
+	w.WriteString("expect:\n  outputs:")
+	if len(r.Outputs) == 0 {
+		w.WriteString(" {}")
+	}
+	w.WriteString("\n")
+	for _, t := range r.Outputs {
+		key, err := flowText(str(t.Topic))
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "    %s:", key)
+		switch {
+		case t.CountOnly || opts.Counts || opts.CountAbove > 0 && t.ActualCount > opts.CountAbove:
+			fmt.Fprintf(w, " {count: %d}\n", t.ActualCount)
+			continue
+		case len(t.Actual) == 0 && (t.Order == "" || t.Order == InOrder):
+			w.WriteString(" []\n")
+			continue
+		}
+		w.WriteString("\n")
+		indent := "      "
+		if t.Order != "" && t.Order != InOrder {
+			fmt.Fprintf(w, "      order: %s\n      records:", t.Order)
+			if len(t.Actual) == 0 {
+				w.WriteString(" []")
+			}
+			w.WriteString("\n")
+			indent = "        "
+		}
+		steps := opts.Timing || timed(t.Expected)
+		for _, a := range t.Actual {
+			n := r.recordNode(a, true)
+			if steps && a.Step > 0 {
+				n.Content = append(n.Content, str("after"), r.stepNode(a.Step))
+			}
+			line, err := flowText(n)
+			if err != nil {
+				return err
+			}
+			// A flow node is one line as yaml.v3 writes them (no wrapping,
+			// newlines escaped); should one ever span lines, its
+			// continuations go under it.
+			fmt.Fprintf(w, "%s- %s\n", indent, strings.ReplaceAll(line, "\n", "\n"+indent+"  "))
+		}
+	}
+	// Stores and drops are as small as the fixture's own lists: encoded
+	// as a tree, indented under expect.
+	rest := r.expectNode(UpdateOptions{Counts: true})
+	rest.Content = rest.Content[2:]
+	if len(rest.Content) == 0 {
+		return nil
+	}
+	data, err := encodeNode(rest)
+	if err != nil {
+		return err
+	}
+	for _, l := range bytes.SplitAfter(data, []byte("\n")) {
+		if len(l) > 0 {
+			w.WriteString("  ")
+			w.Write(l)
+		}
+	}
+	return nil
+}
+
+// flowText encodes one node on one line, without its newline.
+func flowText(n *yaml.Node) (string, error) {
+	data, err := encodeNode(n)
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSuffix(string(data), "\n"), nil
 }
 
 func isCommentOrBlank(l []byte) bool {
