@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -20,8 +21,20 @@ var topologyFileTests = []struct {
 	{"topology_validate_file_errors", []string{"topology", "validate", "-t", "testdata/topology_bad.yaml"}, ExitFailure},
 	{"topology_validate_file_missing", []string{"topology", "validate", "-t", "testdata/no-such-topology.yaml"}, ExitFailure},
 	{"usage_validate_no_file", []string{"topology", "validate"}, ExitUsage},
-	{"usage_validate_argument", []string{"topology", "validate", "x.yaml"}, ExitUsage},
 	{"usage_describe_name_and_file", []string{"topology", "describe", "uppercase", "-t", "x.yaml"}, ExitUsage},
+
+	// The file as the argument, as docs/topology-files.md shows it, and
+	// -o json (issue 16).
+	{"topology_describe_file_positional", []string{"topology", "describe", "../fixtures/word-count/topology.yaml"}, ExitOK},
+	{"topology_describe_file_json", []string{"topology", "describe", "../fixtures/word-count/topology.yaml", "-o", "json"}, ExitOK},
+	{"topology_describe_example_json", []string{"topology", "describe", "enrich-orders", "-o", "json"}, ExitOK},
+	{"topology_validate_file_positional", []string{"topology", "validate", "../fixtures/clicks-per-minute/topology.yaml"}, ExitOK},
+	{"topology_validate_file_json", []string{"topology", "validate", "../fixtures/clicks-per-minute/topology.yaml", "-o", "json"}, ExitOK},
+	{"topology_validate_file_errors_json", []string{"topology", "validate", "testdata/topology_bad.yaml", "-o", "json"}, ExitFailure},
+	{"topology_validate_positional_missing", []string{"topology", "validate", "x.yaml"}, ExitFailure},
+	{"usage_validate_two_files", []string{"topology", "validate", "a.yaml", "b.yaml"}, ExitUsage},
+	{"topology_try_flag", []string{"topology", "try", "-t", "uppercase"}, ExitOK},
+	{"usage_try_file", []string{"topology", "try", "-t", "../fixtures/word-count/topology.yaml"}, ExitUsage},
 }
 
 func TestTopologyFileCommands(t *testing.T) {
@@ -35,7 +48,7 @@ func TestTopologyFileCommands(t *testing.T) {
 			if tc.code == ExitOK && stderr.Len() > 0 {
 				t.Errorf("stoatctl %s succeeded but wrote to stderr:\n%s", strings.Join(tc.args, " "), stderr.String())
 			}
-			if tc.code != ExitOK && stdout.Len() > 0 {
+			if tc.code != ExitOK && stdout.Len() > 0 && !slices.Contains(tc.args, "json") {
 				t.Errorf("stoatctl %s failed but wrote to stdout:\n%s", strings.Join(tc.args, " "), stdout.String())
 			}
 			checkGolden(t, tc.golden, transcript(tc.args, code, stdout.String(), stderr.String()))
