@@ -33,6 +33,8 @@ var cliTests = []struct {
 	{"version", []string{"version"}, ExitOK, maskVersion},
 	{"version_json", []string{"version", "-o", "json"}, ExitOK, maskVersion},
 	{"version_yaml", []string{"version", "-o", "yaml"}, ExitOK, maskVersion},
+	{"root_version", []string{"--version"}, ExitOK, nil},
+	{"usage_completion_unknown_shell", []string{"completion", "tcsh"}, ExitUsage, nil},
 
 	{"usage_unknown_flag", []string{"topology", "try", "uppercase", "--bogus"}, ExitUsage, nil},
 	{"usage_bad_output_format", []string{"topology", "list", "-o", "yaml"}, ExitUsage, nil},
