@@ -18,6 +18,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/stoatflow/stoatctl/engine/processor"
+	"github.com/stoatflow/stoatctl/engine/topofile"
 )
 
 // Fixture is a parsed fixture file.
@@ -201,6 +202,11 @@ func Parse(path string, data []byte) (*Fixture, error) {
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
 			line, _ := strconv.Atoi(m[1])
+			// Inside a flow collection go-yaml names the line its context
+			// starts at; the bad token's position is found.
+			if l, c, ok := topofile.LocateFlowError(data, line, m[2]); ok {
+				return nil, &Error{File: path, Line: l, Column: c, Err: fmt.Errorf("yaml syntax: %s", m[2])}
+			}
 			return nil, &Error{File: path, Line: line, Err: fmt.Errorf("yaml syntax: %s", m[2])}
 		}
 		return nil, &Error{File: path, Err: fmt.Errorf("yaml syntax: %s", strings.TrimPrefix(err.Error(), "yaml: "))}

@@ -125,6 +125,7 @@ func TestParseErrors(t *testing.T) {
 	}{
 		{"empty", "", "f.yaml:1:1: empty fixture"},
 		{"syntax", "topology: a\nsteps: [\n", "f.yaml:2: yaml syntax:"},
+		{"syntax in a flow list", "topology: a\nsteps: [\n  {topic: t},\n  {topic: t}\n  {topic: u}\n]\n", "f.yaml:5:3: yaml syntax: did not find expected ',' or ']'"},
 		{"not a mapping", "- a\n", "f.yaml:1:1: fixture: want a mapping, got a list"},
 		{"unknown top field", "topology: a\nsteps: []\nexpected: {}\n", `f.yaml:3:1: fixture: unknown field "expected" (want topology, description, driver, steps, expect)`},
 		{"missing topology", "steps: []\n", "f.yaml:1:1: fixture: missing field topology"},
