@@ -48,3 +48,20 @@ func TestLocateFlowErrorLeavesOthersAlone(t *testing.T) {
 		t.Errorf("unclosed list: %d:%d %v, want its bracket at 1:4", l, c, ok)
 	}
 }
+
+// FuzzLocateFlowError: any bytes, no panic, and a position found is
+// inside the input.
+func FuzzLocateFlowError(f *testing.F) {
+	f.Add([]byte("a: [1, {b: 'c'}\n  d]\n"), 1)
+	f.Add([]byte("x: {\"q\\\"\" : [1 2]}"), 1)
+	f.Fuzz(func(t *testing.T, data []byte, line int) {
+		l, c, ok := LocateFlowError(data, line, "did not find expected ',' or ']'")
+		if !ok {
+			return
+		}
+		lines := strings.Split(string(data), "\n")
+		if l < 1 || l > len(lines) || c < 1 || c > len(lines[l-1])+1 {
+			t.Fatalf("position %d:%d outside the input (%d lines)", l, c, len(lines))
+		}
+	})
+}
