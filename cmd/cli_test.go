@@ -35,6 +35,9 @@ var cliTests = []struct {
 	{"version_yaml", []string{"version", "-o", "yaml"}, ExitOK, maskVersion},
 	{"root_version", []string{"--version"}, ExitOK, nil},
 	{"usage_completion_unknown_shell", []string{"completion", "tcsh"}, ExitUsage, nil},
+	{"usage_run_broker_port_with_b", []string{"run", "-t", "word-count", "-b", "127.0.0.1:1", "--broker-port", "0"}, ExitUsage, nil},
+	{"usage_run_partitions_with_bootstrap_x", []string{"run", "-t", "word-count", "-X", "bootstrap.servers=127.0.0.1:1", "--partitions", "2"}, ExitUsage, nil},
+	{"usage_run_data_dir_with_b", []string{"run", "-t", "word-count", "-b", "127.0.0.1:1", "--broker-data-dir", "/tmp/x"}, ExitUsage, nil},
 
 	{"usage_unknown_flag", []string{"topology", "try", "uppercase", "--bogus"}, ExitUsage, nil},
 	{"usage_bad_output_format", []string{"topology", "list", "-o", "yaml"}, ExitUsage, nil},

@@ -36,7 +36,9 @@ exits 0.
 Without -b (and without bootstrap.servers in the configuration) it starts
 an embedded Kafka-protocol broker on 127.0.0.1:--broker-port, creates the
 topology's topics there, prints its address on stdout, and prints how to
-produce to it and read from it with kcat on stderr.
+produce to it and read from it with kcat on stderr. The embedded broker's
+flags (--broker-port, --broker-data-dir, --partitions) are refused when a
+cluster is named, since no broker starts then.
 
 Configuration comes from the topology file, then -c FILE (YAML: Kafka
 Streams-style keys such as application.id, processing.guarantee,
@@ -94,6 +96,9 @@ an error under --strict (exit 2); a value that does not parse is an error.`,
 				return err
 			}
 			cfg := src.values
+			if err := embeddedOnly(c, cfg); err != nil {
+				return err
+			}
 			log := slog.New(slog.NewTextHandler(c.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
 			ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -123,6 +128,21 @@ an error under --strict (exit 2); a value that does not parse is an error.`,
 	f.StringVar(&logLevel, "log-level", "info", "log from `LEVEL` up on stderr: debug, info, warn, error")
 	_ = c.RegisterFlagCompletionFunc("log-level", cobra.FixedCompletions([]string{"debug", "info", "warn", "error"}, cobra.ShellCompDirectiveNoFileComp))
 	return c
+}
+
+// embeddedOnly refuses the embedded broker's flags when a cluster is named
+// (-b, or bootstrap.servers from -c or -X): no broker starts, and they
+// would silently do nothing.
+func embeddedOnly(c *cobra.Command, cfg map[string]string) error {
+	if cfg[config.BootstrapServers] == "" {
+		return nil
+	}
+	for _, name := range []string{"broker-port", "broker-data-dir", "partitions"} {
+		if c.Flags().Changed(name) {
+			return usageErrorf("--%s is for the embedded broker, which does not start when bootstrap.servers names a cluster (%s)", name, cfg[config.BootstrapServers])
+		}
+	}
+	return nil
 }
 
 // startEmbedded starts the embedded broker with the topology's topics and
