@@ -172,3 +172,22 @@ func TestTextValue(t *testing.T) {
 		}
 	}
 }
+
+// TestRunBanner: how run tells the user to reach the embedded broker, for
+// a topology of one input and one output and one of two inputs, in
+// testdata/run_banner_<name>.golden. Every input gets a kcat line, every
+// output a topic read line that decodes it.
+func TestRunBanner(t *testing.T) {
+	tests := []struct {
+		name, ref      string
+		sources, sinks []string
+	}{
+		{"word_count", "word-count", []string{"lines"}, []string{"word-counts"}},
+		{"two_inputs", "fixtures/enrich-orders/topology.yaml", []string{"customers", "orders"}, []string{"enriched-orders"}},
+	}
+	for _, tc := range tests {
+		var b bytes.Buffer
+		writeBanner(&b, "127.0.0.1:9092", tc.ref, tc.sources, tc.sinks)
+		checkGolden(t, "run_banner_"+tc.name, b.String())
+	}
+}

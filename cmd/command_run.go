@@ -104,7 +104,7 @@ an error under --strict (exit 2); a value that does not parse is an error.`,
 			defer stop()
 			defer exitOnSecondSignal(ctx, c.ErrOrStderr(), nil)()
 			if cfg[config.BootstrapServers] == "" {
-				b, err := startEmbedded(ctx, c.OutOrStdout(), c.ErrOrStderr(), file, cfg, port, int32(partitions), dataDir)
+				b, err := startEmbedded(ctx, c.OutOrStdout(), c.ErrOrStderr(), topo, file, cfg, port, int32(partitions), dataDir)
 				if err != nil {
 					return err
 				}
@@ -147,7 +147,7 @@ func embeddedOnly(c *cobra.Command, cfg map[string]string) error {
 
 // startEmbedded starts the embedded broker with the topology's topics and
 // tells the user how to reach it.
-func startEmbedded(ctx context.Context, out, w io.Writer, file *topofile.File, cfg map[string]string, port int, partitions int32, dataDir string) (*broker.Broker, error) {
+func startEmbedded(ctx context.Context, out, w io.Writer, ref string, file *topofile.File, cfg map[string]string, port int, partitions int32, dataDir string) (*broker.Broker, error) {
 	probe := maps.Clone(cfg)
 	if probe[config.ApplicationID] == "" {
 		probe[config.ApplicationID] = "probe"
@@ -171,19 +171,26 @@ func startEmbedded(ctx context.Context, out, w io.Writer, file *topofile.File, c
 	// The address is the command's one line of data: scripts start it
 	// with --broker-port 0 and read where it listens.
 	fmt.Fprintln(out, b.Addr())
-	in, sink := "TOPIC", "TOPIC"
-	if len(sources) > 0 {
-		in = sources[0]
+	writeBanner(w, b.Addr(), ref, sources, sinks)
+	return b, nil
+}
+
+// writeBanner tells how to reach the embedded broker: kcat to produce to
+// every input topic, and stoatctl topic read to follow every output
+// topic decoded with the topology's serdes (kcat would print a long or a
+// windowed key as raw bytes).
+func writeBanner(w io.Writer, addr, ref string, sources, sinks []string) {
+	fmt.Fprintf(w, "embedded broker on %s (no -b given); topics: %s\n", addr, strings.Join(append(append([]string{}, sources...), sinks...), ", "))
+	for _, t := range sources {
+		fmt.Fprintf(w, "produce lines of key:value to %s:  kcat -b %s -t %s -P -K:\n", t, addr, t)
+	}
+	for _, t := range sinks {
+		fmt.Fprintf(w, "follow %s, decoded:  stoatctl topic read -b %s -t %s --topology %s -f\n", t, addr, t, ref)
 	}
 	if len(sinks) > 0 {
-		sink = sinks[0]
+		fmt.Fprintf(w, "or raw, committed, with kcat:  kcat -b %s -t %s -C -o beginning -K: -X isolation.level=read_committed\n", addr, sinks[0])
 	}
-	fmt.Fprintf(w, `embedded broker on %[1]s (no -b given); topics: %[2]s
-produce lines of key:value:  kcat -b %[1]s -t %[3]s -P -K:
-read the output committed:   kcat -b %[1]s -t %[4]s -C -o beginning -K: -X isolation.level=read_committed
-stop with Ctrl-C
-`, b.Addr(), strings.Join(append(append([]string{}, sources...), sinks...), ", "), in, sink)
-	return b, nil
+	fmt.Fprintln(w, "stop with Ctrl-C")
 }
 
 // exitOnSecondSignal makes a second SIGINT or SIGTERM, after the first has
