@@ -173,6 +173,12 @@ func TestDynamicCompletion(t *testing.T) {
 		{[]string{"__complete", "topology", "describe", "up"}, []string{"uppercase\t"}},
 		{[]string{"__complete", "version", "-o", ""}, []string{"text", "json", "yaml"}},
 		{[]string{"__complete", "topology", "list", "--output", ""}, []string{"text", "json"}},
+		// Example names, then files (directive 0, the default).
+		{[]string{"__complete", "run", "-t", ""}, []string{"word-count\t", "uppercase\t", "\n:0\n"}},
+		{[]string{"__complete", "topic", "read", "--topology", "word"}, []string{"word-count\t", "\n:0\n"}},
+		{[]string{"__complete", "topology", "validate", ""}, []string{"word-count\t", "\n:0\n"}},
+		// Fixture files (directive 8: filter by extension) besides record.
+		{[]string{"__complete", "replay", ""}, []string{"record\t", "yaml\nyml\n:8\n"}},
 	}
 	for _, tc := range tests {
 		var stdout, stderr bytes.Buffer

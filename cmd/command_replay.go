@@ -118,6 +118,10 @@ parse is an error.`,
 	c.Flags().Lookup("update").NoOptDefVal = "records"
 	c.Flags().IntVar(&countAbove, "update-count-above", 0, "with --update, write an output of more than `N` records as {count: N} (0: never)")
 	c.Flags().StringVar(&junit, "junit", "", "also write a JUnit XML report to `FILE`")
+	// Fixture files and the directories holding them.
+	c.ValidArgsFunction = func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		return []cobra.Completion{"yaml", "yml"}, cobra.ShellCompDirectiveFilterFileExt
+	}
 	addStrictFlag(c, &strict)
 	addOutputFlag(c, format)
 	c.AddCommand(newReplayRecordCommand())

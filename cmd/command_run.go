@@ -127,6 +127,7 @@ an error under --strict (exit 2); a value that does not parse is an error.`,
 	addStrictFlag(c, &strict)
 	f.StringVar(&logLevel, "log-level", "info", "log from `LEVEL` up on stderr: debug, info, warn, error")
 	_ = c.RegisterFlagCompletionFunc("log-level", cobra.FixedCompletions([]string{"debug", "info", "warn", "error"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = c.RegisterFlagCompletionFunc("topology", completeTopology)
 	return c
 }
 

@@ -118,6 +118,7 @@ long as the topic is.`,
 	fl.IntVar(&limit, "limit", 0, "stop after `N` records (0: no limit)")
 	fl.BoolVarP(&follow, "follow", "f", false, "after the end, keep printing records as they are committed")
 	_ = c.RegisterFlagCompletionFunc("topic", cobra.NoFileCompletions)
+	_ = c.RegisterFlagCompletionFunc("topology", completeTopology)
 	_ = c.RegisterFlagCompletionFunc("key-serde", cobra.FixedCompletions(serde.Names(), cobra.ShellCompDirectiveNoFileComp))
 	_ = c.RegisterFlagCompletionFunc("value-serde", cobra.FixedCompletions(serde.Names(), cobra.ShellCompDirectiveNoFileComp))
 	addOutputFlag(c, format)
