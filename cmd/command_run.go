@@ -167,7 +167,7 @@ func startEmbedded(ctx context.Context, out, w io.Writer, ref string, file *topo
 	}
 	b, err := broker.Start(ctx, opts)
 	if err != nil {
-		return nil, fmt.Errorf("embedded broker: %w", err)
+		return nil, fmt.Errorf("embedded broker: %w", portHint(err, "--broker-port"))
 	}
 	// The address is the command's one line of data: scripts start it
 	// with --broker-port 0 and read where it listens.
