@@ -63,6 +63,14 @@ an error under --strict (exit 2); a value that does not parse is an error.`,
 			if partitions < 1 || partitions > maxSeedPartitions {
 				return usageErrorf("--partitions %d: want 1 to %d", partitions, maxSeedPartitions)
 			}
+			if err := fileArg("-t/--topology", topo); err != nil {
+				return err
+			}
+			if configFile != "" {
+				if err := fileArg("-c/--config", configFile); err != nil {
+					return err
+				}
+			}
 			wd, _ := os.Getwd()
 			file, err := topofile.Resolve(topo, wd)
 			if err != nil {

@@ -1,9 +1,14 @@
 package cmd
 
 import (
+	"errors"
+	"io/fs"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/stoatflow/stoatctl/engine/topofile"
 
 	"github.com/stoatflow/stoatctl/fixtures/examples"
 )
@@ -41,7 +46,7 @@ func topologyArg(c *cobra.Command, file string, args []string) (string, error) {
 		if strings.TrimSpace(file) == "" {
 			return "", usageErrorf("flag -t/--topology: empty topology file")
 		}
-		return file, nil
+		return file, fileArg("-t/--topology", file)
 	}
 	switch len(args) {
 	case 0:
@@ -50,9 +55,24 @@ func topologyArg(c *cobra.Command, file string, args []string) (string, error) {
 		if strings.TrimSpace(args[0]) == "" {
 			return "", usageErrorf("empty topology argument")
 		}
-		return args[0], nil
+		return args[0], fileArg("topology", args[0])
 	}
 	return "", usageErrorf("too many arguments: want one topology, got %d (%s)", len(args), strings.Join(args, " "))
+}
+
+// fileArg refuses, as the usage error it is, a topology or configuration
+// file named on the command line that does not exist, so that every
+// command exits 2 for it as replay does for a missing fixture. what names
+// the argument or flag; ref is checked only when it names a file (an
+// example name is not one).
+func fileArg(what, ref string) error {
+	if !topofile.IsFileRef(ref) && what != "-c/--config" {
+		return nil
+	}
+	if _, err := os.Stat(ref); errors.Is(err, fs.ErrNotExist) {
+		return usageErrorf("%s %s: no such file", what, ref)
+	}
+	return nil
 }
 
 // completeTopology completes the first argument with example names and

@@ -19,7 +19,7 @@ var topologyFileTests = []struct {
 	{"topology_validate_file", []string{"topology", "validate", "-t", "../fixtures/clicks-per-minute/topology.yaml"}, ExitOK},
 	{"topology_validate_example", []string{"topology", "validate", "-t", "word-count"}, ExitOK},
 	{"topology_validate_file_errors", []string{"topology", "validate", "-t", "testdata/topology_bad.yaml"}, ExitFailure},
-	{"topology_validate_file_missing", []string{"topology", "validate", "-t", "testdata/no-such-topology.yaml"}, ExitFailure},
+	{"topology_validate_file_missing", []string{"topology", "validate", "-t", "testdata/no-such-topology.yaml"}, ExitUsage},
 	{"usage_validate_no_file", []string{"topology", "validate"}, ExitUsage},
 	{"usage_describe_name_and_file", []string{"topology", "describe", "uppercase", "-t", "x.yaml"}, ExitUsage},
 
@@ -31,7 +31,7 @@ var topologyFileTests = []struct {
 	{"topology_validate_file_positional", []string{"topology", "validate", "../fixtures/clicks-per-minute/topology.yaml"}, ExitOK},
 	{"topology_validate_file_json", []string{"topology", "validate", "../fixtures/clicks-per-minute/topology.yaml", "-o", "json"}, ExitOK},
 	{"topology_validate_file_errors_json", []string{"topology", "validate", "testdata/topology_bad.yaml", "-o", "json"}, ExitFailure},
-	{"topology_validate_positional_missing", []string{"topology", "validate", "x.yaml"}, ExitFailure},
+	{"topology_validate_positional_missing", []string{"topology", "validate", "x.yaml"}, ExitUsage},
 	{"usage_validate_two_files", []string{"topology", "validate", "a.yaml", "b.yaml"}, ExitUsage},
 	{"topology_try_flag", []string{"topology", "try", "-t", "uppercase"}, ExitOK},
 	{"usage_try_file", []string{"topology", "try", "-t", "../fixtures/word-count/topology.yaml"}, ExitUsage},
@@ -53,5 +53,26 @@ func TestTopologyFileCommands(t *testing.T) {
 			}
 			checkGolden(t, tc.golden, transcript(tc.args, code, stdout.String(), stderr.String()))
 		})
+	}
+}
+
+// TestMissingFileIsAUsageError: a file named on the command line that does
+// not exist exits 2 in every command, as it does in replay (the exit codes
+// differed, 1 or 2; issue 16).
+func TestMissingFileIsAUsageError(t *testing.T) {
+	for _, args := range [][]string{
+		{"replay", "nope.fixture.yaml"},
+		{"topology", "describe", "nope.yaml"},
+		{"topology", "describe", "-t", "nope.yaml"},
+		{"topology", "validate", "nope.yaml"},
+		{"run", "-t", "nope.yaml"},
+		{"run", "-t", "uppercase", "-c", "nope.yaml"},
+		{"topic", "read", "-t", "x", "--topology", "nope.yaml", "-b", "127.0.0.1:1"},
+		{"replay", "record", "-b", "127.0.0.1:1", "-t", "x", "--topology", "nope.yaml"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := Run(args, &stdout, &stderr); code != ExitUsage || !strings.Contains(stderr.String(), "nope") {
+			t.Errorf("stoatctl %s: exit %d, want %d naming the file\n%s", strings.Join(args, " "), code, ExitUsage, stderr.String())
+		}
 	}
 }
