@@ -107,3 +107,39 @@ func runWordCount(t *testing.T, addr string, lines ...string) {
 		t.Fatalf("word-count: %v", err)
 	}
 }
+
+// TestTopicReadFollow: -f prints what is there, then what is committed
+// later, as it comes, and stops cleanly (exit 0) when interrupted.
+func TestTopicReadFollow(t *testing.T) {
+	addr := kafkatest.Start(t, map[string]int32{"events": 1})
+	produceRecords(t, addr, "events", "a:first")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stdout, stderr syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- RunContext(ctx, []string{"topic", "read", "-b", addr, "-t", "events", "-f", "-o", "json"}, &stdout, &stderr)
+	}()
+	waitFor := func(s string) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for !strings.Contains(stdout.String(), s) {
+			if time.Now().After(deadline) {
+				t.Fatalf("topic read -f never printed %q:\n%s\nstderr:\n%s", s, stdout.String(), stderr.String())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitFor(`"value":"first"`)
+	produceRecords(t, addr, "events", "b:second")
+	waitFor(`"key":"b","value":"second"`)
+	cancel()
+	select {
+	case code := <-done:
+		if code != ExitOK {
+			t.Errorf("topic read -f, interrupted: exit %d, want 0\n%s", code, stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("topic read -f did not stop")
+	}
+}
