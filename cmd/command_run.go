@@ -42,7 +42,9 @@ exits 0.
 Without -b (and without bootstrap.servers in the configuration) it starts
 an embedded Kafka-protocol broker on 127.0.0.1:--broker-port, creates the
 topology's topics there, prints its address on stdout, and prints how to
-produce to it and read from it with kcat on stderr.
+produce to it and read from it with kcat on stderr. The embedded broker's
+flags (--broker-port, --broker-data-dir, --partitions) are refused when a
+cluster is named, since no broker starts then.
 
 Configuration comes from the topology file, then -c FILE (YAML: Kafka
 Streams-style keys such as application.id, processing.guarantee,
@@ -73,6 +75,14 @@ An address in use fails the start; --http off serves nothing.`,
 			}
 			if partitions < 1 || partitions > maxSeedPartitions {
 				return usageErrorf("--partitions %d: want 1 to %d", partitions, maxSeedPartitions)
+			}
+			if err := fileArg("-t/--topology", topo); err != nil {
+				return err
+			}
+			if configFile != "" {
+				if err := fileArg("-c/--config", configFile); err != nil {
+					return err
+				}
 			}
 			if !c.Flags().Changed("http-token") {
 				// Read here, not as the flag's default, so that --help
@@ -119,6 +129,9 @@ An address in use fails the start; --http off serves nothing.`,
 				return err
 			}
 			cfg := src.values
+			if err := embeddedOnly(c, cfg); err != nil {
+				return err
+			}
 			log := newLogger(c.ErrOrStderr(), logFormat, level)
 			ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -131,7 +144,7 @@ An address in use fails the start; --http off serves nothing.`,
 				}
 			}
 			if cfg[config.BootstrapServers] == "" {
-				b, err := startEmbedded(ctx, c.OutOrStdout(), c.ErrOrStderr(), file, cfg, port, int32(partitions), dataDir)
+				b, err := startEmbedded(ctx, c.OutOrStdout(), c.ErrOrStderr(), topo, file, cfg, port, int32(partitions), dataDir)
 				if err != nil {
 					return err
 				}
@@ -163,12 +176,28 @@ An address in use fails the start; --http off serves nothing.`,
 	f.StringVar(&httpToken, "http-token", "", "bearer `TOKEN` for POST /pause and /resume; required when --http is not loopback (default $"+httpTokenEnv+")")
 	_ = c.RegisterFlagCompletionFunc("log-format", cobra.FixedCompletions([]string{"text", "json"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = c.RegisterFlagCompletionFunc("log-level", cobra.FixedCompletions([]string{"debug", "info", "warn", "error"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = c.RegisterFlagCompletionFunc("topology", completeTopology)
 	return c
+}
+
+// embeddedOnly refuses the embedded broker's flags when a cluster is named
+// (-b, or bootstrap.servers from -c or -X): no broker starts, and they
+// would silently do nothing.
+func embeddedOnly(c *cobra.Command, cfg map[string]string) error {
+	if cfg[config.BootstrapServers] == "" {
+		return nil
+	}
+	for _, name := range []string{"broker-port", "broker-data-dir", "partitions"} {
+		if c.Flags().Changed(name) {
+			return usageErrorf("--%s is for the embedded broker, which does not start when bootstrap.servers names a cluster (%s)", name, cfg[config.BootstrapServers])
+		}
+	}
+	return nil
 }
 
 // startEmbedded starts the embedded broker with the topology's topics and
 // tells the user how to reach it.
-func startEmbedded(ctx context.Context, out, w io.Writer, file *topofile.File, cfg map[string]string, port int, partitions int32, dataDir string) (*broker.Broker, error) {
+func startEmbedded(ctx context.Context, out, w io.Writer, ref string, file *topofile.File, cfg map[string]string, port int, partitions int32, dataDir string) (*broker.Broker, error) {
 	probe := maps.Clone(cfg)
 	if probe[config.ApplicationID] == "" {
 		probe[config.ApplicationID] = "probe"
@@ -187,24 +216,31 @@ func startEmbedded(ctx context.Context, out, w io.Writer, file *topofile.File, c
 	}
 	b, err := broker.Start(ctx, opts)
 	if err != nil {
-		return nil, fmt.Errorf("embedded broker: %w", err)
+		return nil, fmt.Errorf("embedded broker: %w", portHint(err, "--broker-port"))
 	}
 	// The address is the command's one line of data: scripts start it
 	// with --broker-port 0 and read where it listens.
 	fmt.Fprintln(out, b.Addr())
-	in, sink := "TOPIC", "TOPIC"
-	if len(sources) > 0 {
-		in = sources[0]
+	writeBanner(w, b.Addr(), ref, sources, sinks)
+	return b, nil
+}
+
+// writeBanner tells how to reach the embedded broker: kcat to produce to
+// every input topic, and stoatctl topic read to follow every output
+// topic decoded with the topology's serdes (kcat would print a long or a
+// windowed key as raw bytes).
+func writeBanner(w io.Writer, addr, ref string, sources, sinks []string) {
+	fmt.Fprintf(w, "embedded broker on %s (no -b given); topics: %s\n", addr, strings.Join(append(append([]string{}, sources...), sinks...), ", "))
+	for _, t := range sources {
+		fmt.Fprintf(w, "produce lines of key:value to %s:  kcat -b %s -t %s -P -K:\n", t, addr, t)
+	}
+	for _, t := range sinks {
+		fmt.Fprintf(w, "follow %s, decoded:  stoatctl topic read -b %s -t %s --topology %s -f\n", t, addr, t, ref)
 	}
 	if len(sinks) > 0 {
-		sink = sinks[0]
+		fmt.Fprintf(w, "or raw, committed, with kcat:  kcat -b %s -t %s -C -o beginning -K: -X isolation.level=read_committed\n", addr, sinks[0])
 	}
-	fmt.Fprintf(w, `embedded broker on %[1]s (no -b given); topics: %[2]s
-produce lines of key:value:  kcat -b %[1]s -t %[3]s -P -K:
-read the output committed:   kcat -b %[1]s -t %[4]s -C -o beginning -K: -X isolation.level=read_committed
-stop with Ctrl-C
-`, b.Addr(), strings.Join(append(append([]string{}, sources...), sinks...), ", "), in, sink)
-	return b, nil
+	fmt.Fprintln(w, "stop with Ctrl-C")
 }
 
 // exitOnSecondSignal makes a second SIGINT or SIGTERM, after the first has

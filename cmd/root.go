@@ -83,8 +83,36 @@ its event time (watch). Migration from Kafka Streams is not built yet.`,
 		newWatchCommand(),
 		newInspectCommand(),
 	)
+	// --version, as most command-line tools have; stoatctl version tells
+	// more.
+	info := buildinfo.Read(o.stamp)
+	root.Version = info.Version
+	root.SetVersionTemplate(fmt.Sprintf("stoatctl %s (commit %s)\n", info.Version, info.Commit))
+	root.Flags().Bool("version", false, "print the version and commit (stoatctl version prints more)")
 	markFailures(root)
 	return root
+}
+
+// refuseUnknownShells makes `completion SHELL` for a shell cobra has no
+// script for a usage error: by default it prints the help and exits 0.
+func refuseUnknownShells(root *cobra.Command) {
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() != "completion" {
+			continue
+		}
+		var shells []string
+		for _, s := range c.Commands() {
+			shells = append(shells, s.Name())
+		}
+		c.Args = cobra.ArbitraryArgs
+		c.RunE = func(c *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return c.Help()
+			}
+			return usageErrorf("unknown shell %q: completion scripts exist for %s", args[0], strings.Join(shells, ", "))
+		}
+	}
 }
 
 // Run executes stoatctl with args, writing data to stdout and errors to
@@ -101,6 +129,9 @@ func RunContext(ctx context.Context, args []string, stdout, stderr io.Writer, op
 	root.SetArgs(append([]string{}, args...))
 	root.SetOut(stdout)
 	root.SetErr(stderr)
+	// After SetOut: cobra's completion scripts write to the writer the
+	// command had when it was made.
+	refuseUnknownShells(root)
 	c, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return ExitOK
