@@ -121,7 +121,7 @@ real_kafka_tier() {
 	export STOATCTL_TEST_KAFKA=real STOATCTL_TEST_BOOTSTRAP=$addr
 	go test -race -count=1 -p 1 ./engine/ ./interop/ || rc=$?
 	go test -race -count=1 -run '^(TestCapture|TestRecorded)' ./replay/ || rc=$?
-	go test -race -count=1 -run '^(TestRunOnEmbeddedBrokerWithKcat|TestReplayRecordThenReplay)$' ./cmd/ || rc=$?
+	go test -race -count=1 -run '^(TestRunOnEmbeddedBrokerWithKcat|TestReplayRecordThenReplay|TestTopicReadFollow|TestReplayRecordOut)$' ./cmd/ || rc=$?
 	unset STOATCTL_TEST_KAFKA STOATCTL_TEST_BOOTSTRAP
 	local pid
 	pid=$(<"$STOATCTL_KAFKA_DIR/broker.pid")
