@@ -143,6 +143,10 @@ func WatermarksDocument(o Observation) (inspect.Watermarks, error) {
 		pw := inspect.PartitionWatermark{WatermarkMs: p.Watermark, WatermarkIso: inspect.Iso(p.Watermark), Idle: p.Idle,
 			LastEventTimeMs: p.LastEventTime, LastEventTimeIso: inspect.Iso(p.LastEventTime),
 			IdlenessTimeoutMs: p.IdlenessTimeout.Milliseconds()}
+		if p.LastRecord > 0 {
+			at := p.LastRecord
+			pw.LastRecordMs = &at
+		}
 		if p.Alignment != "" {
 			g := p.Alignment
 			pw.AlignmentGroup = &g

@@ -29,6 +29,11 @@ type PartitionWatermark struct {
 	Idle             bool   `json:"idle"`
 	LastEventTimeMs  int64  `json:"lastEventTimeMs"`
 	LastEventTimeIso string `json:"lastEventTimeIso"`
+	// LastRecordMs is the wall-clock time the partition last delivered a
+	// record, whatever its event time; absent before the first. It moves
+	// for late records too, so a reader can tell a live partition whose
+	// watermark is held back by old timestamps from a quiet one.
+	LastRecordMs *int64 `json:"lastRecordMs,omitempty"`
 	// PreviewWatermarkMs and HeadHeldSinceMs are set while the partition's
 	// next record is stamped ahead of the others and waits behind them.
 	PreviewWatermarkMs  *int64  `json:"previewWatermarkMs,omitempty"`

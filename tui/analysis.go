@@ -179,6 +179,9 @@ type track struct {
 	lastAdvance time.Time
 	advanced    bool
 
+	// lastEvent is the partition's activity mark: the server's
+	// lastRecordMs where it sends one, else its newest event time; a
+	// change means records arrived.
 	lastEvent       int64
 	lastEventChange time.Time
 	eventChanged    bool
@@ -357,14 +360,24 @@ func (t *Tracker) partition(at time.Time, name string, pw inspect.PartitionWater
 	now := at.UnixMilli()
 	tr := t.parts[name]
 	if tr == nil {
-		tr = &track{firstSeen: at, wm: pw.WatermarkMs, lastAdvance: at, lastEvent: pw.LastEventTimeMs, lastEventChange: at, idle: pw.Idle, idleSince: at}
+		first := pw.LastEventTimeMs
+		if pw.LastRecordMs != nil {
+			first = *pw.LastRecordMs
+		}
+		tr = &track{firstSeen: at, wm: pw.WatermarkMs, lastAdvance: at, lastEvent: first, lastEventChange: at, idle: pw.Idle, idleSince: at}
 		t.parts[name] = tr
 	}
 	if pw.WatermarkMs != tr.wm {
 		tr.wm, tr.lastAdvance, tr.advanced = pw.WatermarkMs, at, true
 	}
-	if pw.LastEventTimeMs != tr.lastEvent {
-		tr.lastEvent, tr.lastEventChange, tr.eventChanged = pw.LastEventTimeMs, at, true
+	// Records arriving: the server's lastRecordMs moving where it sends
+	// one (late records move it too), else the newest event time moving.
+	activity := pw.LastEventTimeMs
+	if pw.LastRecordMs != nil {
+		activity = *pw.LastRecordMs
+	}
+	if activity != tr.lastEvent {
+		tr.lastEvent, tr.lastEventChange, tr.eventChanged = activity, at, true
 	}
 	if pw.Idle != tr.idle {
 		tr.idle, tr.idleSince, tr.idleSeen = pw.Idle, at, true

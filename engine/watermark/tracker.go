@@ -19,6 +19,12 @@ type PartitionState struct {
 	Watermark     int64
 	LastEventTime int64
 	Idle          bool
+	// LastRecord is the wall-clock time, epoch ms, at which the partition
+	// last delivered a record, whatever its event time; 0 before the
+	// first. Unlike LastEventTime it moves for records older than the
+	// partition's newest, which is how a reader tells a partition that is
+	// live but behind from one that went quiet.
+	LastRecord int64
 	// IdlenessTimeout is the timeout in force for this partition: its
 	// source's, else the tracker's default; 0 means never idle.
 	IdlenessTimeout time.Duration
@@ -30,6 +36,7 @@ type partitionState struct {
 	idleness     int64
 	lastActivity int64
 	lastEvent    int64
+	lastRecord   int64
 	idle         bool
 	alignment    string
 }
@@ -84,7 +91,7 @@ func (t *Tracker) Observe(p Partition, eventTime, now int64) {
 		return
 	}
 	st.gen.OnEvent(eventTime)
-	st.lastActivity = now
+	st.lastActivity, st.lastRecord = now, now
 	st.idle = false
 	if eventTime > st.lastEvent {
 		st.lastEvent = eventTime
@@ -97,7 +104,7 @@ func (t *Tracker) Observe(p Partition, eventTime, now int64) {
 // back (excluding it would drop its records as late).
 func (t *Tracker) Active(p Partition, now int64) {
 	if st, ok := t.parts[p]; ok {
-		st.lastActivity = now
+		st.lastActivity, st.lastRecord = now, now
 		st.idle = false
 	}
 }
@@ -139,7 +146,7 @@ func (t *Tracker) Snapshot() []PartitionState {
 	for _, k := range keys {
 		st := t.parts[k]
 		out = append(out, PartitionState{
-			Partition: k, Watermark: st.gen.Current(), LastEventTime: st.lastEvent, Idle: st.idle,
+			Partition: k, Watermark: st.gen.Current(), LastEventTime: st.lastEvent, LastRecord: st.lastRecord, Idle: st.idle,
 			IdlenessTimeout: time.Duration(st.idleness) * time.Millisecond, Alignment: st.alignment,
 		})
 	}
