@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"strconv"
@@ -109,4 +110,65 @@ func TestEnginePausedPastTransactionTimeout(t *testing.T) {
 	if aborted == 0 || aborted+resets < pauses {
 		t.Errorf("%d epochs aborted and %d resets, want at least one abort and %d in all: one per transaction the broker aborted under the stopped engine", aborted, resets, pauses)
 	}
+}
+
+// TestBrokerPausedPastTransactionTimeout stops the embedded broker's
+// process (SIGSTOP) for longer than the engine's transaction timeout,
+// three times at seeded moments while input trickles in, and lets it go
+// on: every connection hangs meanwhile (the test's producer's too), and on
+// waking the broker finds a transaction the engine had open past its
+// timeout and aborts it. The engine
+// must ride it out: every count exactly once, checked by franz-go and
+// kcat, and Run still stops cleanly.
+func TestBrokerPausedPastTransactionTimeout(t *testing.T) {
+	kafkatest.EmbeddedOnly(t)
+	rng := rand.New(rand.NewPCG(crashSeed(t), 23))
+	dir, port := t.TempDir(), freePort(t)
+	b := startBrokerChild(t, dir, port)
+	t.Cleanup(func() { _ = b.Process.Kill(); _ = b.Wait() })
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	const pauses, keys, per = 3, 100, 30
+	var in []kv
+	for i := range keys * per {
+		in = append(in, kv{Key: "k" + strconv.Itoa(i%keys), Value: "x"})
+	}
+	slice := func(i int) []kv { return in[i*len(in)/(pauses+1) : (i+1)*len(in)/(pauses+1)] }
+	e, stop := runEngine(t, counts(), cfg(addr, "broker-paused", "transaction.timeout.ms", "3000", "session.timeout.ms", "45000"))
+	for i := range pauses {
+		// The slice trickles in over about two seconds, and the broker
+		// stops in the middle of it, while the engine is mid-epoch.
+		trickled := make(chan struct{})
+		go func() {
+			defer close(trickled)
+			recs := slice(i)
+			for j := 0; j < len(recs); j += 25 {
+				produce(t, addr, "in", recs[j:min(j+25, len(recs))])
+				time.Sleep(60 * time.Millisecond)
+			}
+		}()
+		time.Sleep(time.Duration(300+rng.IntN(1000)) * time.Millisecond)
+		if err := b.Process.Signal(syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(pauseFor)
+		if err := b.Process.Signal(syscall.SIGCONT); err != nil {
+			t.Fatal(err)
+		}
+		<-trickled
+		t.Logf("pause %d done; engine %v, %d epochs committed, %d aborted", i+1, e.State(), e.Stats().Committed, e.Stats().Aborted)
+	}
+	produce(t, addr, "in", slice(pauses))
+	got := readCommitted(t, addr, "out", len(in), 2*time.Minute)
+	stopped := make(chan error, 1)
+	go func() { stopped <- stop() }()
+	select {
+	case err := <-stopped:
+		if err != nil {
+			t.Fatalf("engine: %v", err)
+		}
+	case <-time.After(35 * time.Second):
+		t.Fatal("the engine did not stop within its 30 s shutdown deadline (+5 s)")
+	}
+	checkCounts(t, got, keys, per)
+	checkCountsWithKcat(t, addr, keys, per)
 }
