@@ -1,0 +1,372 @@
+//go:build cgo
+
+package rocks
+
+// #cgo LDFLAGS: -lrocksdb -lstdc++
+// const char* stoat_rocksdb_version(void);
+import "C"
+
+import (
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+
+	"github.com/linxGnu/grocksdb"
+)
+
+// Available reports whether this binary has the RocksDB backend.
+func Available() bool { return true }
+
+// Version is the version of the RocksDB library linked in.
+func Version() string {
+	return C.GoString(C.stoat_rocksdb_version())
+}
+
+// metaPrefix starts the keys of the database's own records; store keys
+// start with the store's (non-empty) name.
+const metaPrefix = "\x00meta\x00"
+
+var checkpointKey = []byte(metaPrefix + "checkpoint")
+
+// maxLayers is how many layers the stack may hold before the adjacent
+// layers nothing reads are merged. Layers multiply only when writes land
+// while an iterator is open.
+const maxLayers = 8
+
+// DB is one lane's RocksDB database with its epoch layers. Its methods are
+// safe for concurrent use: the lane reads and writes while the committer
+// commits.
+type DB struct {
+	path string
+	db   *grocksdb.DB
+	opts *grocksdb.Options
+	ro   *grocksdb.ReadOptions
+	wo   *grocksdb.WriteOptions
+
+	// mu guards layers, epoch, iters and the native handles' lifetime.
+	mu sync.Mutex
+	// layers, oldest first; the last takes the writes of the processing
+	// epoch unless it is frozen.
+	layers []*layer
+	// epoch is the processing epoch: the epoch of new writes.
+	epoch int64
+	// iters counts open native iterators; the database closes when the
+	// last one does.
+	iters  int
+	closed atomic.Bool
+	freed  bool
+}
+
+// layer is one indexed write batch of uncommitted writes.
+type layer struct {
+	epoch int64
+	wb    *grocksdb.WriteBatchWI
+	// deleted holds the keys whose last write in this layer is a delete:
+	// the batch's own lookup cannot tell a delete from a miss.
+	deleted map[string]struct{}
+	// refs counts the iterators reading the layer; a layer with readers
+	// takes no writes.
+	refs int
+	// sealed says the epoch's writes are complete.
+	sealed bool
+	// dropped says the layer left the stack; it is freed when refs is 0.
+	dropped bool
+	puts    int
+}
+
+func newLayer(epoch int64) *layer {
+	return &layer{epoch: epoch, wb: grocksdb.NewWriteBatchWI(0, true), deleted: map[string]struct{}{}}
+}
+
+func (l *layer) writable(epoch int64) bool { return !l.sealed && l.refs == 0 && l.epoch == epoch }
+
+// release frees the batch once the layer is out of the stack and unread.
+func (l *layer) release() {
+	if l.dropped && l.refs == 0 && l.wb != nil {
+		l.wb.Destroy()
+		l.wb = nil
+	}
+}
+
+// Open opens (creating when missing) the lane database in dir. A database
+// another process holds fails with an error naming its lock file.
+func Open(dir string) (*DB, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("open state directory %s: %w", dir, err)
+	}
+	opts := grocksdb.NewDefaultOptions()
+	opts.SetCreateIfMissing(true)
+	db, err := grocksdb.OpenDb(opts, dir)
+	if err != nil {
+		opts.Destroy()
+		return nil, fmt.Errorf("open RocksDB state in %s (is another stoatctl using it? its lock file is %s/LOCK): %w", dir, dir, err)
+	}
+	d := &DB{path: dir, db: db, opts: opts, ro: grocksdb.NewDefaultReadOptions(), wo: grocksdb.NewDefaultWriteOptions(), epoch: 1}
+	return d, nil
+}
+
+// Path is the database's directory.
+func (d *DB) Path() string { return d.path }
+
+func (d *DB) checkOpen() error {
+	if d.closed.Load() {
+		return fmt.Errorf("RocksDB state in %s: database is closed", d.path)
+	}
+	return nil
+}
+
+// Checkpoint reads the database's checkpoint; ok is false when it has none
+// (a new database, or one written before the first commit).
+func (d *DB) Checkpoint() (cp Checkpoint, ok bool, err error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.checkOpen(); err != nil {
+		return Checkpoint{}, false, err
+	}
+	b, err := d.db.GetBytes(d.ro, checkpointKey)
+	if err != nil {
+		return Checkpoint{}, false, fmt.Errorf("read checkpoint of RocksDB state in %s: %w", d.path, err)
+	}
+	if b == nil {
+		return Checkpoint{}, false, nil
+	}
+	cp, err = decodeCheckpoint(b)
+	if err != nil {
+		return Checkpoint{}, false, fmt.Errorf("checkpoint of RocksDB state in %s: %w", d.path, err)
+	}
+	return cp, true, nil
+}
+
+// Epoch is the processing epoch.
+func (d *DB) Epoch() int64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.epoch
+}
+
+// Seal ends epoch's writes: the writes that follow belong to epoch+1.
+func (d *DB) Seal(epoch int64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, l := range d.layers {
+		if l.epoch <= epoch {
+			l.sealed = true
+		}
+	}
+	d.epoch = max(d.epoch, epoch+1)
+}
+
+// Commit writes the layers of the epochs up to epoch, and cp, to the
+// database in one atomic write, and takes them off the stack. It is for
+// an epoch whose transaction committed.
+func (d *DB) Commit(epoch int64, cp Checkpoint) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.checkOpen(); err != nil {
+		return err
+	}
+	n := 0
+	for n < len(d.layers) && d.layers[n].epoch <= epoch {
+		n++
+	}
+	wb := grocksdb.NewWriteBatch()
+	defer wb.Destroy()
+	for _, l := range d.layers[:n] {
+		if err := replay(l.wb, wb.Put, wb.Delete); err != nil {
+			return fmt.Errorf("commit epoch %d to RocksDB state in %s: %w", epoch, d.path, err)
+		}
+	}
+	wb.Put(checkpointKey, cp.encode())
+	if err := d.db.Write(d.wo, wb); err != nil {
+		return fmt.Errorf("commit epoch %d to RocksDB state in %s: %w", epoch, d.path, err)
+	}
+	d.drop(n)
+	return nil
+}
+
+// Abort drops every layer: the database is as the last commit left it.
+func (d *DB) Abort() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.drop(len(d.layers))
+}
+
+// drop takes the first n layers off the stack. The lock must be held.
+func (d *DB) drop(n int) {
+	for _, l := range d.layers[:n] {
+		l.dropped = true
+		l.release()
+	}
+	rest := copy(d.layers, d.layers[n:])
+	clear(d.layers[rest:])
+	d.layers = d.layers[:rest]
+}
+
+// Wipe deletes every store's data and the checkpoint, for a database that
+// cannot be brought up to date and is rebuilt from the changelogs.
+func (d *DB) Wipe() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.checkOpen(); err != nil {
+		return err
+	}
+	d.drop(len(d.layers))
+	wb := grocksdb.NewWriteBatch()
+	defer wb.Destroy()
+	// Every key sorts below 0xff 0xff...: store names are printable.
+	wb.DeleteRange([]byte{}, []byte{0xff, 0xff, 0xff, 0xff})
+	if err := d.db.Write(d.wo, wb); err != nil {
+		return fmt.Errorf("wipe RocksDB state in %s: %w", d.path, err)
+	}
+	return nil
+}
+
+// Close drops the layers and closes the database, once its last iterator
+// is closed. Iterators still open fail on their next Next.
+func (d *DB) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed.Swap(true) {
+		return nil
+	}
+	d.drop(len(d.layers))
+	d.freeLocked()
+	return nil
+}
+
+func (d *DB) freeLocked() {
+	if d.freed || !d.closed.Load() || d.iters > 0 {
+		return
+	}
+	d.freed = true
+	d.db.Close()
+	d.ro.Destroy()
+	d.wo.Destroy()
+	d.opts.Destroy()
+}
+
+// replay hands every put and delete of a layer's batch to put and del, in
+// order. The keys and values it hands over are views of the batch.
+func replay(wb *grocksdb.WriteBatchWI, put func(k, v []byte), del func(k []byte)) error {
+	it := wb.NewIterator()
+	for it.Next() {
+		r := it.Record()
+		switch r.Type {
+		case grocksdb.WriteBatchValueRecord:
+			put(r.Key, r.Value)
+		case grocksdb.WriteBatchDeletionRecord, grocksdb.WriteBatchSingleDeletionRecord:
+			del(r.Key)
+		default:
+			return fmt.Errorf("unexpected write batch record of type %d", r.Type)
+		}
+	}
+	return it.Error()
+}
+
+// writable returns the layer that takes the processing epoch's writes,
+// pushing a new one when the top layer is sealed, read or of an earlier
+// epoch. The lock must be held.
+func (d *DB) writable() *layer {
+	if n := len(d.layers); n > 0 && d.layers[n-1].writable(d.epoch) {
+		return d.layers[n-1]
+	}
+	l := newLayer(d.epoch)
+	d.layers = append(d.layers, l)
+	return l
+}
+
+func (d *DB) put(key, value []byte) {
+	l := d.writable()
+	l.wb.Put(key, value)
+	delete(l.deleted, string(key))
+	l.puts++
+}
+
+func (d *DB) del(key []byte) {
+	l := d.writable()
+	l.wb.Delete(key)
+	l.deleted[string(key)] = struct{}{}
+}
+
+// get reads key through the layers, newest first, then the database. The
+// lock must be held.
+func (d *DB) get(key []byte) ([]byte, error) {
+	for i := len(d.layers) - 1; i >= 0; i-- {
+		l := d.layers[i]
+		s, err := l.wb.Get(d.opts, key)
+		if err != nil {
+			return nil, err
+		}
+		if s.Exists() {
+			v := append(make([]byte, 0, s.Size()), s.Data()...)
+			s.Free()
+			return v, nil
+		}
+		s.Free()
+		if _, ok := l.deleted[string(key)]; ok {
+			return nil, nil
+		}
+	}
+	s, err := d.db.Get(d.ro, key)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Free()
+	if !s.Exists() {
+		return nil, nil
+	}
+	return append(make([]byte, 0, s.Size()), s.Data()...), nil
+}
+
+// compact merges adjacent layers of one epoch that nothing reads, once the
+// stack is deeper than maxLayers. The lock must be held.
+func (d *DB) compact() error {
+	if len(d.layers) <= maxLayers {
+		return nil
+	}
+	out := d.layers[:0:0]
+	for i := 0; i < len(d.layers); {
+		j := i + 1
+		for j < len(d.layers) && d.layers[j].epoch == d.layers[i].epoch && d.layers[j].refs == 0 && d.layers[i].refs == 0 {
+			j++
+		}
+		if j-i == 1 {
+			out = append(out, d.layers[i])
+			i = j
+			continue
+		}
+		m := newLayer(d.layers[i].epoch)
+		for _, l := range d.layers[i:j] {
+			err := replay(l.wb, func(k, v []byte) {
+				m.wb.Put(k, v)
+				delete(m.deleted, string(k))
+				m.puts++
+			}, func(k []byte) {
+				m.wb.Delete(k)
+				m.deleted[string(k)] = struct{}{}
+			})
+			if err != nil {
+				m.dropped = true
+				m.release()
+				return fmt.Errorf("merge layers of RocksDB state in %s: %w", d.path, err)
+			}
+			m.sealed = m.sealed || l.sealed
+		}
+		for _, l := range d.layers[i:j] {
+			l.dropped = true
+			l.release()
+		}
+		out = append(out, m)
+		i = j
+	}
+	d.layers = out
+	return nil
+}
+
+// layerCount is the depth of the stack, for tests.
+func (d *DB) layerCount() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.layers)
+}
