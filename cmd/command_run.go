@@ -16,6 +16,7 @@ import (
 	"github.com/stoatflow/stoatctl/engine"
 	"github.com/stoatflow/stoatctl/engine/broker"
 	"github.com/stoatflow/stoatctl/engine/config"
+	"github.com/stoatflow/stoatctl/engine/state/rocks"
 	"github.com/stoatflow/stoatctl/engine/topofile"
 )
 
@@ -86,6 +87,11 @@ an error under --strict (exit 2); a value that does not parse is an error.`,
 			}
 			if stateDir != "" {
 				src.set(config.StateDir, stateDir, "flag --state-dir")
+			}
+			if _, ok := src.values[config.DefaultDSLStore]; !ok && rocks.Available() {
+				// stoatctl run keeps state in RocksDB unless told otherwise;
+				// the engine package and the test driver default to memory.
+				src.set(config.DefaultDSLStore, config.StoreRocksDB, "stoatctl run's default")
 			}
 			// Nothing starts before the configuration is checked.
 			var report configReport

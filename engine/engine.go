@@ -119,6 +119,9 @@ type Stats struct {
 	Watermark int64
 	// GlobalRecords is the number of records applied to global stores.
 	GlobalRecords int64
+	// Restored is the number of changelog records the last start or reset
+	// restored into the stores.
+	Restored int64
 }
 
 // Option configures an Engine.
@@ -255,6 +258,10 @@ type settings struct {
 	clientOpts  []kgo.Opt
 	// shutdown is ShutdownTimeoutMs.
 	shutdown time.Duration
+	// stateDir is where the lanes' RocksDB databases are, under
+	// <state.dir>/<application.id>; "" keeps the stores of
+	// default.dsl.store in memory.
+	stateDir string
 }
 
 func readSettings(c config.Config) (settings, error) {
@@ -314,6 +321,9 @@ func readSettings(c config.Config) (settings, error) {
 	}
 	if s.minInterval > s.maxInterval {
 		return s, fmt.Errorf("config %s (%s) is above %s (%s)", BarrierMinIntervalMs, s.minInterval, BarrierMaxIntervalMs, s.maxInterval)
+	}
+	if s.stateDir, err = stateDirOf(c, s.appID); err != nil {
+		return s, err
 	}
 	s.factor = 1.5
 	if v, ok := c.Lookup(BarrierIntervalFactor); ok {

@@ -96,6 +96,9 @@ type Options struct {
 	// any processor is: the engine rebuilds the stores from their
 	// changelogs there, so that a processor's Init reads restored state.
 	Restore func(stores map[string]state.Store) error
+	// Backend supplies the byte stores of the stores built from
+	// state.Default (default.dsl.store); nil keeps them in memory.
+	Backend state.BytesSupplier
 }
 
 // Task runs one sub-topology.
@@ -114,6 +117,7 @@ type Task struct {
 	metrics   *metrics.Registry
 	partCount func(string) int32
 	restore   func(map[string]state.Store) error
+	backend   state.BytesSupplier
 
 	deserHandler string
 	dlqTopic     string
@@ -189,6 +193,7 @@ func New(b *topology.Built, st *topology.Subtopology, opts Options) (*Task, erro
 		metrics:       opts.Metrics,
 		partCount:     opts.PartitionCount,
 		restore:       opts.Restore,
+		backend:       opts.Backend,
 		partitionTime: map[partitionKey]int64{},
 	}
 	if t.id == "" {
@@ -747,6 +752,9 @@ func (s storeContext) ChangelogTopic(store string) string {
 }
 
 func (s storeContext) RecordTimestamp() int64 { return s.t.rc.timestamp }
+
+// DefaultBackend makes storeContext a state.BackendContext.
+func (s storeContext) DefaultBackend() state.BytesSupplier { return s.t.backend }
 
 func (s storeContext) LogChange(store string, key, value []byte, timestamp int64, headers []state.Header) error {
 	topic := s.ChangelogTopic(store)
