@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/stoatflow/stoatctl/engine/barrier"
 	"github.com/stoatflow/stoatctl/engine/kafka"
@@ -131,6 +132,7 @@ func (g *generation) initTasks(ctx context.Context, sr *subRun, s settings, rest
 		}
 	}
 	restored := map[string][][]state.ChangelogRecord{}
+	began, total := time.Now(), 0
 	if restore != nil {
 		for _, name := range st.Stores {
 			info := g.built.Stores[name]
@@ -143,6 +145,7 @@ func (g *generation) initTasks(ctx context.Context, sr *subRun, s settings, rest
 			}
 			perLane := make([][]state.ChangelogRecord, len(sr.lanes))
 			n := 0
+			began := time.Now()
 			ends, err := restore(ctx, sr, name, from, func(rec changelogRecord) error {
 				cr := state.ChangelogRecord{Key: rec.key, Value: rec.value, Timestamp: rec.timestamp}
 				// A lane database skips what its checkpoint says it holds.
@@ -171,9 +174,10 @@ func (g *generation) initTasks(ctx context.Context, sr *subRun, s settings, rest
 				for p, end := range ends {
 					g.local.pos.advance(info.ChangelogTopic, p, end)
 				}
-				g.local.log.Info("state store restored", "store", name, "changelog", info.ChangelogTopic, "records", n, "from_checkpoint", from != nil)
+				g.local.log.Info("state store restored", "store", name, "changelog", info.ChangelogTopic, "records", n, "from_checkpoint", from != nil, "read", time.Since(began))
 			}
 			g.e.addStats(func(s *Stats) { s.Restored += int64(n) })
+			total += n
 		}
 	}
 	for _, l := range sr.lanes {
@@ -192,6 +196,11 @@ func (g *generation) initTasks(ctx context.Context, sr *subRun, s settings, rest
 				return sr.changelogPartitions
 			},
 			Restore: func(stores map[string]state.Store) error {
+				if l.local != nil {
+					// Restored records go to the database in bulk, not to
+					// an epoch layer.
+					l.local.db.BeginRestore()
+				}
 				for name, perLane := range restored {
 					recs := perLane[l.idx]
 					if len(recs) == 0 {
@@ -206,9 +215,9 @@ func (g *generation) initTasks(ctx context.Context, sr *subRun, s settings, rest
 					}
 				}
 				if l.local != nil {
-					// What was restored is committed state: it goes to the
-					// database now, with the positions read up to.
-					return l.local.db.Commit(l.local.db.Epoch(), l.local.checkpoint(g.local.pos.snapshot()))
+					// What was restored is committed state: it is made
+					// durable now, with the positions read up to.
+					return l.local.db.EndRestore(l.local.checkpoint(g.local.pos.snapshot()))
 				}
 				return nil
 			},
@@ -224,6 +233,10 @@ func (g *generation) initTasks(ctx context.Context, sr *subRun, s settings, rest
 		if t.HasWallClockWork() {
 			g.wallClock = true
 		}
+	}
+	if total > 0 {
+		// Read, written to the stores and, for RocksDB, committed.
+		g.e.log.Info("state restored", "sub_topology", sr.id, "records", total, "took", time.Since(began))
 	}
 	return nil
 }

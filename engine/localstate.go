@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -45,9 +46,14 @@ func stateDirOf(c config.Config, appID string) (string, error) {
 	return filepath.Join(dir, appID), nil
 }
 
+// ErrForeignState is returned when a lane's state directory holds another
+// application's state: the engine refuses to start rather than wipe it.
+var ErrForeignState = errors.New("state directory of another application")
+
 // laneState is one lane's database and what its checkpoints record.
 type laneState struct {
 	db    *rocks.DB
+	app   string
 	lanes int
 	owned []string
 	// from is where the lane's restore starts, per changelog topic and
@@ -56,7 +62,7 @@ type laneState struct {
 }
 
 func (ls *laneState) checkpoint(offsets map[string]map[int32]int64) rocks.Checkpoint {
-	return rocks.Checkpoint{Lanes: ls.lanes, Owned: ls.owned, Offsets: offsets}
+	return rocks.Checkpoint{Application: ls.app, Lanes: ls.lanes, Owned: ls.owned, Offsets: offsets}
 }
 
 // changelogPositions tracks, per changelog partition, the offset after the
@@ -94,6 +100,7 @@ func (p *changelogPositions) snapshot() map[string]map[int32]int64 {
 // localState is what a generation needs to open and check the lane
 // databases, and the positions its committer tracks.
 type localState struct {
+	app string
 	dir string
 	adm *kadm.Client
 	log *slog.Logger
@@ -138,11 +145,15 @@ func (s *localState) open(ctx context.Context, g *generation, sr *subRun) error 
 		if err != nil {
 			return fmt.Errorf("sub-topology %d lane %d: %w", sr.id, l.idx, err)
 		}
-		ls := &laneState{db: db, lanes: len(sr.lanes), owned: owned}
+		ls := &laneState{db: db, app: s.app, lanes: len(sr.lanes), owned: owned}
 		l.local = ls
 		cp, ok, err := db.Checkpoint()
 		if err != nil {
 			return fmt.Errorf("sub-topology %d lane %d: %w", sr.id, l.idx, err)
+		}
+		if ok && cp.Application != s.app {
+			// Never wiped: it is someone else's state.
+			return fmt.Errorf("sub-topology %d lane %d: the state in %s is application %q's, not %q's: %w", sr.id, l.idx, dir, cp.Application, s.app, ErrForeignState)
 		}
 		reason := ""
 		switch {
@@ -297,7 +308,7 @@ func (r *runner) localState(assigned map[string][]int32) *localState {
 	if r.s.stateDir == "" {
 		return nil
 	}
-	ls := &localState{dir: r.s.stateDir, adm: r.adm, log: r.e.log, pos: &changelogPositions{}, changelogs: map[string]bool{},
+	ls := &localState{app: r.s.appID, dir: r.s.stateDir, adm: r.adm, log: r.e.log, pos: &changelogPositions{}, changelogs: map[string]bool{},
 		owned: func(st *topology.Subtopology) []string { return ownedBy(st, assigned) }}
 	for _, info := range r.built.Stores {
 		if info.ChangelogTopic != "" {

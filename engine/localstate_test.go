@@ -28,7 +28,7 @@ func storeCfg(addr, app, store, dir string, extra ...string) map[string]string {
 	return c
 }
 
-func needRocks(t *testing.T) {
+func needRocks(t testing.TB) {
 	t.Helper()
 	if !rocks.Available() {
 		t.Skip("built without cgo: no RocksDB")

@@ -11,6 +11,8 @@ import (
 // records how the keys were routed when it was written, since a database
 // routed differently cannot be brought up to date from a changelog.
 type Checkpoint struct {
+	// Application is the application.id whose state this is.
+	Application string `json:"application"`
 	// Lanes is the lane count of the sub-topology; keys go to lane
 	// hash mod Lanes.
 	Lanes int `json:"lanes"`

@@ -213,13 +213,14 @@ func (s *store) scan(from, to, prefix []byte, reverse bool) (state.BytesIterator
 	if err := d.checkOpen(); err != nil {
 		return nil, fmt.Errorf("store %q: %w", s.name, err)
 	}
+	d.flushBulk()
 	native := d.db.NewIterator(d.ro)
 	for _, l := range d.layers {
 		l.refs++
 		it.layers = append(it.layers, l)
 		native = l.wb.NewIteratorWithBase(d.db, native)
 	}
-	d.iters++
+	d.iters[it] = struct{}{}
 	it.native = native
 	return it, nil
 }
@@ -249,15 +250,28 @@ func (it *iterator) Next() bool {
 	if it.closed && it.err == nil {
 		it.err = fmt.Errorf("iterator of store %q: %w", it.s.name, state.ErrClosed)
 	}
-	if it.err != nil || it.done {
+	if it.err != nil {
 		return false
 	}
+	// A closed store or database ends its iterators, as in Kafka Streams.
 	if err := it.s.check(nil, false); err != nil {
 		it.err = err
 		it.release()
 		return false
 	}
+	if it.done {
+		return false
+	}
+	d := it.s.d
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	n := it.native
+	if n == nil {
+		// Freed by the database's Close.
+		it.err = fmt.Errorf("store %q: %w", it.s.name, d.checkOpen())
+		it.done = true
+		return false
+	}
 	switch {
 	case it.started && it.reverse:
 		n.Prev()
@@ -277,7 +291,7 @@ func (it *iterator) Next() bool {
 		if err := n.Err(); err != nil {
 			it.err = it.s.wrap("iterate", err)
 		}
-		it.release()
+		it.releaseLocked()
 		return false
 	}
 	ks := n.Key()
@@ -291,7 +305,7 @@ func (it *iterator) Next() bool {
 	}
 	if !ok {
 		ks.Free()
-		it.release()
+		it.releaseLocked()
 		return false
 	}
 	it.key = append(it.key[:0], k[len(it.s.prefix):]...)
@@ -332,13 +346,22 @@ func (it *iterator) Close() error {
 // the iterator is exhausted or closed: a finished but unclosed iterator
 // pins nothing.
 func (it *iterator) release() {
+	d := it.s.d
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	it.releaseLocked()
+	if !d.closed.Load() {
+		_ = d.compact()
+	}
+}
+
+// releaseLocked is release with the database's lock held.
+func (it *iterator) releaseLocked() {
 	it.done = true
 	if it.native == nil {
 		return
 	}
 	d := it.s.d
-	d.mu.Lock()
-	defer d.mu.Unlock()
 	it.native.Close()
 	it.native = nil
 	for _, l := range it.layers {
@@ -346,7 +369,6 @@ func (it *iterator) release() {
 		l.release()
 	}
 	it.layers = nil
-	d.iters--
-	_ = d.compact()
+	delete(d.iters, it)
 	d.freeLocked()
 }

@@ -436,3 +436,66 @@ func TestModel(t *testing.T) {
 		t.Fatalf("store holds %d keys, model %d", len(got), len(m))
 	}
 }
+
+// TestLeakedIteratorReleasesTheDatabase: an iterator nobody closed does
+// not keep the database, and its lock, from the next owner; it fails on
+// its next Next.
+func TestLeakedIteratorReleasesTheDatabase(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "lane0")
+	d := must(Open(dir))
+	must(0, d.Store("s").Put([]byte("a"), []byte("1")))
+	d.Seal(1)
+	must(0, d.Commit(1, Checkpoint{Lanes: 1}))
+	it := must(d.Store("s").All())
+	must(0, d.Close())
+	again, err := Open(dir)
+	if err != nil {
+		t.Fatalf("reopen with an iterator left open: %v", err)
+	}
+	defer again.Close()
+	if it.Next() || !errors.Is(it.Err(), state.ErrClosed) && it.Err() == nil {
+		t.Fatalf("the leaked iterator read on: %v", it.Err())
+	}
+	it.Close()
+	if got := collect(t, must(again.Store("s").All())); len(got) != 1 {
+		t.Fatalf("after reopening: %v", got)
+	}
+}
+
+// TestRestoreMode: writes between BeginRestore and EndRestore go straight
+// to the database in bulk (past the bulk bound too), reads in between see
+// them, and EndRestore commits the checkpoint with them.
+func TestRestoreMode(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "lane0")
+	d := must(Open(dir))
+	s := d.Store("s")
+	d.BeginRestore()
+	big := bytes.Repeat([]byte("v"), 1<<10)
+	var entries []state.KeyValue[[]byte, []byte]
+	for i := range 10_000 { // 10 MB: more than one bulk write
+		entries = append(entries, state.KeyValue[[]byte, []byte]{Key: beKey(i), Value: big})
+	}
+	must(0, s.PutAll(entries))
+	must(0, s.Put(beKey(1), nil))
+	if v := must(s.Get(beKey(1))); v != nil {
+		t.Fatalf("a key deleted during the restore reads %q", v)
+	}
+	must(0, s.Put(beKey(2), []byte("last")))
+	if d.layerCount() != 0 {
+		t.Fatalf("a restore pushed %d layers", d.layerCount())
+	}
+	must(0, d.EndRestore(Checkpoint{Lanes: 3}))
+	must(0, d.Close())
+	d = must(Open(dir))
+	defer d.Close()
+	cp, ok, err := d.Checkpoint()
+	if err != nil || !ok || cp.Lanes != 3 {
+		t.Fatalf("checkpoint after the restore: %+v %v %v", cp, ok, err)
+	}
+	if n := len(collect(t, must(d.Store("s").All()))); n != 9_999 {
+		t.Fatalf("%d keys after the restore, want 9999", n)
+	}
+	if v := must(d.Store("s").Get(beKey(2))); string(v) != "last" {
+		t.Fatalf("key 2 = %q, want the last write", v)
+	}
+}
