@@ -74,9 +74,10 @@ type DB struct {
 type layer struct {
 	epoch int64
 	wb    *grocksdb.WriteBatchWI
-	// deleted holds the keys whose last write in this layer is a delete:
-	// the batch's own lookup cannot tell a delete from a miss.
-	deleted map[string]struct{}
+	// vals is the layer's last write of each key, nil for a delete: reads
+	// and commits go by it (one entry per key, no native call), the batch
+	// is for iterators.
+	vals map[string][]byte
 	// refs counts the iterators reading the layer; a layer with readers
 	// takes no writes.
 	refs int
@@ -84,11 +85,10 @@ type layer struct {
 	sealed bool
 	// dropped says the layer left the stack; it is freed when refs is 0.
 	dropped bool
-	puts    int
 }
 
 func newLayer(epoch int64) *layer {
-	return &layer{epoch: epoch, wb: grocksdb.NewWriteBatchWI(0, true), deleted: map[string]struct{}{}}
+	return &layer{epoch: epoch, wb: grocksdb.NewWriteBatchWI(0, true), vals: map[string][]byte{}}
 }
 
 func (l *layer) writable(epoch int64) bool { return !l.sealed && l.refs == 0 && l.epoch == epoch }
@@ -184,7 +184,7 @@ func (d *DB) Commit(epoch int64, cp Checkpoint) error {
 	for n < len(d.layers) && d.layers[n].epoch <= epoch {
 		n++
 	}
-	wb := grocksdb.WriteBatchFrom(concat(d.layers[:n]))
+	wb := grocksdb.WriteBatchFrom(encodeBatch(merge(d.layers[:n])))
 	defer wb.Destroy()
 	wb.Put(checkpointKey, cp.encode())
 	if err := d.db.Write(d.wo, wb); err != nil {
@@ -198,24 +198,49 @@ func (d *DB) Commit(epoch int64, cp Checkpoint) error {
 // count (4 bytes, little-endian), before its records.
 const batchHeader = 12
 
-// concat lays the records of the layers' batches, in order, out as one
-// write batch: one copy in Go rather than a native call per record.
-func concat(layers []*layer) []byte {
-	size, count := batchHeader, uint32(0)
-	for _, l := range layers {
-		if data := l.wb.Data(); len(data) > batchHeader {
-			size += len(data) - batchHeader
-			count += uint32(l.wb.Count())
-		}
+// merge is the last write of each key over layers, oldest first.
+func merge(layers []*layer) map[string][]byte {
+	if len(layers) == 1 {
+		return layers[0].vals
 	}
-	out := make([]byte, batchHeader, size)
-	binary.LittleEndian.PutUint32(out[8:], count)
+	out := map[string][]byte{}
 	for _, l := range layers {
-		if data := l.wb.Data(); len(data) > batchHeader {
-			out = append(out, data[batchHeader:]...)
+		for k, v := range l.vals {
+			out[k] = v
 		}
 	}
 	return out
+}
+
+// encodeBatch lays writes out as a write batch's bytes (a nil value is a
+// delete): built in Go and handed over in one native call.
+func encodeBatch(vals map[string][]byte) []byte {
+	size := batchHeader
+	for k, v := range vals {
+		size += 1 + 2*binary.MaxVarintLen32 + len(k) + len(v)
+	}
+	out := make([]byte, batchHeader, size)
+	binary.LittleEndian.PutUint32(out[8:], uint32(len(vals)))
+	for k, v := range vals {
+		out = appendRecord(out, []byte(k), v)
+	}
+	return out
+}
+
+// appendRecord appends a put of key (a delete when value is nil) in the
+// write batch record layout: type, varint key length, key, and for a put
+// varint value length and value.
+func appendRecord(b, key, value []byte) []byte {
+	if value == nil {
+		b = append(b, byte(grocksdb.WriteBatchDeletionRecord))
+		b = binary.AppendUvarint(b, uint64(len(key)))
+		return append(b, key...)
+	}
+	b = append(b, byte(grocksdb.WriteBatchValueRecord))
+	b = binary.AppendUvarint(b, uint64(len(key)))
+	b = append(b, key...)
+	b = binary.AppendUvarint(b, uint64(len(value)))
+	return append(b, value...)
 }
 
 // Abort drops every layer: the database is as the last commit left it.
@@ -284,24 +309,6 @@ func (d *DB) freeLocked() {
 	d.opts.Destroy()
 }
 
-// replay hands every put and delete of a layer's batch to put and del, in
-// order. The keys and values it hands over are views of the batch.
-func replay(wb *grocksdb.WriteBatchWI, put func(k, v []byte), del func(k []byte)) error {
-	it := wb.NewIterator()
-	for it.Next() {
-		r := it.Record()
-		switch r.Type {
-		case grocksdb.WriteBatchValueRecord:
-			put(r.Key, r.Value)
-		case grocksdb.WriteBatchDeletionRecord, grocksdb.WriteBatchSingleDeletionRecord:
-			del(r.Key)
-		default:
-			return fmt.Errorf("unexpected write batch record of type %d", r.Type)
-		}
-	}
-	return it.Error()
-}
-
 // writable returns the layer that takes the processing epoch's writes,
 // pushing a new one when the top layer is sealed, read or of an earlier
 // epoch. The lock must be held.
@@ -316,31 +323,24 @@ func (d *DB) writable() *layer {
 
 func (d *DB) put(key, value []byte) {
 	if d.restoring {
-		d.bulk = append(d.bulk, byte(grocksdb.WriteBatchValueRecord))
-		d.bulk = binary.AppendUvarint(d.bulk, uint64(len(key)))
-		d.bulk = append(d.bulk, key...)
-		d.bulk = binary.AppendUvarint(d.bulk, uint64(len(value)))
-		d.bulk = append(d.bulk, value...)
+		d.bulk = appendRecord(d.bulk, key, value)
 		d.bulkWrote()
 		return
 	}
 	l := d.writable()
 	l.wb.Put(key, value)
-	delete(l.deleted, string(key))
-	l.puts++
+	l.vals[string(key)] = append(make([]byte, 0, len(value)), value...)
 }
 
 func (d *DB) del(key []byte) {
 	if d.restoring {
-		d.bulk = append(d.bulk, byte(grocksdb.WriteBatchDeletionRecord))
-		d.bulk = binary.AppendUvarint(d.bulk, uint64(len(key)))
-		d.bulk = append(d.bulk, key...)
+		d.bulk = appendRecord(d.bulk, key, nil)
 		d.bulkWrote()
 		return
 	}
 	l := d.writable()
 	l.wb.Delete(key)
-	l.deleted[string(key)] = struct{}{}
+	l.vals[string(key)] = nil
 }
 
 // bulkMax is how many bytes of restored records are written at once.
@@ -413,19 +413,11 @@ func (d *DB) flushBulk() {
 func (d *DB) get(key []byte) ([]byte, error) {
 	d.flushBulk()
 	for i := len(d.layers) - 1; i >= 0; i-- {
-		l := d.layers[i]
-		s, err := l.wb.Get(d.opts, key)
-		if err != nil {
-			return nil, err
-		}
-		if s.Exists() {
-			v := append(make([]byte, 0, s.Size()), s.Data()...)
-			s.Free()
-			return v, nil
-		}
-		s.Free()
-		if _, ok := l.deleted[string(key)]; ok {
-			return nil, nil
+		if v, ok := d.layers[i].vals[string(key)]; ok {
+			if v == nil {
+				return nil, nil
+			}
+			return append(make([]byte, 0, len(v)), v...), nil
 		}
 	}
 	s, err := d.db.Get(d.ro, key)
@@ -457,20 +449,15 @@ func (d *DB) compact() error {
 			continue
 		}
 		m := newLayer(d.layers[i].epoch)
-		for _, l := range d.layers[i:j] {
-			err := replay(l.wb, func(k, v []byte) {
-				m.wb.Put(k, v)
-				delete(m.deleted, string(k))
-				m.puts++
-			}, func(k []byte) {
-				m.wb.Delete(k)
-				m.deleted[string(k)] = struct{}{}
-			})
-			if err != nil {
-				m.dropped = true
-				m.release()
-				return fmt.Errorf("merge layers of RocksDB state in %s: %w", d.path, err)
+		m.vals = merge(d.layers[i:j])
+		for k, v := range m.vals {
+			if v == nil {
+				m.wb.Delete([]byte(k))
+			} else {
+				m.wb.Put([]byte(k), v)
 			}
+		}
+		for _, l := range d.layers[i:j] {
 			m.sealed = m.sealed || l.sealed
 		}
 		for _, l := range d.layers[i:j] {

@@ -172,7 +172,7 @@ func (s *store) ApproximateNumEntries() (int64, error) {
 	n, _ := s.d.db.GetIntProperty("rocksdb.estimate-num-keys")
 	total := int64(n)
 	for _, l := range s.d.layers {
-		total += int64(l.puts)
+		total += int64(len(l.vals))
 	}
 	return total, nil
 }
