@@ -11,6 +11,7 @@ import (
 	"github.com/stoatflow/stoatctl/engine/barrier"
 	"github.com/stoatflow/stoatctl/engine/kafka"
 	"github.com/stoatflow/stoatctl/engine/lane"
+	"github.com/stoatflow/stoatctl/engine/metrics"
 	"github.com/stoatflow/stoatctl/engine/state"
 	"github.com/stoatflow/stoatctl/engine/task"
 	"github.com/stoatflow/stoatctl/engine/topology"
@@ -177,6 +178,9 @@ func (g *generation) initTasks(ctx context.Context, sr *subRun, s settings, rest
 				g.local.log.Info("state store restored", "store", name, "changelog", info.ChangelogTopic, "records", n, "from_checkpoint", from != nil, "read", time.Since(began))
 			}
 			g.e.addStats(func(s *Stats) { s.Restored += int64(n) })
+			if g.e.metrics != nil {
+				g.e.metrics.Counter(metrics.RestoredRecords, "store", name).Add(int64(n))
+			}
 			total += n
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/stoatflow/stoatctl/engine/broker"
+	"github.com/stoatflow/stoatctl/engine/metrics"
 	"github.com/stoatflow/stoatctl/engine/state/rocks"
 	"github.com/stoatflow/stoatctl/internal/kafkatest"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -72,6 +73,9 @@ func TestLocalStateRestart(t *testing.T) {
 				}
 				n := e.Stats().Restored
 				t.Logf("run %d restored %d records", run+1, n)
+				if m := e.Metrics().Value(metrics.RestoredRecords, "store", "counts"); m != n {
+					t.Fatalf("run %d: metric %s says %d records, the stats %d", run+1, metrics.RestoredRecords, m, n)
+				}
 				if run == 1 && !c.restored2(n) {
 					t.Fatalf("the restart restored %d records, want %s", n, c.want)
 				}
