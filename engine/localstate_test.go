@@ -3,15 +3,19 @@ package engine_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/stoatflow/stoatctl/engine"
 	"github.com/stoatflow/stoatctl/engine/broker"
 	"github.com/stoatflow/stoatctl/engine/metrics"
 	"github.com/stoatflow/stoatctl/engine/state/rocks"
@@ -221,5 +225,31 @@ func TestLocalStateKillRestoresTail(t *testing.T) {
 	}
 	if n > keys*per {
 		t.Fatalf("the restart restored %d records, more than the %d written after the last checkpoint", n, keys*per)
+	}
+}
+
+// TestLocalStateOfAnotherApplication: a lane directory that holds another
+// application's state (copied or moved there) stops the start with an
+// error naming the directory, and is left as it was.
+func TestLocalStateOfAnotherApplication(t *testing.T) {
+	needRocks(t)
+	addr := startBroker(t, map[string]int32{"in": 4, "out": 4})
+	dir := t.TempDir()
+	_, stop := runEngine(t, counts(), storeCfg(addr, "first", "rocksDB", dir, "num.stream.threads", "1"))
+	produce(t, addr, "in", keyed(10, 1))
+	readCommitted(t, addr, "out", 10, 30*time.Second)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(dir, "first"), filepath.Join(dir, "second")); err != nil {
+		t.Fatal(err)
+	}
+	e := engine.New(counts(), storeCfg(addr, "second", "rocksDB", dir, "num.stream.threads", "1"), engine.WithLogger(testLogger(t)))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	err := e.Run(ctx)
+	lane := filepath.Join(dir, "second", "0_0")
+	if !errors.Is(err, engine.ErrForeignState) || !strings.Contains(err.Error(), lane) {
+		t.Fatalf("Run over another application's state: %v; want ErrForeignState naming %s", err, lane)
 	}
 }
