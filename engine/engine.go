@@ -259,9 +259,10 @@ type settings struct {
 	// shutdown is ShutdownTimeoutMs.
 	shutdown time.Duration
 	// stateDir is where the lanes' RocksDB databases are, under
-	// <state.dir>/<application.id>; "" keeps the stores of
-	// default.dsl.store in memory.
-	stateDir string
+	// <state.dir>/<application.id>; "" when this binary has no RocksDB.
+	// rocksDefault says default.dsl.store is rocksDB.
+	stateDir     string
+	rocksDefault bool
 }
 
 func readSettings(c config.Config) (settings, error) {
@@ -322,7 +323,7 @@ func readSettings(c config.Config) (settings, error) {
 	if s.minInterval > s.maxInterval {
 		return s, fmt.Errorf("config %s (%s) is above %s (%s)", BarrierMinIntervalMs, s.minInterval, BarrierMaxIntervalMs, s.maxInterval)
 	}
-	if s.stateDir, err = stateDirOf(c, s.appID); err != nil {
+	if s.stateDir, s.rocksDefault, err = stateDirOf(c, s.appID); err != nil {
 		return s, err
 	}
 	s.factor = 1.5

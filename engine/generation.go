@@ -225,7 +225,8 @@ func (g *generation) initTasks(ctx context.Context, sr *subRun, s settings, rest
 				}
 				return nil
 			},
-			Backend: l.backend(),
+			Backend:    l.backend(),
+			Persistent: l.persistent(),
 		})
 		if err != nil {
 			return err

@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/stoatflow/stoatctl/engine/config"
+	"github.com/stoatflow/stoatctl/engine/state"
 	"github.com/stoatflow/stoatctl/engine/state/rocks"
 	"github.com/stoatflow/stoatctl/engine/topology"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -28,22 +29,27 @@ import (
 // epoch's transaction.
 
 // stateDirOf reads default.dsl.store and state.dir: the directory of the
-// application's lane databases, "" when the stores are in memory.
-func stateDirOf(c config.Config, appID string) (string, error) {
+// application's lane databases ("" in a binary without RocksDB), and
+// whether the stores of default.dsl.store go there.
+func stateDirOf(c config.Config, appID string) (dir string, rocksDefault bool, err error) {
 	v := strings.TrimSpace(c.String(config.DefaultDSLStore))
 	switch {
 	case v == "" || v == config.StoreInMemory || v == "in-memory":
-		return "", nil
 	case v != config.StoreRocksDB && v != "rocksdb":
-		return "", fmt.Errorf("config %s: %q is not one of %s, %s", config.DefaultDSLStore, v, config.StoreRocksDB, config.StoreInMemory)
+		return "", false, fmt.Errorf("config %s: %q is not one of %s, %s", config.DefaultDSLStore, v, config.StoreRocksDB, config.StoreInMemory)
 	case !rocks.Available():
-		return "", fmt.Errorf("config %s=%s: %w", config.DefaultDSLStore, v, rocks.ErrUnavailable)
+		return "", false, fmt.Errorf("config %s=%s: %w", config.DefaultDSLStore, v, rocks.ErrUnavailable)
+	default:
+		rocksDefault = true
 	}
-	dir := strings.TrimSpace(c.String(config.StateDir))
+	if !rocks.Available() {
+		return "", false, nil
+	}
+	dir = strings.TrimSpace(c.String(config.StateDir))
 	if dir == "" {
 		dir = "/tmp/stoatflow"
 	}
-	return filepath.Join(dir, appID), nil
+	return filepath.Join(dir, appID), rocksDefault, nil
 }
 
 // ErrForeignState is returned when a lane's state directory holds another
@@ -52,10 +58,15 @@ var ErrForeignState = errors.New("state directory of another application")
 
 // laneState is one lane's database and what its checkpoints record.
 type laneState struct {
-	db    *rocks.DB
-	app   string
-	lanes int
-	owned []string
+	db *rocks.DB
+	// defaults says the stores of default.dsl.store are in db, not only
+	// those built with state.RocksDB.
+	defaults bool
+	// topics are the changelog topics of the stores in db.
+	topics map[string]bool
+	app    string
+	lanes  int
+	owned  []string
 	// from is where the lane's restore starts, per changelog topic and
 	// partition; a partition missing starts at the log start.
 	from map[string]map[int32]int64
@@ -102,9 +113,11 @@ func (p *changelogPositions) snapshot() map[string]map[int32]int64 {
 type localState struct {
 	app string
 	dir string
-	adm *kadm.Client
-	log *slog.Logger
-	pos *changelogPositions
+	// defaults says the stores of default.dsl.store go to the databases.
+	defaults bool
+	adm      *kadm.Client
+	log      *slog.Logger
+	pos      *changelogPositions
 	// changelogs is the set of the topology's changelog topics.
 	changelogs map[string]bool
 	// owned names the source partitions whose keys a sub-topology's
@@ -119,14 +132,25 @@ type localState struct {
 // checkpoint is an error naming the database: nothing is wiped.
 func (s *localState) open(ctx context.Context, g *generation, sr *subRun) error {
 	st := g.built.Subtopologies[sr.id]
-	if len(st.Stores) == 0 {
-		return nil
-	}
+	// The stores the lane databases hold: those built with state.RocksDB,
+	// and under default.dsl.store=rocksDB those built with state.Default.
 	var topics []string
+	inDB := map[string]bool{}
+	need := false
 	for _, name := range st.Stores {
-		if t := g.built.Stores[name].ChangelogTopic; t != "" {
-			topics = append(topics, t)
+		info := g.built.Stores[name]
+		b := info.Builder.Backend()
+		if b != state.RocksDBBackendName && (!s.defaults || b != state.DefaultBackendName) {
+			continue
 		}
+		need = true
+		if t := info.ChangelogTopic; t != "" {
+			topics = append(topics, t)
+			inDB[t] = true
+		}
+	}
+	if !need {
+		return nil
 	}
 	starts, ends, err := s.bounds(ctx, topics)
 	if err != nil {
@@ -145,7 +169,7 @@ func (s *localState) open(ctx context.Context, g *generation, sr *subRun) error 
 		if err != nil {
 			return fmt.Errorf("sub-topology %d lane %d: %w", sr.id, l.idx, err)
 		}
-		ls := &laneState{db: db, app: s.app, lanes: len(sr.lanes), owned: owned}
+		ls := &laneState{db: db, defaults: s.defaults, topics: inDB, app: s.app, lanes: len(sr.lanes), owned: owned}
 		l.local = ls
 		cp, ok, err := db.Checkpoint()
 		if err != nil {
@@ -226,7 +250,7 @@ func (s *localState) bounds(ctx context.Context, topics []string) (starts, ends 
 func restoreFrom(sr *subRun, topic string) map[int32]int64 {
 	var from map[int32]int64
 	for _, l := range sr.lanes {
-		if l.local == nil || l.local.from == nil {
+		if l.local == nil || l.local.from == nil || !l.local.topics[topic] {
 			return nil
 		}
 		for p, off := range l.local.from[topic] {
@@ -247,7 +271,7 @@ func restoreFrom(sr *subRun, topic string) map[int32]int64 {
 // has says the lane's database already holds the changelog record at
 // offset of partition.
 func (ls *laneState) has(topic string, partition int32, offset int64) bool {
-	if ls == nil || ls.from == nil {
+	if ls == nil || ls.from == nil || !ls.topics[topic] {
 		return false
 	}
 	return offset < ls.from[topic][partition]
@@ -308,7 +332,17 @@ func (r *runner) localState(assigned map[string][]int32) *localState {
 	if r.s.stateDir == "" {
 		return nil
 	}
-	ls := &localState{app: r.s.appID, dir: r.s.stateDir, adm: r.adm, log: r.e.log, pos: &changelogPositions{}, changelogs: map[string]bool{},
+	if !r.s.rocksDefault {
+		// Only stores built with state.RocksDB go to the databases.
+		found := false
+		for _, info := range r.built.Stores {
+			found = found || info.Builder.Backend() == state.RocksDBBackendName
+		}
+		if !found {
+			return nil
+		}
+	}
+	ls := &localState{app: r.s.appID, dir: r.s.stateDir, defaults: r.s.rocksDefault, adm: r.adm, log: r.e.log, pos: &changelogPositions{}, changelogs: map[string]bool{},
 		owned: func(st *topology.Subtopology) []string { return ownedBy(st, assigned) }}
 	for _, info := range r.built.Stores {
 		if info.ChangelogTopic != "" {

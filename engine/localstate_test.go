@@ -17,8 +17,12 @@ import (
 
 	"github.com/stoatflow/stoatctl/engine"
 	"github.com/stoatflow/stoatctl/engine/broker"
+	"github.com/stoatflow/stoatctl/engine/dsl"
 	"github.com/stoatflow/stoatctl/engine/metrics"
+	"github.com/stoatflow/stoatctl/engine/serde"
+	"github.com/stoatflow/stoatctl/engine/state"
 	"github.com/stoatflow/stoatctl/engine/state/rocks"
+	"github.com/stoatflow/stoatctl/engine/topology"
 	"github.com/stoatflow/stoatctl/internal/kafkatest"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -252,4 +256,47 @@ func TestLocalStateOfAnotherApplication(t *testing.T) {
 	if !errors.Is(err, engine.ErrForeignState) || !strings.Contains(err.Error(), lane) {
 		t.Fatalf("Run over another application's state: %v; want ErrForeignState naming %s", err, lane)
 	}
+}
+
+// twoCounts counts "in" twice: into store "kept", kept in RocksDB whatever
+// default.dsl.store says (state.RocksDB), and into store "plain", which
+// follows default.dsl.store.
+func twoCounts() *topology.Topology {
+	str := serde.String()
+	b := dsl.NewBuilder()
+	s := dsl.Stream(b, dsl.ConsumedWith(str, str), "in")
+	s.GroupByKey().Count(dsl.MaterializedAs[string, int64]("kept").WithStoreSupplier(state.RocksDB())).
+		ToStream().To("out", dsl.ProducedWith(str, serde.Int64()))
+	s.GroupByKey().Count(dsl.MaterializedAs[string, int64]("plain")).
+		ToStream().To("out2", dsl.ProducedWith(str, serde.Int64()))
+	return b.Topology()
+}
+
+// TestLocalStatePerStore: under default.dsl.store=in_memory a store built
+// with state.RocksDB is still kept in RocksDB: a clean restart restores
+// nothing into it and every record into the in-memory one, and both go on
+// counting exactly once.
+func TestLocalStatePerStore(t *testing.T) {
+	needRocks(t)
+	const keys, per = 50, 3
+	addr := startBroker(t, map[string]int32{"in": 4, "out": 4, "out2": 4})
+	conf := storeCfg(addr, "per-store", "in_memory", t.TempDir())
+	var got, got2 []kv
+	for run := range 2 {
+		e, stop := runEngine(t, twoCounts(), conf)
+		produce(t, addr, "in", keyed(keys, per))
+		got = readCommitted(t, addr, "out", (run+1)*keys*per, 30*time.Second)
+		got2 = readCommitted(t, addr, "out2", (run+1)*keys*per, 30*time.Second)
+		if err := stop(); err != nil {
+			t.Fatalf("run %d: %v", run+1, err)
+		}
+		kept := e.Metrics().Value(metrics.RestoredRecords, "store", "kept")
+		plain := e.Metrics().Value(metrics.RestoredRecords, "store", "plain")
+		t.Logf("run %d restored %d records into kept (RocksDB), %d into plain (in memory)", run+1, kept, plain)
+		if run == 1 && (kept != 0 || plain < keys) {
+			t.Fatalf("the restart restored %d records into the RocksDB store (want 0) and %d into the in-memory one (want at least %d)", kept, plain, keys)
+		}
+	}
+	checkCounts(t, got, keys, 2*per)
+	checkCounts(t, got2, keys, 2*per)
 }

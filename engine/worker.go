@@ -137,12 +137,26 @@ type worker struct {
 	local *laneState
 }
 
-// backend is the supplier of the lane's default.dsl.store stores.
+// backend is the supplier of the lane's default.dsl.store stores: its
+// database under default.dsl.store=rocksDB, else nil (in memory).
 func (l *worker) backend() state.BytesSupplier {
-	if l.local == nil {
+	if l.local == nil || !l.local.defaults {
 		return nil
 	}
 	return l.local.db.Supplier()
+}
+
+// persistent is the supplier of the lane's state.RocksDB stores: its
+// database; in memory in a generation with nothing assigned, which opens
+// none and processes nothing; nil without RocksDB.
+func (l *worker) persistent() state.BytesSupplier {
+	switch {
+	case l.local != nil:
+		return l.local.db.Supplier()
+	case l.g.local != nil:
+		return state.InMemory()
+	}
+	return nil
 }
 
 // laneClock is a lane's view of time: the global watermark for stream

@@ -1,5 +1,7 @@
 package state
 
+import "fmt"
+
 // Default returns the supplier of stores whose backend the runtime picks:
 // default.dsl.store, as Kafka Streams' DSL stores without a supplier of
 // their own follow it. A store from it takes its byte store, when it is
@@ -10,24 +12,46 @@ func Default() BytesSupplier { return defaultSupplier{} }
 // DefaultBackendName is the Name of Default's supplier.
 const DefaultBackendName = "default.dsl.store"
 
-type defaultSupplier struct{}
+// RocksDBBackendName is the Name of RocksDB's supplier, and of the byte
+// stores of engine/state/rocks.
+const RocksDBBackendName = "rocksdb"
 
-func (defaultSupplier) Name() string { return DefaultBackendName }
+// RocksDB returns the supplier of stores kept in RocksDB whatever
+// default.dsl.store says: the runtime's lane database, which a store takes
+// when it is initialised from a BackendContext. A BackendContext that has
+// none (a live engine in a binary built without cgo) fails Init naming the
+// store; any other Context (the test driver, a topology's build checks)
+// gets an in-memory store.
+func RocksDB() BytesSupplier { return defaultSupplier{persistent: true} }
 
-func (defaultSupplier) Get(name string) KeyValueBytesStore { return &deferredStore{name: name} }
+type defaultSupplier struct{ persistent bool }
+
+func (s defaultSupplier) Name() string {
+	if s.persistent {
+		return RocksDBBackendName
+	}
+	return DefaultBackendName
+}
+
+func (s defaultSupplier) Get(name string) KeyValueBytesStore {
+	return &deferredStore{name: name, persistent: s.persistent}
+}
 
 // BackendContext is a Context that supplies the byte stores of the stores
-// built from Default. DefaultBackend may return nil: in memory then.
+// built from Default and RocksDB. DefaultBackend may return nil: in memory
+// then; PersistentBackend returns nil when there is no RocksDB.
 type BackendContext interface {
 	Context
 	DefaultBackend() BytesSupplier
+	PersistentBackend() BytesSupplier
 }
 
 // deferredStore is a byte store whose backend is chosen on Init, or on
 // first use without one.
 type deferredStore struct {
-	name  string
-	inner KeyValueBytesStore
+	name       string
+	persistent bool
+	inner      KeyValueBytesStore
 }
 
 func (s *deferredStore) store() KeyValueBytesStore {
@@ -41,10 +65,18 @@ func (s *deferredStore) Name() string { return s.name }
 
 func (s *deferredStore) Init(ctx Context) error {
 	if s.inner == nil {
-		if bc, ok := ctx.(BackendContext); ok {
-			if sup := bc.DefaultBackend(); sup != nil {
-				s.inner = sup.Get(s.name)
-			}
+		var sup BytesSupplier
+		bc, ok := ctx.(BackendContext)
+		if ok && s.persistent {
+			sup = bc.PersistentBackend()
+		} else if ok {
+			sup = bc.DefaultBackend()
+		}
+		switch {
+		case sup != nil:
+			s.inner = sup.Get(s.name)
+		case ok && s.persistent:
+			return fmt.Errorf("store %q: init: it is to be kept in RocksDB, and this engine has no RocksDB (a binary built without cgo)", s.name)
 		}
 	}
 	return s.store().Init(ctx)

@@ -99,6 +99,9 @@ type Options struct {
 	// Backend supplies the byte stores of the stores built from
 	// state.Default (default.dsl.store); nil keeps them in memory.
 	Backend state.BytesSupplier
+	// Persistent supplies the byte stores of the stores built from
+	// state.RocksDB; nil fails their Init.
+	Persistent state.BytesSupplier
 }
 
 // Task runs one sub-topology.
@@ -118,6 +121,7 @@ type Task struct {
 	partCount func(string) int32
 	restore   func(map[string]state.Store) error
 	backend   state.BytesSupplier
+	persist   state.BytesSupplier
 
 	deserHandler string
 	dlqTopic     string
@@ -194,6 +198,7 @@ func New(b *topology.Built, st *topology.Subtopology, opts Options) (*Task, erro
 		partCount:     opts.PartitionCount,
 		restore:       opts.Restore,
 		backend:       opts.Backend,
+		persist:       opts.Persistent,
 		partitionTime: map[partitionKey]int64{},
 	}
 	if t.id == "" {
@@ -755,6 +760,9 @@ func (s storeContext) RecordTimestamp() int64 { return s.t.rc.timestamp }
 
 // DefaultBackend makes storeContext a state.BackendContext.
 func (s storeContext) DefaultBackend() state.BytesSupplier { return s.t.backend }
+
+// PersistentBackend makes storeContext a state.BackendContext.
+func (s storeContext) PersistentBackend() state.BytesSupplier { return s.t.persist }
 
 func (s storeContext) LogChange(store string, key, value []byte, timestamp int64, headers []state.Header) error {
 	topic := s.ChangelogTopic(store)
