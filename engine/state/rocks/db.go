@@ -62,11 +62,12 @@ type DB struct {
 	closed atomic.Bool
 	freed  bool
 
-	// restoring says writes go to bulk, records of a write batch laid out
-	// in Go, instead of to a layer (BeginRestore).
+	// restoring says writes go to bulk, the last restored write of each
+	// key (nil for a delete), instead of to a layer (BeginRestore);
+	// bulkSize is the bytes of its keys and values.
 	restoring bool
-	bulk      []byte
-	bulkCount uint32
+	bulk      map[string][]byte
+	bulkSize  int
 	bulkErr   error
 }
 
@@ -323,8 +324,7 @@ func (d *DB) writable() *layer {
 
 func (d *DB) put(key, value []byte) {
 	if d.restoring {
-		d.bulk = appendRecord(d.bulk, key, value)
-		d.bulkWrote()
+		d.bulkAdd(key, append(make([]byte, 0, len(value)), value...))
 		return
 	}
 	l := d.writable()
@@ -334,8 +334,7 @@ func (d *DB) put(key, value []byte) {
 
 func (d *DB) del(key []byte) {
 	if d.restoring {
-		d.bulk = appendRecord(d.bulk, key, nil)
-		d.bulkWrote()
+		d.bulkAdd(key, nil)
 		return
 	}
 	l := d.writable()
@@ -348,7 +347,9 @@ const bulkMax = 8 << 20
 
 // BeginRestore makes the writes that follow go straight to the database
 // in large write batches laid out in Go, one native call per batch rather
-// than one per record, until EndRestore. It is for a restore, before the
+// than one per record, and each key once per batch (a changelog holds many
+// versions of a key; RocksDB's memtable inserts are the cost), until
+// EndRestore. It is for a restore, before the
 // lane processes anything: a crash in between leaves records past the
 // checkpoint in the database, which the next restore, reading from the
 // same checkpoint, writes again in the same order, to the same result.
@@ -356,6 +357,7 @@ func (d *DB) BeginRestore() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.restoring = true
+	d.bulk = map[string][]byte{}
 }
 
 // EndRestore writes what is left of the restore with cp, atomically.
@@ -367,7 +369,7 @@ func (d *DB) EndRestore(cp Checkpoint) error {
 	}
 	d.put(checkpointKey, cp.encode())
 	d.flushBulk()
-	d.restoring = false
+	d.restoring, d.bulk = false, nil
 	err := d.bulkErr
 	d.bulkErr = nil
 	if err != nil {
@@ -384,9 +386,15 @@ func (d *DB) EndRestore(cp Checkpoint) error {
 	return nil
 }
 
-func (d *DB) bulkWrote() {
-	d.bulkCount++
-	if len(d.bulk) >= bulkMax {
+func (d *DB) bulkAdd(key, value []byte) {
+	if old, ok := d.bulk[string(key)]; ok {
+		d.bulkSize -= len(old)
+	} else {
+		d.bulkSize += len(key)
+	}
+	d.bulk[string(key)] = value
+	d.bulkSize += len(value)
+	if d.bulkSize >= bulkMax {
 		d.flushBulk()
 	}
 }
@@ -394,18 +402,16 @@ func (d *DB) bulkWrote() {
 // flushBulk writes the restored records gathered so far. The lock must be
 // held.
 func (d *DB) flushBulk() {
-	if d.bulkCount == 0 || d.bulkErr != nil {
+	if len(d.bulk) == 0 || d.bulkErr != nil {
 		return
 	}
-	rep := make([]byte, batchHeader, batchHeader+len(d.bulk))
-	binary.LittleEndian.PutUint32(rep[8:], d.bulkCount)
-	rep = append(rep, d.bulk...)
-	wb := grocksdb.WriteBatchFrom(rep)
+	wb := grocksdb.WriteBatchFrom(encodeBatch(d.bulk))
 	if err := d.db.Write(d.bulkWo, wb); err != nil {
 		d.bulkErr = fmt.Errorf("restore into RocksDB state in %s: %w", d.path, err)
 	}
 	wb.Destroy()
-	d.bulk, d.bulkCount = d.bulk[:0], 0
+	clear(d.bulk)
+	d.bulkSize = 0
 }
 
 // get reads key through the layers, newest first, then the database. The
