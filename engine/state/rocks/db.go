@@ -79,6 +79,10 @@ type layer struct {
 	// and commits go by it (one entry per key, no native call), the batch
 	// is for iterators.
 	vals map[string][]byte
+	// pending are the keys written since the batch last took vals' writes:
+	// the batch is brought up to date when an iterator opens over the
+	// layer (sync), so a layer no iterator reads costs no native write.
+	pending map[string]struct{}
 	// refs counts the iterators reading the layer; a layer with readers
 	// takes no writes.
 	refs int
@@ -89,7 +93,20 @@ type layer struct {
 }
 
 func newLayer(epoch int64) *layer {
-	return &layer{epoch: epoch, wb: grocksdb.NewWriteBatchWI(0, true), vals: map[string][]byte{}}
+	return &layer{epoch: epoch, wb: grocksdb.NewWriteBatchWI(0, true), vals: map[string][]byte{}, pending: map[string]struct{}{}}
+}
+
+// sync writes the pending keys' last writes to the batch. Only a layer no
+// iterator reads has pending keys: one with readers takes no writes.
+func (l *layer) sync() {
+	for k := range l.pending {
+		if v := l.vals[k]; v == nil {
+			l.wb.Delete([]byte(k))
+		} else {
+			l.wb.Put([]byte(k), v)
+		}
+	}
+	clear(l.pending)
 }
 
 func (l *layer) writable(epoch int64) bool { return !l.sealed && l.refs == 0 && l.epoch == epoch }
@@ -328,8 +345,8 @@ func (d *DB) put(key, value []byte) {
 		return
 	}
 	l := d.writable()
-	l.wb.Put(key, value)
 	l.vals[string(key)] = append(make([]byte, 0, len(value)), value...)
+	l.pending[string(key)] = struct{}{}
 }
 
 func (d *DB) del(key []byte) {
@@ -338,8 +355,8 @@ func (d *DB) del(key []byte) {
 		return
 	}
 	l := d.writable()
-	l.wb.Delete(key)
 	l.vals[string(key)] = nil
+	l.pending[string(key)] = struct{}{}
 }
 
 // bulkMax is how many bytes of restored records are written at once.
@@ -456,12 +473,8 @@ func (d *DB) compact() error {
 		}
 		m := newLayer(d.layers[i].epoch)
 		m.vals = merge(d.layers[i:j])
-		for k, v := range m.vals {
-			if v == nil {
-				m.wb.Delete([]byte(k))
-			} else {
-				m.wb.Put([]byte(k), v)
-			}
+		for k := range m.vals {
+			m.pending[k] = struct{}{}
 		}
 		for _, l := range d.layers[i:j] {
 			m.sealed = m.sealed || l.sealed

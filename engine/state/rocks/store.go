@@ -216,6 +216,7 @@ func (s *store) scan(from, to, prefix []byte, reverse bool) (state.BytesIterator
 	d.flushBulk()
 	native := d.db.NewIterator(d.ro)
 	for _, l := range d.layers {
+		l.sync()
 		l.refs++
 		it.layers = append(it.layers, l)
 		native = l.wb.NewIteratorWithBase(d.db, native)
