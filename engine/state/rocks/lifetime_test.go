@@ -73,6 +73,24 @@ var lifetimeScenarios = []struct {
 		}
 		rest(t, it, 100, 200, "v")
 	}},
+	{"second iterator over writes made under the first", func(t *testing.T, d *DB) {
+		s := fill(t, d, 100)
+		first := must(s.All())
+		half(t, first, 50)
+		for i := range 100 {
+			must(0, s.Put(key(i), []byte(fmt.Sprintf("w%d", i))))
+		}
+		// The second iterator brings the new layer's batch up to date;
+		// the first still reads the layer it froze.
+		second := must(s.All())
+		for i := range 100 {
+			if !second.Next() || string(second.Value()) != fmt.Sprintf("w%d", i) {
+				t.Fatalf("second iterator at %d: %q=%q (%v)", i, second.Key(), second.Value(), second.Err())
+			}
+		}
+		second.Close()
+		rest(t, first, 50, 100, "v")
+	}},
 	{"layers merged under an iterator", func(t *testing.T, d *DB) {
 		s := fill(t, d, 50)
 		it := must(s.All())
