@@ -8,10 +8,12 @@
 //     lane lives in it, its keys prefixed by the store's name and a zero
 //     byte. RocksDB's own LOCK file in that directory keeps a second process
 //     out.
-//   - An epoch layer is an indexed write batch (RocksDB's
-//     WriteBatchWithIndex) holding writes not yet committed. Reads and
-//     iterators see the layers newest first, then the database: the
-//     processing epoch over the committing epoch over committed state.
+//   - An epoch layer holds writes not yet committed: the last write of
+//     each key in a Go map, which point reads and commits use, and an
+//     indexed write batch (RocksDB's WriteBatchWithIndex) that iterators
+//     read, brought up to date when one opens. Reads and iterators see the
+//     layers newest first, then the database: the processing epoch over
+//     the committing epoch over committed state.
 //   - Sealing an epoch ends its writes: later writes go to a new layer of
 //     the next epoch. Committing an epoch writes its layers and a
 //     checkpoint to the database in one atomic write, once the epoch's
