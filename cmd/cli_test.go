@@ -101,8 +101,8 @@ func checkGolden(t *testing.T, name, got string) {
 // maskVersion hides what depends on the toolchain and machine: the go and
 // platform fields in the text, json and yaml layouts.
 var versionMasks = []*regexp.Regexp{
-	regexp.MustCompile(`(?m)^(\s*"(?:go|platform)": ")[^"]*`),
-	regexp.MustCompile(`(?m)^((?:go|platform):? +)\S.*$`),
+	regexp.MustCompile(`(?m)^(\s*"(?:go|platform|rocksdb)": ")[^"]*`),
+	regexp.MustCompile(`(?m)^((?:go|platform|rocksdb):? +)\S.*$`),
 }
 
 func maskVersion(s string) string {
@@ -126,13 +126,13 @@ func TestVersionJSONShape(t *testing.T) {
 	if err := json.Unmarshal(stdout.Bytes(), &v); err != nil {
 		t.Fatalf("version -o json is not JSON: %v\n%s", err, stdout.String())
 	}
-	for _, key := range []string{"module", "version", "commit", "go", "platform", "state_backends"} {
+	for _, key := range []string{"module", "version", "commit", "go", "platform", "state_backends", "rocksdb"} {
 		if _, ok := v[key]; !ok {
 			t.Errorf("version -o json has no %q: %s", key, stdout.String())
 		}
 	}
-	if len(v) != 6 {
-		t.Errorf("version -o json has %d fields, want 6: %s", len(v), stdout.String())
+	if len(v) != 7 {
+		t.Errorf("version -o json has %d fields, want 7: %s", len(v), stdout.String())
 	}
 }
 

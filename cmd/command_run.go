@@ -20,6 +20,7 @@ import (
 	"github.com/stoatflow/stoatctl/engine/broker"
 	"github.com/stoatflow/stoatctl/engine/config"
 	"github.com/stoatflow/stoatctl/engine/rest"
+	"github.com/stoatflow/stoatctl/engine/state/rocks"
 	"github.com/stoatflow/stoatctl/engine/topofile"
 	"github.com/stoatflow/stoatctl/internal/buildinfo"
 )
@@ -121,6 +122,11 @@ An address in use fails the start; --http off serves nothing.`,
 			}
 			if stateDir != "" {
 				src.set(config.StateDir, stateDir, "flag --state-dir")
+			}
+			if _, ok := src.values[config.DefaultDSLStore]; !ok && rocks.Available() {
+				// stoatctl run keeps state in RocksDB unless told otherwise;
+				// the engine package and the test driver default to memory.
+				src.set(config.DefaultDSLStore, config.StoreRocksDB, "stoatctl run's default")
 			}
 			// Nothing starts before the configuration is checked.
 			var report configReport

@@ -16,7 +16,7 @@ func newVersionCommand(stamp buildinfo.Stamp) *cobra.Command {
 	format := output.NewFormat(output.Text, output.JSON, output.YAML)
 	c := &cobra.Command{
 		Use:   "version",
-		Short: "Print the version, commit, Go version and state backends of this binary",
+		Short: "Print the version, commit, Go version, state backends and RocksDB version of this binary",
 		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			info := buildinfo.Read(stamp)
@@ -37,6 +37,9 @@ func writeVersionText(w io.Writer, info buildinfo.Info) error {
 	fmt.Fprintf(tw, "platform\t%s\n", info.Platform)
 	fmt.Fprintf(tw, "module\t%s\n", info.Module)
 	fmt.Fprintf(tw, "state backends\t%s\n", strings.Join(info.StateBackends, ", "))
+	if info.RocksDB != "" {
+		fmt.Fprintf(tw, "rocksdb\t%s\n", info.RocksDB)
+	}
 	return tw.Flush()
 }
 

@@ -55,6 +55,7 @@ type committer struct {
 
 func (c *committer) promise(rec *kgo.Record, err error) {
 	if err == nil {
+		c.g.produced(rec.Topic, rec.Partition, rec.Offset)
 		// franz-go is done with a record once its promise runs.
 		*rec = kgo.Record{}
 		recordPool.Put(rec)
@@ -270,6 +271,7 @@ func (r *runner) commitLoop(ctx context.Context, g *generation, cuts <-chan epoc
 				g.cancel()
 				return
 			}
+			r.commitLocal(g, next)
 			took := time.Since(start)
 			r.commitTook.Store(int64(took))
 			r.e.committed(p.cut.records, took)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/stoatflow/stoatctl/engine"
+	"github.com/stoatflow/stoatctl/engine/state/rocks"
 	"github.com/stoatflow/stoatctl/engine/topology"
 	"github.com/stoatflow/stoatctl/internal/kafkatest"
 )
@@ -62,6 +63,10 @@ func runCrashChild(addr string) int {
 	if ms := os.Getenv("STOATFLOW_CRASH_SESSION_TIMEOUT"); ms != "" {
 		c["session.timeout.ms"] = ms
 	}
+	if store := os.Getenv("STOATFLOW_CRASH_STORE"); store != "" {
+		c["default.dsl.store"] = store
+		c["state.dir"] = os.Getenv("STOATFLOW_CRASH_STATE_DIR")
+	}
 	topo := counts()
 	switch os.Getenv("STOATFLOW_CRASH_TOPOLOGY") {
 	case "windows":
@@ -90,7 +95,24 @@ func runCrashChild(addr string) int {
 // TestCrashExactlyOnce kills the engine with SIGKILL at random moments
 // while it counts, restarts it each time, and requires the read-committed
 // output to hold every count of every key exactly once.
-func TestCrashExactlyOnce(t *testing.T) {
+func TestCrashExactlyOnce(t *testing.T) { crashStores(t, crashCounts) }
+
+// crashStores runs a crash test over each store backend: the in-memory
+// stores, rebuilt from the changelogs at every start, and RocksDB's,
+// brought up to date from their checkpoints (or rebuilt when the lane
+// count changed).
+func crashStores(t *testing.T, run func(t *testing.T, store string)) {
+	for _, store := range []string{"in_memory", "rocksDB"} {
+		t.Run(store, func(t *testing.T) {
+			if store == "rocksDB" && !rocks.Available() {
+				t.Skip("built without cgo: no RocksDB")
+			}
+			run(t, store)
+		})
+	}
+}
+
+func crashCounts(t *testing.T, store string) {
 	keys, per, kills := 1000, 200, 10
 	switch {
 	case testing.Short():
@@ -106,7 +128,7 @@ func TestCrashExactlyOnce(t *testing.T) {
 	for i := range keys * per {
 		in = append(in, kv{Key: "k" + strconv.Itoa(i%keys), Value: "x"})
 	}
-	got := crashAndRestart(t, addr, "counts", kills, in)
+	got := crashAndRestart(t, addr, "counts", store, kills, in)
 	checkCounts(t, got, keys, per)
 }
 
@@ -115,16 +137,18 @@ func TestCrashExactlyOnce(t *testing.T) {
 // while records are flowing; the last run goes on until want output
 // records (default: one per input record) are committed, and stops with
 // SIGTERM.
-func crashAndRestart(t *testing.T, addr, topo string, kills int, in []kv, want ...int) []kv {
+func crashAndRestart(t *testing.T, addr, topo, store string, kills int, in []kv, want ...int) []kv {
 	n := len(in)
 	if len(want) > 0 {
 		n = want[0]
 	}
 	slice := func(i int) []kv { return in[i*len(in)/(kills+1) : (i+1)*len(in)/(kills+1)] }
 	rng := rand.New(rand.NewPCG(crashSeed(t), 7))
+	dir := t.TempDir()
 	start := func(lanes int) *exec.Cmd {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), crashChildEnv+"="+addr, "STOATFLOW_CRASH_LANES="+strconv.Itoa(lanes), "STOATFLOW_CRASH_TOPOLOGY="+topo)
+		cmd.Env = append(os.Environ(), crashChildEnv+"="+addr, "STOATFLOW_CRASH_LANES="+strconv.Itoa(lanes), "STOATFLOW_CRASH_TOPOLOGY="+topo,
+			"STOATFLOW_CRASH_STORE="+store, "STOATFLOW_CRASH_STATE_DIR="+dir)
 		cmd.Stderr = os.Stderr
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -156,7 +180,7 @@ func crashAndRestart(t *testing.T, addr, topo string, kills int, in []kv, want .
 // end is committed exactly once with its full count, the set the driver
 // emits for the same records.
 func TestCrashWindowsExactlyOnce(t *testing.T) {
-	crashWindowed(t, "windows", windowedCounts())
+	crashStores(t, func(t *testing.T, store string) { crashWindowed(t, "windows", store, windowedCounts()) })
 }
 
 // TestCrashSuppressExactlyOnce is the windowed crash test with the final
@@ -164,13 +188,13 @@ func TestCrashWindowsExactlyOnce(t *testing.T) {
 // close: the buffer's releases and their deletes must survive the kills
 // together, so no window is released twice or never.
 func TestCrashSuppressExactlyOnce(t *testing.T) {
-	crashWindowed(t, "suppress", suppressedCounts())
+	crashStores(t, func(t *testing.T, store string) { crashWindowed(t, "suppress", store, suppressedCounts()) })
 }
 
 // crashWindowed runs the crash test for the child topology name (topo):
 // 100 keys with a record a second each for 200 s, 6 kills, and the
 // committed window results must be the driver's set.
-func crashWindowed(t *testing.T, name string, topo *topology.Topology) {
+func crashWindowed(t *testing.T, name, store string, topo *topology.Topology) {
 	keys, steps, kills := 100, 200, 6
 	if testing.Short() {
 		keys, steps, kills = 20, 100, 3
@@ -184,7 +208,7 @@ func crashWindowed(t *testing.T, name string, topo *topology.Topology) {
 	want := driverOutputOf(t, topo, "crash-"+name, in)
 	addr := startBroker(t, map[string]int32{"in": 4, "out": 4})
 	var got []string
-	for _, r := range crashAndRestart(t, addr, name, kills, in, len(want)) {
+	for _, r := range crashAndRestart(t, addr, name, store, kills, in, len(want)) {
 		got = append(got, fmt.Sprintf("%x=%x", r.Key, r.Value))
 	}
 	slices.Sort(want)
@@ -200,7 +224,9 @@ func head(s []string) []string { return s[:min(len(s), 5)] }
 // re-keyed through an in-memory boundary: records crossing between lanes,
 // barrier alignment and the restore of the downstream sub-topology must
 // keep every count exactly once.
-func TestCrashRekeyExactlyOnce(t *testing.T) {
+func TestCrashRekeyExactlyOnce(t *testing.T) { crashStores(t, crashRekey) }
+
+func crashRekey(t *testing.T, store string) {
 	words, per, kills := 500, 100, 6
 	if testing.Short() {
 		words, per, kills = 100, 30, 3
@@ -210,6 +236,6 @@ func TestCrashRekeyExactlyOnce(t *testing.T) {
 		in = append(in, kv{Key: "line-" + strconv.Itoa(i), Value: "w" + strconv.Itoa(i%words)})
 	}
 	addr := startBroker(t, map[string]int32{"in": 4, "out": 4})
-	got := crashAndRestart(t, addr, "rekey", kills, in)
+	got := crashAndRestart(t, addr, "rekey", store, kills, in)
 	checkCounts(t, got, words, per)
 }

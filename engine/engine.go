@@ -130,6 +130,9 @@ type Stats struct {
 	Watermark int64
 	// GlobalRecords is the number of records applied to global stores.
 	GlobalRecords int64
+	// Restored is the number of changelog records the last start or reset
+	// restored into the stores.
+	Restored int64
 }
 
 // Option configures an Engine.
@@ -282,6 +285,11 @@ type settings struct {
 	dialOpts []kgo.Opt
 	// shutdown is ShutdownTimeoutMs.
 	shutdown time.Duration
+	// stateDir is where the lanes' RocksDB databases are, under
+	// <state.dir>/<application.id>; "" when this binary has no RocksDB.
+	// rocksDefault says default.dsl.store is rocksDB.
+	stateDir     string
+	rocksDefault bool
 }
 
 func readSettings(c config.Config) (settings, error) {
@@ -341,6 +349,9 @@ func readSettings(c config.Config) (settings, error) {
 	}
 	if s.minInterval > s.maxInterval {
 		return s, fmt.Errorf("config %s (%s) is above %s (%s)", BarrierMinIntervalMs, s.minInterval, BarrierMaxIntervalMs, s.maxInterval)
+	}
+	if s.stateDir, s.rocksDefault, err = stateDirOf(c, s.appID); err != nil {
+		return s, err
 	}
 	s.factor = 1.5
 	if v, ok := c.Lookup(BarrierIntervalFactor); ok {

@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/stoatflow/stoatctl/engine/barrier"
+	"github.com/stoatflow/stoatctl/engine/kafka"
 	"github.com/stoatflow/stoatctl/engine/lane"
+	"github.com/stoatflow/stoatctl/engine/metrics"
 	"github.com/stoatflow/stoatctl/engine/state"
 	"github.com/stoatflow/stoatctl/engine/task"
 	"github.com/stoatflow/stoatctl/engine/topology"
@@ -35,6 +38,9 @@ type generation struct {
 	// wallClock says a task has wall-clock punctuators or timers: they
 	// fire at barriers, so barriers keep coming when the input is idle.
 	wallClock bool
+	// local opens the lanes' RocksDB databases; nil keeps the stores in
+	// memory.
+	local *localState
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -44,8 +50,9 @@ type generation struct {
 }
 
 // restoreSource reads a store's changelog partitions into the lanes'
-// stores; nil means nothing to restore.
-type restoreSource func(ctx context.Context, sub *subRun, store string, apply func(rec changelogRecord) error) error
+// stores, each partition from its offset in from or else from its log
+// start, and returns where it stopped; nil means nothing to restore.
+type restoreSource func(ctx context.Context, sub *subRun, store string, from map[int32]int64, apply func(rec changelogRecord) error) (kafka.Positions, error)
 
 // changelogRecord is one record of a changelog, with the lane hash it was
 // written with (hashed false when it had none).
@@ -54,12 +61,14 @@ type changelogRecord struct {
 	timestamp  int64
 	hash       int32
 	hashed     bool
+	partition  int32
+	offset     int64
 }
 
 // newGeneration builds the lanes of every sub-topology, their tasks and
 // stores, restored through restore, with each lane's floor at floor.
-func newGeneration(ctx context.Context, e *Engine, built *topology.Built, s settings, partitions func(sub *topology.Subtopology) int32, floor int64, restore restoreSource, global map[string]state.Store) (*generation, error) {
-	g := &generation{e: e, built: built, global: global}
+func newGeneration(ctx context.Context, e *Engine, built *topology.Built, s settings, partitions func(sub *topology.Subtopology) int32, floor int64, restore restoreSource, global map[string]state.Store, local *localState) (*generation, error) {
+	g := &generation{e: e, built: built, global: global, local: local}
 	g.watermark.Store(max(floor, task.Unknown))
 	// Shutdown outlives the caller's context: the final barrier still has
 	// to travel and commit after it is cancelled.
@@ -118,23 +127,43 @@ func containsSub(list []*subRun, s *subRun) bool {
 
 func (g *generation) initTasks(ctx context.Context, sr *subRun, s settings, restore restoreSource) error {
 	st := g.built.Subtopologies[sr.id]
+	if g.local != nil {
+		if err := g.local.open(ctx, g, sr); err != nil {
+			return err
+		}
+	}
 	restored := map[string][][]state.ChangelogRecord{}
+	began, total := time.Now(), 0
 	if restore != nil {
 		for _, name := range st.Stores {
 			info := g.built.Stores[name]
 			if info.ChangelogTopic == "" {
 				continue
 			}
+			var from map[int32]int64
+			if g.local != nil {
+				from = restoreFrom(sr, info.ChangelogTopic)
+			}
 			perLane := make([][]state.ChangelogRecord, len(sr.lanes))
-			err := restore(ctx, sr, name, func(rec changelogRecord) error {
+			n := 0
+			began := time.Now()
+			ends, err := restore(ctx, sr, name, from, func(rec changelogRecord) error {
 				cr := state.ChangelogRecord{Key: rec.key, Value: rec.value, Timestamp: rec.timestamp}
+				// A lane database skips what its checkpoint says it holds.
+				keep := func(i int) bool { return !sr.lanes[i].local.has(info.ChangelogTopic, rec.partition, rec.offset) }
 				if rec.hashed {
 					i := lane.For32(rec.hash, len(sr.lanes))
-					perLane[i] = append(perLane[i], cr)
+					if keep(i) {
+						perLane[i] = append(perLane[i], cr)
+						n++
+					}
 					return nil
 				}
 				for i := range perLane {
-					perLane[i] = append(perLane[i], cr)
+					if keep(i) {
+						perLane[i] = append(perLane[i], cr)
+						n++
+					}
 				}
 				return nil
 			})
@@ -142,6 +171,17 @@ func (g *generation) initTasks(ctx context.Context, sr *subRun, s settings, rest
 				return fmt.Errorf("restore state store %s from %s: %w", name, info.ChangelogTopic, err)
 			}
 			restored[name] = perLane
+			if g.local != nil {
+				for p, end := range ends {
+					g.local.pos.advance(info.ChangelogTopic, p, end)
+				}
+				g.local.log.Info("state store restored", "store", name, "changelog", info.ChangelogTopic, "records", n, "from_checkpoint", from != nil, "read", time.Since(began))
+			}
+			g.e.addStats(func(s *Stats) { s.Restored += int64(n) })
+			if g.e.metrics != nil {
+				g.e.metrics.Counter(metrics.RestoredRecords, "store", name).Add(int64(n))
+			}
+			total += n
 		}
 	}
 	for _, l := range sr.lanes {
@@ -160,6 +200,11 @@ func (g *generation) initTasks(ctx context.Context, sr *subRun, s settings, rest
 				return sr.changelogPartitions
 			},
 			Restore: func(stores map[string]state.Store) error {
+				if l.local != nil {
+					// Restored records go to the database in bulk, not to
+					// an epoch layer.
+					l.local.db.BeginRestore()
+				}
 				for name, perLane := range restored {
 					recs := perLane[l.idx]
 					if len(recs) == 0 {
@@ -173,8 +218,15 @@ func (g *generation) initTasks(ctx context.Context, sr *subRun, s settings, rest
 						return fmt.Errorf("state store %s: %w", name, err)
 					}
 				}
+				if l.local != nil {
+					// What was restored is committed state: it is made
+					// durable now, with the positions read up to.
+					return l.local.db.EndRestore(l.local.checkpoint(g.local.pos.snapshot()))
+				}
 				return nil
 			},
+			Backend:    l.backend(),
+			Persistent: l.persistent(),
 		})
 		if err != nil {
 			return err
@@ -186,6 +238,10 @@ func (g *generation) initTasks(ctx context.Context, sr *subRun, s settings, rest
 		if t.HasWallClockWork() {
 			g.wallClock = true
 		}
+	}
+	if total > 0 {
+		// Read, written to the stores and, for RocksDB, committed.
+		g.e.log.Info("state restored", "sub_topology", sr.id, "records", total, "took", time.Since(began))
 	}
 	return nil
 }
@@ -233,6 +289,7 @@ func (g *generation) close() {
 			}
 		}
 	}
+	g.closeLocal()
 }
 
 // dispatchBatch is how many records the dispatcher hands a lane at once:

@@ -1007,7 +1007,7 @@ func (r *runner) resetOnce(ctx context.Context) error {
 	r.e.obs.restoreTarget.Store(0)
 	r.e.obs.restoring.Store(true)
 	r.e.log.Info("restoring state from the changelogs", "stores", len(r.built.Stores), "partitions", assigned)
-	gen, err := newGeneration(ctx, r.e, r.built, r.s, r.changelogPartitions, floor, r.restorer(assigned), r.global.stores())
+	gen, err := newGeneration(ctx, r.e, r.built, r.s, r.changelogPartitions, floor, r.restorer(assigned), r.global.stores(), r.localState(assigned))
 	r.e.obs.restoring.Store(false)
 	if err != nil {
 		return err
@@ -1175,7 +1175,7 @@ func (r *runner) committedOffsets(ctx context.Context, assigned map[string][]int
 // hash mod the partition count, as Kafka's default partitioner places
 // keys); a record without one (written by a punctuator) is kept.
 func (r *runner) restorer(assigned map[string][]int32) restoreSource {
-	return func(ctx context.Context, sub *subRun, store string, apply func(changelogRecord) error) error {
+	return func(ctx context.Context, sub *subRun, store string, from map[int32]int64, apply func(changelogRecord) error) (kafka.Positions, error) {
 		topic := r.built.Stores[store].ChangelogTopic
 		st := r.built.Subtopologies[sub.id]
 		parts := map[int32]bool{}
@@ -1192,11 +1192,17 @@ func (r *runner) restorer(assigned map[string][]int32) restoreSource {
 			}
 		}
 		if len(parts) == 0 && !fedByBoundary {
-			return nil
+			return nil, nil
 		}
 		all := make([]int32, sub.changelogPartitions)
 		for p := range all {
 			all[p] = int32(p)
+		}
+		start := kafka.FromLogStart(all...)
+		for p, off := range from {
+			if _, ok := start[p]; ok {
+				start[p] = off
+			}
 		}
 		owned := func(cr changelogRecord) bool {
 			if fedByBoundary || !cr.hashed {
@@ -1208,8 +1214,8 @@ func (r *runner) restorer(assigned map[string][]int32) restoreSource {
 		// Settled: the instance this one takes partitions over from may
 		// have committed its last epoch a moment ago, its offsets visible
 		// before its commit markers reach every changelog partition.
-		_, err := kafka.ReadToEndSettled(ctx, r.s.seeds, topic, kafka.FromLogStart(all...), func(rec *kgo.Record) error {
-			cr := changelogRecord{key: rec.Key, value: rec.Value, timestamp: rec.Timestamp.UnixMilli()}
+		return kafka.ReadToEndSettled(ctx, r.s.seeds, topic, start, func(rec *kgo.Record) error {
+			cr := changelogRecord{key: rec.Key, value: rec.Value, timestamp: rec.Timestamp.UnixMilli(), partition: rec.Partition, offset: rec.Offset}
 			for _, h := range rec.Headers {
 				if h.Key == laneHashHeader && len(h.Value) == 4 {
 					cr.hash = int32(uint32(h.Value[0])<<24 | uint32(h.Value[1])<<16 | uint32(h.Value[2])<<8 | uint32(h.Value[3]))
@@ -1222,6 +1228,5 @@ func (r *runner) restorer(assigned map[string][]int32) restoreSource {
 			r.e.obs.restored.Add(1)
 			return apply(cr)
 		}, r.readOpts()...)
-		return err
 	}
 }

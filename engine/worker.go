@@ -10,6 +10,7 @@ import (
 	"github.com/stoatflow/stoatctl/engine/barrier"
 	"github.com/stoatflow/stoatctl/engine/lane"
 	"github.com/stoatflow/stoatctl/engine/processor"
+	"github.com/stoatflow/stoatctl/engine/state"
 	"github.com/stoatflow/stoatctl/engine/task"
 	"github.com/stoatflow/stoatctl/engine/watermark"
 )
@@ -130,6 +131,32 @@ type worker struct {
 
 	ptMu      sync.Mutex
 	partTimes map[watermark.Partition]int64
+
+	// local is the lane's RocksDB database, nil when its stores are in
+	// memory.
+	local *laneState
+}
+
+// backend is the supplier of the lane's default.dsl.store stores: its
+// database under default.dsl.store=rocksDB, else nil (in memory).
+func (l *worker) backend() state.BytesSupplier {
+	if l.local == nil || !l.local.defaults {
+		return nil
+	}
+	return l.local.db.Supplier()
+}
+
+// persistent is the supplier of the lane's state.RocksDB stores: its
+// database; in memory in a generation with nothing assigned, which opens
+// none and processes nothing; nil without RocksDB.
+func (l *worker) persistent() state.BytesSupplier {
+	switch {
+	case l.local != nil:
+		return l.local.db.Supplier()
+	case l.g.local != nil:
+		return state.InMemory()
+	}
+	return nil
 }
 
 // laneClock is a lane's view of time: the global watermark for stream
@@ -363,6 +390,11 @@ func (l *worker) step(s barrier.Step, b *marker) error {
 		})
 	case barrier.Commit:
 		err = l.task.Commit()
+		if err == nil && l.local != nil {
+			// The epoch's writes are complete; what follows is the next
+			// epoch's, a layer of its own.
+			l.local.db.Seal(b.epoch)
+		}
 	case barrier.Report:
 		r := report{epoch: s.Epoch, lane: l.gid, outs: l.outs, final: true, partTimes: l.snapshotPartTimes()}
 		l.outs = make([]task.Output, 0, reportChunk)

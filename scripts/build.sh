@@ -7,6 +7,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
 find_go
+# The RocksDB state stores link RocksDB's C library (cgo); a build with
+# CGO_ENABLED=0 needs neither and has the in-memory stores only.
+if [[ $(go env CGO_ENABLED) == 1 ]]; then
+	need_pkg g++ librocksdb-dev || die "building with cgo needs g++ and librocksdb-dev (or build with CGO_ENABLED=0: in-memory state only)"
+fi
 
 version=${STOATCTL_VERSION:-}
 commit=${STOATCTL_COMMIT:-}

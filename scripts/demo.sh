@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
 
-need_pkg ca-certificates gcc libc6-dev kcat
+need_pkg ca-certificates gcc g++ libc6-dev librocksdb-dev kcat
 
 log "building bin/stoatctl"
 ./scripts/build.sh

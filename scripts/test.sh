@@ -31,6 +31,9 @@ setup() {
 	if ! command -v gcc >/dev/null 2>&1; then
 		need_pkg gcc libc6-dev || die "the race detector needs gcc"
 	fi
+	# The RocksDB state stores link RocksDB's C library, and their version
+	# probe is C++.
+	need_pkg g++ librocksdb-dev || die "the RocksDB state stores need g++ and librocksdb-dev"
 	# Shell completion tests drive real shells; they skip shells that are
 	# missing, so these are wanted, not needed.
 	need_pkg bash-completion zsh fish || note "shell completion tests will skip the shells that are missing"

@@ -23,6 +23,7 @@ const (
 	DeadLetterQueueTopic      = "errors.dead.letter.queue.topic.name"
 	DefaultTimestampExtractor = "default.timestamp.extractor"
 	StateDir                  = "state.dir"
+	DefaultDSLStore           = "default.dsl.store"
 	TopologyOptimization      = "topology.optimization"
 	TestDriverCommitPerPipe   = "test.driver.commit-per-pipe"
 	StoatflowChangelogEnabled = "stoatflow.changelog.enabled"
@@ -45,6 +46,12 @@ const (
 	// splits over (its numberOfLanes override); unset, num.stream.threads,
 	// else 16.
 	TestDriverNumberOfLanes = "test.driver.number-of-lanes"
+)
+
+// The stores default.dsl.store picks between, spelt as Kafka Streams does.
+const (
+	StoreRocksDB  = "rocksDB"
+	StoreInMemory = "in_memory"
 )
 
 // Verdicts of the checks that can be switched off, made to warn or made to

@@ -323,7 +323,7 @@ func TestGroupByCountDescribe(t *testing.T) {
       <-- KTABLE-TOSTREAM-0000000007
 
 Stores:
-    Store: KSTREAM-AGGREGATE-STATE-STORE-0000000002 (timestamped-key-value, in-memory; key serde: string, value serde: int64; changelog: <application.id>-KSTREAM-AGGREGATE-STATE-STORE-0000000002-changelog)
+    Store: KSTREAM-AGGREGATE-STATE-STORE-0000000002 (timestamped-key-value, default.dsl.store; key serde: string, value serde: int64; changelog: <application.id>-KSTREAM-AGGREGATE-STATE-STORE-0000000002-changelog)
 `
 	if got := b.Topology().Describe().String(); got != want {
 		t.Fatalf("describe:\n%s\nwant:\n%s", got, want)

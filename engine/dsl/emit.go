@@ -60,7 +60,7 @@ const noFrontier = math.MinInt64
 func emitFrontierStore[K, V any](store string, m Materialized[K, V]) state.StoreBuilder {
 	supplier := m.supplier
 	if supplier == nil {
-		supplier = state.InMemory()
+		supplier = state.Default()
 	}
 	sb := state.KeyValueStoreBuilder(store+emitFrontierSuffix, serde.String(), serde.Int64(), supplier)
 	if m.loggingSet && !m.logging {

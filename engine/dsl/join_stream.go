@@ -358,7 +358,7 @@ func (j StreamJoined[K, V, VO]) storeLogging() streamJoinLogging {
 // StreamJoined picks a backend.
 func streamJoinWindowStore[K, V any](name string, ks serde.Serde[K], vs serde.Serde[V], retention, size time.Duration, supplier state.BytesSupplier, lg streamJoinLogging) state.StoreBuilder {
 	if supplier == nil {
-		supplier = state.InMemory()
+		supplier = state.Default()
 	}
 	sb := state.WindowStoreBuilder(name, ks, vs, retention, size, true, supplier)
 	switch {
@@ -374,7 +374,7 @@ func streamJoinWindowStore[K, V any](name string, ks serde.Serde[K], vs serde.Se
 // side's backend as in Kafka Streams.
 func streamJoinOuterStore[K, V, VO any](name string, ks serde.Serde[K], vs serde.Serde[V], vos serde.Serde[VO], supplier state.BytesSupplier, lg streamJoinLogging) state.StoreBuilder {
 	if supplier == nil {
-		supplier = state.InMemory()
+		supplier = state.Default()
 	}
 	sb := state.KeyValueStoreBuilder[outerJoinKey[K], []outerJoinValue](name, outerJoinKeySerde[K]{inner: ks},
 		outerJoinValuesSerde{left: serde.Erase(vs), right: serde.Erase(vos)}, supplier)

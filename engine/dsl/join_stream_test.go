@@ -439,14 +439,14 @@ func TestStreamJoinNames(t *testing.T) {
 			"Processor: KSTREAM-JOINTHIS-0000000004 (stores: [KSTREAM-JOINOTHER-0000000005-store])\n      --> KSTREAM-MERGE-0000000006",
 			"Processor: KSTREAM-JOINOTHER-0000000005 (stores: [KSTREAM-JOINTHIS-0000000004-store])\n      --> KSTREAM-MERGE-0000000006",
 			"Processor: KSTREAM-MERGE-0000000006 (stores: [])\n      --> KSTREAM-SINK-0000000007\n      <-- KSTREAM-JOINTHIS-0000000004, KSTREAM-JOINOTHER-0000000005",
-			"Store: KSTREAM-JOINTHIS-0000000004-store (window, in-memory; key serde: string, value serde: string; changelog: <application.id>-KSTREAM-JOINTHIS-0000000004-store-changelog)",
+			"Store: KSTREAM-JOINTHIS-0000000004-store (window, default.dsl.store; key serde: string, value serde: string; changelog: <application.id>-KSTREAM-JOINTHIS-0000000004-store-changelog)",
 		}},
 		{"left", func(a, b dsl.KStream[string, string]) dsl.KStream[string, string] {
 			return dsl.LeftJoinStream(a, b, join, w)
 		}, []string{
 			"Processor: KSTREAM-JOINTHIS-0000000004 (stores: [KSTREAM-OUTEROTHER-0000000005-store, KSTREAM-OUTERSHARED-0000000004-store])",
 			"Processor: KSTREAM-OUTEROTHER-0000000005 (stores: [KSTREAM-JOINTHIS-0000000004-store, KSTREAM-OUTERSHARED-0000000004-store])",
-			"Store: KSTREAM-OUTERSHARED-0000000004-store (key-value, in-memory; key serde: timestamped-key-and-join-side(string), value serde: list(left-or-right(string, string))",
+			"Store: KSTREAM-OUTERSHARED-0000000004-store (key-value, default.dsl.store; key serde: timestamped-key-and-join-side(string), value serde: list(left-or-right(string, string))",
 		}},
 		{"outer", func(a, b dsl.KStream[string, string]) dsl.KStream[string, string] {
 			return dsl.OuterJoinStream(a, b, join, w)
@@ -461,7 +461,7 @@ func TestStreamJoinNames(t *testing.T) {
 			"Processor: orders-other-windowed (stores: [pairs-outer-other-join-store])\n      --> orders-outer-other-join",
 			"Processor: orders-this-join (stores: [pairs-outer-other-join-store, pairs-left-shared-join-store])\n      --> orders-merge",
 			"Processor: orders-merge (stores: [])\n      --> KSTREAM-SINK-0000000007",
-			"Store: pairs-left-shared-join-store (key-value, in-memory; key serde: timestamped-key-and-join-side(string), value serde: list(left-or-right(string, string)); changelog: none)",
+			"Store: pairs-left-shared-join-store (key-value, default.dsl.store; key serde: timestamped-key-and-join-side(string), value serde: list(left-or-right(string, string)); changelog: none)",
 		}},
 	}
 	for _, tc := range tests {

@@ -337,7 +337,7 @@ func suppressPlural(n int64, unit string) string {
 // bytes in memory (Kafka Streams' suppress buffer is in memory too),
 // changelogged unless the config disables it.
 func (c BufferConfig) storeBuilder(name string) state.StoreBuilder {
-	sb := state.KeyValueStoreBuilder(name, serde.Bytes(), serde.Bytes(), state.InMemory())
+	sb := state.KeyValueStoreBuilder(name, serde.Bytes(), serde.Bytes(), state.Default())
 	if c.loggingSet {
 		if !c.logging {
 			return sb.WithLoggingDisabled()

@@ -81,7 +81,7 @@ func Table[K, V any](b *Builder, topic string, consumed Consumed[K, V], material
 func timestampedStore[K, V any](name string, ks serde.Serde[K], vs serde.Serde[V], m Materialized[K, V]) state.StoreBuilder {
 	supplier := m.supplier
 	if supplier == nil {
-		supplier = state.InMemory()
+		supplier = state.Default()
 	}
 	sb := state.TimestampedKeyValueStoreBuilder(name, ks, vs, supplier)
 	if m.loggingSet {

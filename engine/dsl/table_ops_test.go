@@ -268,7 +268,7 @@ func TestTableOperationNames(t *testing.T) {
 		}, []string{"Processor: KTABLE-FILTER-0000000004 (stores: [])", "Processor: KTABLE-TOSTREAM-0000000005 (stores: [])"}, ""},
 		{"named and materialized", func(tb dsl.KTable[string, string]) {
 			tb.Filter(even, dsl.MaterializedAs[string, string]("evens"), dsl.Name("keep-evens")).ToStream().To("out")
-		}, []string{"Processor: keep-evens (stores: [evens])", "Store: evens (timestamped-key-value, in-memory; key serde: string, value serde: string; changelog: <application.id>-evens-changelog)"}, ""},
+		}, []string{"Processor: keep-evens (stores: [evens])", "Store: evens (timestamped-key-value, default.dsl.store; key serde: string, value serde: string; changelog: <application.id>-evens-changelog)"}, ""},
 		{"materialized of the wrong types", func(tb dsl.KTable[string, string]) {
 			dsl.MapTableValues(tb, func(_, v string) int { return len(v) }, dsl.MaterializedAs[string, string]("lengths")).ToStream().To("out")
 		}, nil, "node KTABLE-MAPVALUES-0000000003: materialized is a dsl.Materialized[string,string], but the result table needs a dsl.Materialized[string,int]"},

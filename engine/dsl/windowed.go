@@ -303,7 +303,7 @@ func windowedKeySerde[K any](d windowDef, keys serde.Serde[K]) serde.Serde[windo
 func windowedStore[K, VA any](d windowDef, name string, ks serde.Serde[K], vs serde.Serde[VA], retention int64, m Materialized[K, VA]) state.StoreBuilder {
 	supplier := m.supplier
 	if supplier == nil {
-		supplier = state.InMemory()
+		supplier = state.Default()
 	}
 	keep := millisDuration(max(retention, 0))
 	if d.kind == sessionWindowKind {

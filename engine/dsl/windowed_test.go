@@ -482,9 +482,9 @@ func TestWindowedTopology(t *testing.T) {
 		t.Fatalf("describe:\n%s\nwant it to start with:\n%s", desc, want)
 	}
 	for _, s := range []string{
-		"Store: KSTREAM-AGGREGATE-STATE-STORE-0000000001 (timestamped-window, in-memory; key serde: string, value serde: int64;",
-		"Store: KSTREAM-AGGREGATE-STATE-STORE-0000000001-emitfrontier (key-value, in-memory; key serde: string, value serde: int64;",
-		"Store: KSTREAM-AGGREGATE-STATE-STORE-0000000006 (session, in-memory;",
+		"Store: KSTREAM-AGGREGATE-STATE-STORE-0000000001 (timestamped-window, default.dsl.store; key serde: string, value serde: int64;",
+		"Store: KSTREAM-AGGREGATE-STATE-STORE-0000000001-emitfrontier (key-value, default.dsl.store; key serde: string, value serde: int64;",
+		"Store: KSTREAM-AGGREGATE-STATE-STORE-0000000006 (session, default.dsl.store;",
 	} {
 		if !strings.Contains(desc, s) {
 			t.Fatalf("describe:\n%s\nwant it to contain %q", desc, s)

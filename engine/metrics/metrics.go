@@ -11,6 +11,9 @@ import (
 // Well-known counter names.
 const (
 	DroppedRecords = "dropped.records.total"
+	// RestoredRecords counts the changelog records restored into state
+	// stores, by store.
+	RestoredRecords = "restored.records.total"
 )
 
 // Reasons for DroppedRecords.

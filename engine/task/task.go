@@ -100,6 +100,12 @@ type Options struct {
 	// any processor is: the engine rebuilds the stores from their
 	// changelogs there, so that a processor's Init reads restored state.
 	Restore func(stores map[string]state.Store) error
+	// Backend supplies the byte stores of the stores built from
+	// state.Default (default.dsl.store); nil keeps them in memory.
+	Backend state.BytesSupplier
+	// Persistent supplies the byte stores of the stores built from
+	// state.RocksDB; nil fails their Init.
+	Persistent state.BytesSupplier
 }
 
 // Task runs one sub-topology.
@@ -118,6 +124,8 @@ type Task struct {
 	metrics   *metrics.Registry
 	partCount func(string) int32
 	restore   func(map[string]state.Store) error
+	backend   state.BytesSupplier
+	persist   state.BytesSupplier
 
 	deserHandler string
 	dlqTopic     string
@@ -195,6 +203,8 @@ func New(b *topology.Built, st *topology.Subtopology, opts Options) (*Task, erro
 		metrics:       opts.Metrics,
 		partCount:     opts.PartitionCount,
 		restore:       opts.Restore,
+		backend:       opts.Backend,
+		persist:       opts.Persistent,
 		partitionTime: map[partitionKey]int64{},
 	}
 	if t.id == "" {
@@ -768,6 +778,12 @@ func (s storeContext) ChangelogTopic(store string) string {
 }
 
 func (s storeContext) RecordTimestamp() int64 { return s.t.rc.timestamp }
+
+// DefaultBackend makes storeContext a state.BackendContext.
+func (s storeContext) DefaultBackend() state.BytesSupplier { return s.t.backend }
+
+// PersistentBackend makes storeContext a state.BackendContext.
+func (s storeContext) PersistentBackend() state.BytesSupplier { return s.t.persist }
 
 func (s storeContext) LogChange(store string, key, value []byte, timestamp int64, headers []state.Header) error {
 	topic := s.ChangelogTopic(store)

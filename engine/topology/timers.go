@@ -140,7 +140,7 @@ func registerTimerStore(appID string, n *Node, stores map[string]*StoreInfo, fai
 		return
 	}
 	stores[name] = &StoreInfo{
-		Builder:        state.KeyValueStoreBuilder(name, serde.Bytes(), serde.Bytes(), state.InMemory()),
+		Builder:        state.KeyValueStoreBuilder(name, serde.Bytes(), serde.Bytes(), state.Default()),
 		Processors:     []string{n.Name},
 		ChangelogTopic: ChangelogTopic(appID, name),
 	}

@@ -17,6 +17,7 @@ import (
 	"runtime/debug"
 
 	"github.com/stoatflow/stoatctl/engine/state"
+	"github.com/stoatflow/stoatctl/engine/state/rocks"
 )
 
 // Stamp is the version and commit set at link time; empty means unset.
@@ -41,6 +42,9 @@ type Info struct {
 	Platform string `json:"platform" yaml:"platform"`
 	// StateBackends are the state store backends compiled in.
 	StateBackends []string `json:"state_backends" yaml:"state_backends"`
+	// RocksDB is the version of the RocksDB library linked in, "" in a
+	// binary built without it.
+	RocksDB string `json:"rocksdb" yaml:"rocksdb"`
 }
 
 // Unknown stands for a field nothing could tell.
@@ -63,6 +67,10 @@ func fromBuildInfo(s Stamp, bi *debug.BuildInfo) Info {
 		GoVersion:     runtime.Version(),
 		Platform:      runtime.GOOS + "/" + runtime.GOARCH,
 		StateBackends: state.Backends(),
+		RocksDB:       rocks.Version(),
+	}
+	if rocks.Available() {
+		info.StateBackends = append(info.StateBackends, "rocksdb")
 	}
 	if bi != nil {
 		if bi.Main.Path != "" {

@@ -5,6 +5,8 @@ import (
 	"runtime"
 	"runtime/debug"
 	"testing"
+
+	"github.com/stoatflow/stoatctl/engine/state/rocks"
 )
 
 func TestFromBuildInfo(t *testing.T) {
@@ -37,6 +39,10 @@ func TestFromBuildInfo(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.want.Platform = platform
 			tc.want.StateBackends = []string{"in-memory"}
+			tc.want.RocksDB = rocks.Version()
+			if rocks.Available() {
+				tc.want.StateBackends = append(tc.want.StateBackends, "rocksdb")
+			}
 			if got := fromBuildInfo(tc.stamp, tc.bi); !reflect.DeepEqual(got, tc.want) {
 				t.Fatalf("got  %+v\nwant %+v", got, tc.want)
 			}

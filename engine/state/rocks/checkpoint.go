@@ -1,0 +1,60 @@
+package rocks
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// Checkpoint is what a lane database is complete up to: for every changelog
+// partition, the offset of the first record it does not hold. It also
+// records how the keys were routed when it was written, since a database
+// routed differently cannot be brought up to date from a changelog.
+type Checkpoint struct {
+	// Application is the application.id whose state this is.
+	Application string `json:"application"`
+	// Lanes is the lane count of the sub-topology; keys go to lane
+	// hash mod Lanes.
+	Lanes int `json:"lanes"`
+	// Owned names the source partitions whose keys the lane held, as
+	// "topic/partition"; a restart that owns other partitions rebuilds.
+	Owned []string `json:"owned,omitempty"`
+	// Offsets maps changelog topic to partition to the next offset to
+	// restore from.
+	Offsets map[string]map[int32]int64 `json:"offsets"`
+}
+
+// ErrCorruptCheckpoint marks a checkpoint that cannot be decoded.
+var ErrCorruptCheckpoint = errors.New("corrupt checkpoint")
+
+// encode lays the checkpoint out as JSON: small, and readable with a
+// RocksDB tool when something goes wrong.
+func (c Checkpoint) encode() []byte {
+	b, err := json.Marshal(c)
+	if err != nil {
+		panic(fmt.Sprintf("rocks: encode checkpoint: %v", err)) // maps of strings and ints always encode
+	}
+	return b
+}
+
+// decodeCheckpoint reads what encode wrote.
+func decodeCheckpoint(b []byte) (Checkpoint, error) {
+	var c Checkpoint
+	if err := json.Unmarshal(b, &c); err != nil {
+		return Checkpoint{}, fmt.Errorf("%w: %w", ErrCorruptCheckpoint, err)
+	}
+	if c.Lanes <= 0 {
+		return Checkpoint{}, fmt.Errorf("%w: lane count %d", ErrCorruptCheckpoint, c.Lanes)
+	}
+	for t, ps := range c.Offsets {
+		for p, off := range ps {
+			if p < 0 || off < 0 {
+				return Checkpoint{}, fmt.Errorf("%w: %s[%d] at offset %d", ErrCorruptCheckpoint, t, p, off)
+			}
+		}
+	}
+	return c, nil
+}
+
+// ErrUnavailable is returned by Open in a binary built without RocksDB.
+var ErrUnavailable = errors.New("RocksDB state stores are not available in this binary (built without cgo); rebuild with CGO_ENABLED=1 and librocksdb-dev, or set default.dsl.store=in_memory")

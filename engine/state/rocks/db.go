@@ -1,0 +1,498 @@
+//go:build cgo
+
+package rocks
+
+// #cgo LDFLAGS: -lrocksdb -lstdc++
+// const char* stoat_rocksdb_version(void);
+import "C"
+
+import (
+	"encoding/binary"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+
+	"github.com/linxGnu/grocksdb"
+)
+
+// Available reports whether this binary has the RocksDB backend.
+func Available() bool { return true }
+
+// Version is the version of the RocksDB library linked in.
+func Version() string {
+	return C.GoString(C.stoat_rocksdb_version())
+}
+
+// metaPrefix starts the keys of the database's own records; store keys
+// start with the store's (non-empty) name.
+const metaPrefix = "\x00meta\x00"
+
+var checkpointKey = []byte(metaPrefix + "checkpoint")
+
+// maxLayers is how many layers the stack may hold before the adjacent
+// layers nothing reads are merged. Layers multiply only when writes land
+// while an iterator is open.
+const maxLayers = 8
+
+// DB is one lane's RocksDB database with its epoch layers. Its methods are
+// safe for concurrent use: the lane reads and writes while the committer
+// commits.
+type DB struct {
+	path string
+	db   *grocksdb.DB
+	opts *grocksdb.Options
+	ro   *grocksdb.ReadOptions
+	wo   *grocksdb.WriteOptions
+	// bulkWo writes a restore without the write-ahead log; EndRestore
+	// flushes the memtables instead, once.
+	bulkWo *grocksdb.WriteOptions
+
+	// mu guards layers, epoch, iters and the native handles' lifetime;
+	// iterators take it around their native calls, so that Close can free
+	// them.
+	mu sync.Mutex
+	// layers, oldest first; the last takes the writes of the processing
+	// epoch unless it is frozen.
+	layers []*layer
+	// epoch is the processing epoch: the epoch of new writes.
+	epoch int64
+	// iters are the open native iterators, which Close frees.
+	iters  map[*iterator]struct{}
+	closed atomic.Bool
+	freed  bool
+
+	// restoring says writes go to bulk, the last restored write of each
+	// key (nil for a delete), instead of to a layer (BeginRestore);
+	// bulkSize is the bytes of its keys and values.
+	restoring bool
+	bulk      map[string][]byte
+	bulkSize  int
+	bulkErr   error
+}
+
+// layer is one indexed write batch of uncommitted writes.
+type layer struct {
+	epoch int64
+	wb    *grocksdb.WriteBatchWI
+	// vals is the layer's last write of each key, nil for a delete: reads
+	// and commits go by it (one entry per key, no native call), the batch
+	// is for iterators.
+	vals map[string][]byte
+	// pending are the keys written since the batch last took vals' writes:
+	// the batch is brought up to date when an iterator opens over the
+	// layer (sync), so a layer no iterator reads costs no native write.
+	pending map[string]struct{}
+	// refs counts the iterators reading the layer; a layer with readers
+	// takes no writes.
+	refs int
+	// sealed says the epoch's writes are complete.
+	sealed bool
+	// dropped says the layer left the stack; it is freed when refs is 0.
+	dropped bool
+}
+
+func newLayer(epoch int64) *layer {
+	return &layer{epoch: epoch, wb: grocksdb.NewWriteBatchWI(0, true), vals: map[string][]byte{}, pending: map[string]struct{}{}}
+}
+
+// sync writes the pending keys' last writes to the batch. Only a layer no
+// iterator reads has pending keys: one with readers takes no writes.
+func (l *layer) sync() {
+	for k := range l.pending {
+		if v := l.vals[k]; v == nil {
+			l.wb.Delete([]byte(k))
+		} else {
+			l.wb.Put([]byte(k), v)
+		}
+	}
+	clear(l.pending)
+}
+
+func (l *layer) writable(epoch int64) bool { return !l.sealed && l.refs == 0 && l.epoch == epoch }
+
+// release frees the batch once the layer is out of the stack and unread.
+func (l *layer) release() {
+	if l.dropped && l.refs == 0 && l.wb != nil {
+		l.wb.Destroy()
+		l.wb = nil
+	}
+}
+
+// Open opens (creating when missing) the lane database in dir. A database
+// another process holds fails with an error naming its lock file.
+func Open(dir string) (*DB, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("open state directory %s: %w", dir, err)
+	}
+	opts := grocksdb.NewDefaultOptions()
+	opts.SetCreateIfMissing(true)
+	db, err := grocksdb.OpenDb(opts, dir)
+	if err != nil {
+		opts.Destroy()
+		return nil, fmt.Errorf("open RocksDB state in %s (is another stoatctl using it? its lock file is %s/LOCK): %w", dir, dir, err)
+	}
+	d := &DB{path: dir, db: db, opts: opts, ro: grocksdb.NewDefaultReadOptions(), wo: grocksdb.NewDefaultWriteOptions(), epoch: 1,
+		iters: map[*iterator]struct{}{}, bulkWo: grocksdb.NewDefaultWriteOptions()}
+	d.bulkWo.DisableWAL(true)
+	return d, nil
+}
+
+// Path is the database's directory.
+func (d *DB) Path() string { return d.path }
+
+func (d *DB) checkOpen() error {
+	if d.closed.Load() {
+		return fmt.Errorf("RocksDB state in %s: database is closed", d.path)
+	}
+	return nil
+}
+
+// Checkpoint reads the database's checkpoint; ok is false when it has none
+// (a new database, or one written before the first commit).
+func (d *DB) Checkpoint() (cp Checkpoint, ok bool, err error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.checkOpen(); err != nil {
+		return Checkpoint{}, false, err
+	}
+	b, err := d.db.GetBytes(d.ro, checkpointKey)
+	if err != nil {
+		return Checkpoint{}, false, fmt.Errorf("read checkpoint of RocksDB state in %s: %w", d.path, err)
+	}
+	if b == nil {
+		return Checkpoint{}, false, nil
+	}
+	cp, err = decodeCheckpoint(b)
+	if err != nil {
+		return Checkpoint{}, false, fmt.Errorf("checkpoint of RocksDB state in %s: %w", d.path, err)
+	}
+	return cp, true, nil
+}
+
+// Epoch is the processing epoch.
+func (d *DB) Epoch() int64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.epoch
+}
+
+// Seal ends epoch's writes: the writes that follow belong to epoch+1.
+func (d *DB) Seal(epoch int64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, l := range d.layers {
+		if l.epoch <= epoch {
+			l.sealed = true
+		}
+	}
+	d.epoch = max(d.epoch, epoch+1)
+}
+
+// Commit writes the layers of the epochs up to epoch, and cp, to the
+// database in one atomic write, and takes them off the stack. It is for
+// an epoch whose transaction committed.
+func (d *DB) Commit(epoch int64, cp Checkpoint) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.checkOpen(); err != nil {
+		return err
+	}
+	n := 0
+	for n < len(d.layers) && d.layers[n].epoch <= epoch {
+		n++
+	}
+	wb := grocksdb.WriteBatchFrom(encodeBatch(merge(d.layers[:n])))
+	defer wb.Destroy()
+	wb.Put(checkpointKey, cp.encode())
+	if err := d.db.Write(d.wo, wb); err != nil {
+		return fmt.Errorf("commit epoch %d to RocksDB state in %s: %w", epoch, d.path, err)
+	}
+	d.drop(n)
+	return nil
+}
+
+// batchHeader is a write batch's sequence number (8 bytes) and record
+// count (4 bytes, little-endian), before its records.
+const batchHeader = 12
+
+// merge is the last write of each key over layers, oldest first.
+func merge(layers []*layer) map[string][]byte {
+	if len(layers) == 1 {
+		return layers[0].vals
+	}
+	out := map[string][]byte{}
+	for _, l := range layers {
+		for k, v := range l.vals {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// encodeBatch lays writes out as a write batch's bytes (a nil value is a
+// delete): built in Go and handed over in one native call.
+func encodeBatch(vals map[string][]byte) []byte {
+	size := batchHeader
+	for k, v := range vals {
+		size += 1 + 2*binary.MaxVarintLen32 + len(k) + len(v)
+	}
+	out := make([]byte, batchHeader, size)
+	binary.LittleEndian.PutUint32(out[8:], uint32(len(vals)))
+	for k, v := range vals {
+		out = appendRecord(out, []byte(k), v)
+	}
+	return out
+}
+
+// appendRecord appends a put of key (a delete when value is nil) in the
+// write batch record layout: type, varint key length, key, and for a put
+// varint value length and value.
+func appendRecord(b, key, value []byte) []byte {
+	if value == nil {
+		b = append(b, byte(grocksdb.WriteBatchDeletionRecord))
+		b = binary.AppendUvarint(b, uint64(len(key)))
+		return append(b, key...)
+	}
+	b = append(b, byte(grocksdb.WriteBatchValueRecord))
+	b = binary.AppendUvarint(b, uint64(len(key)))
+	b = append(b, key...)
+	b = binary.AppendUvarint(b, uint64(len(value)))
+	return append(b, value...)
+}
+
+// Abort drops every layer: the database is as the last commit left it.
+func (d *DB) Abort() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.drop(len(d.layers))
+}
+
+// drop takes the first n layers off the stack. The lock must be held.
+func (d *DB) drop(n int) {
+	for _, l := range d.layers[:n] {
+		l.dropped = true
+		l.release()
+	}
+	rest := copy(d.layers, d.layers[n:])
+	clear(d.layers[rest:])
+	d.layers = d.layers[:rest]
+}
+
+// Wipe deletes every store's data and the checkpoint, for a database that
+// cannot be brought up to date and is rebuilt from the changelogs.
+func (d *DB) Wipe() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.checkOpen(); err != nil {
+		return err
+	}
+	d.drop(len(d.layers))
+	wb := grocksdb.NewWriteBatch()
+	defer wb.Destroy()
+	// Every key sorts below 0xff 0xff...: store names are printable.
+	wb.DeleteRange([]byte{}, []byte{0xff, 0xff, 0xff, 0xff})
+	if err := d.db.Write(d.wo, wb); err != nil {
+		return fmt.Errorf("wipe RocksDB state in %s: %w", d.path, err)
+	}
+	return nil
+}
+
+// Close drops the layers, frees the iterators still open (they fail on
+// their next Next) and closes the database: an iterator a processor never
+// closed must not keep the database, and its lock, from the next owner.
+func (d *DB) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed.Swap(true) {
+		return nil
+	}
+	d.drop(len(d.layers))
+	for it := range d.iters {
+		it.releaseLocked()
+	}
+	d.freeLocked()
+	return nil
+}
+
+func (d *DB) freeLocked() {
+	if d.freed || !d.closed.Load() || len(d.iters) > 0 {
+		return
+	}
+	d.freed = true
+	d.db.Close()
+	d.ro.Destroy()
+	d.wo.Destroy()
+	d.bulkWo.Destroy()
+	d.opts.Destroy()
+}
+
+// writable returns the layer that takes the processing epoch's writes,
+// pushing a new one when the top layer is sealed, read or of an earlier
+// epoch. The lock must be held.
+func (d *DB) writable() *layer {
+	if n := len(d.layers); n > 0 && d.layers[n-1].writable(d.epoch) {
+		return d.layers[n-1]
+	}
+	l := newLayer(d.epoch)
+	d.layers = append(d.layers, l)
+	return l
+}
+
+func (d *DB) put(key, value []byte) {
+	if d.restoring {
+		d.bulkAdd(key, append(make([]byte, 0, len(value)), value...))
+		return
+	}
+	l := d.writable()
+	l.vals[string(key)] = append(make([]byte, 0, len(value)), value...)
+	l.pending[string(key)] = struct{}{}
+}
+
+func (d *DB) del(key []byte) {
+	if d.restoring {
+		d.bulkAdd(key, nil)
+		return
+	}
+	l := d.writable()
+	l.vals[string(key)] = nil
+	l.pending[string(key)] = struct{}{}
+}
+
+// bulkMax is how many bytes of restored records are written at once.
+const bulkMax = 8 << 20
+
+// BeginRestore makes the writes that follow go straight to the database
+// in large write batches laid out in Go, one native call per batch rather
+// than one per record, and each key once per batch (a changelog holds many
+// versions of a key; RocksDB's memtable inserts are the cost), until
+// EndRestore. It is for a restore, before the
+// lane processes anything: a crash in between leaves records past the
+// checkpoint in the database, which the next restore, reading from the
+// same checkpoint, writes again in the same order, to the same result.
+func (d *DB) BeginRestore() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.restoring = true
+	d.bulk = map[string][]byte{}
+}
+
+// EndRestore writes what is left of the restore with cp, atomically.
+func (d *DB) EndRestore(cp Checkpoint) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.checkOpen(); err != nil {
+		return err
+	}
+	d.put(checkpointKey, cp.encode())
+	d.flushBulk()
+	d.restoring, d.bulk = false, nil
+	err := d.bulkErr
+	d.bulkErr = nil
+	if err != nil {
+		return err
+	}
+	// The restore went around the write-ahead log: make it durable before
+	// any commit, which goes through the log, can build on it.
+	fo := grocksdb.NewDefaultFlushOptions()
+	defer fo.Destroy()
+	fo.SetWait(true)
+	if err := d.db.Flush(fo); err != nil {
+		return fmt.Errorf("flush the restore into RocksDB state in %s: %w", d.path, err)
+	}
+	return nil
+}
+
+func (d *DB) bulkAdd(key, value []byte) {
+	if old, ok := d.bulk[string(key)]; ok {
+		d.bulkSize -= len(old)
+	} else {
+		d.bulkSize += len(key)
+	}
+	d.bulk[string(key)] = value
+	d.bulkSize += len(value)
+	if d.bulkSize >= bulkMax {
+		d.flushBulk()
+	}
+}
+
+// flushBulk writes the restored records gathered so far. The lock must be
+// held.
+func (d *DB) flushBulk() {
+	if len(d.bulk) == 0 || d.bulkErr != nil {
+		return
+	}
+	wb := grocksdb.WriteBatchFrom(encodeBatch(d.bulk))
+	if err := d.db.Write(d.bulkWo, wb); err != nil {
+		d.bulkErr = fmt.Errorf("restore into RocksDB state in %s: %w", d.path, err)
+	}
+	wb.Destroy()
+	clear(d.bulk)
+	d.bulkSize = 0
+}
+
+// get reads key through the layers, newest first, then the database. The
+// lock must be held.
+func (d *DB) get(key []byte) ([]byte, error) {
+	d.flushBulk()
+	for i := len(d.layers) - 1; i >= 0; i-- {
+		if v, ok := d.layers[i].vals[string(key)]; ok {
+			if v == nil {
+				return nil, nil
+			}
+			return append(make([]byte, 0, len(v)), v...), nil
+		}
+	}
+	s, err := d.db.Get(d.ro, key)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Free()
+	if !s.Exists() {
+		return nil, nil
+	}
+	return append(make([]byte, 0, s.Size()), s.Data()...), nil
+}
+
+// compact merges adjacent layers of one epoch that nothing reads, once the
+// stack is deeper than maxLayers. The lock must be held.
+func (d *DB) compact() error {
+	if len(d.layers) <= maxLayers {
+		return nil
+	}
+	out := d.layers[:0:0]
+	for i := 0; i < len(d.layers); {
+		j := i + 1
+		for j < len(d.layers) && d.layers[j].epoch == d.layers[i].epoch && d.layers[j].refs == 0 && d.layers[i].refs == 0 {
+			j++
+		}
+		if j-i == 1 {
+			out = append(out, d.layers[i])
+			i = j
+			continue
+		}
+		m := newLayer(d.layers[i].epoch)
+		m.vals = merge(d.layers[i:j])
+		for k := range m.vals {
+			m.pending[k] = struct{}{}
+		}
+		for _, l := range d.layers[i:j] {
+			m.sealed = m.sealed || l.sealed
+		}
+		for _, l := range d.layers[i:j] {
+			l.dropped = true
+			l.release()
+		}
+		out = append(out, m)
+		i = j
+	}
+	d.layers = out
+	return nil
+}
+
+// layerCount is the depth of the stack, for tests.
+func (d *DB) layerCount() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.layers)
+}

@@ -1,0 +1,36 @@
+// Package rocks is the RocksDB backend of the state stores: the byte stores
+// of one lane in one RocksDB database, with each epoch's uncommitted writes
+// layered over it.
+//
+// Terms:
+//   - A lane database (DB) is one RocksDB database under the state
+//     directory, at <state-dir>/<application.id>/<lane>; every store of the
+//     lane lives in it, its keys prefixed by the store's name and a zero
+//     byte. RocksDB's own LOCK file in that directory keeps a second process
+//     out.
+//   - An epoch layer holds writes not yet committed: the last write of
+//     each key in a Go map, which point reads and commits use, and an
+//     indexed write batch (RocksDB's WriteBatchWithIndex) that iterators
+//     read, brought up to date when one opens. Reads and iterators see the
+//     layers newest first, then the database: the processing epoch over
+//     the committing epoch over committed state.
+//   - Sealing an epoch ends its writes: later writes go to a new layer of
+//     the next epoch. Committing an epoch writes its layers and a
+//     checkpoint to the database in one atomic write, once the epoch's
+//     transaction has committed; aborting drops every layer, which leaves
+//     the database as the last commit left it.
+//   - A checkpoint records, per changelog partition, the offset the
+//     database is complete up to, so that a restart restores only the
+//     changelog records after it.
+//
+// Iterators cannot outlive what they read. An iterator holds a reference on
+// every layer it reads, and a layer with readers takes no writes: a write
+// then goes to a new layer above it. A layer leaves the stack when its
+// epoch commits or aborts but is freed only when its last reader closes,
+// and the database is closed only when its last iterator is. Keys and
+// values are copied out of RocksDB as the iterator reaches them.
+//
+// The backend needs cgo and RocksDB's C library (Debian's librocksdb-dev).
+// Built without cgo, Open returns ErrUnavailable and Available reports
+// false; the in-memory stores still work.
+package rocks

@@ -1,0 +1,375 @@
+//go:build cgo
+
+package rocks
+
+import (
+	"bytes"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/linxGnu/grocksdb"
+	"github.com/stoatflow/stoatctl/engine/state"
+)
+
+// Supplier returns the supplier of the database's byte stores: each Get
+// is the store of that name in this database, layers and all.
+func (d *DB) Supplier() state.BytesSupplier { return supplier{d} }
+
+type supplier struct{ d *DB }
+
+func (supplier) Name() string { return "rocksdb" }
+
+func (s supplier) Get(name string) state.KeyValueBytesStore { return s.d.Store(name) }
+
+// Store returns the byte store name of the database. Its keys are those of
+// the database prefixed by name and a zero byte.
+func (d *DB) Store(name string) state.KeyValueBytesStore {
+	p := append([]byte(name), 0)
+	end := append([]byte(name), 1)
+	return &store{d: d, name: name, prefix: p, end: end}
+}
+
+// store is one state store's keys in a lane database.
+type store struct {
+	d      *DB
+	name   string
+	prefix []byte // name 0x00: every key of the store starts with it
+	end    []byte // name 0x01: every key of the store sorts below it
+	closed atomic.Bool
+}
+
+func (s *store) Name() string { return s.name }
+
+func (s *store) Init(state.Context) error { return s.check(nil, false) }
+
+// Flush has nothing to do: writes reach the database when their epoch
+// commits.
+func (s *store) Flush() error { return s.check(nil, false) }
+
+// Close closes the store, not the database: the lane owns that.
+func (s *store) Close() error {
+	s.closed.Store(true)
+	return nil
+}
+
+func (s *store) Persistent() bool { return true }
+
+// check reports a closed store or database and, when key is wanted, a nil
+// key.
+func (s *store) check(key []byte, wantKey bool) error {
+	if s.closed.Load() {
+		return fmt.Errorf("store %q: %w", s.name, state.ErrClosed)
+	}
+	if err := s.d.checkOpen(); err != nil {
+		return fmt.Errorf("store %q: %w", s.name, err)
+	}
+	if wantKey && key == nil {
+		return fmt.Errorf("store %q: %w", s.name, state.ErrNilKey)
+	}
+	return nil
+}
+
+func (s *store) key(k []byte) []byte {
+	return append(append(make([]byte, 0, len(s.prefix)+len(k)), s.prefix...), k...)
+}
+
+func (s *store) wrap(op string, err error) error {
+	return fmt.Errorf("store %q in %s: %s: %w", s.name, s.d.path, op, err)
+}
+
+func (s *store) Get(key []byte) ([]byte, error) {
+	if err := s.check(key, true); err != nil {
+		return nil, err
+	}
+	s.d.mu.Lock()
+	defer s.d.mu.Unlock()
+	v, err := s.d.get(s.key(key))
+	if err != nil {
+		return nil, s.wrap("get", err)
+	}
+	return v, nil
+}
+
+func (s *store) Put(key, value []byte) error {
+	if err := s.check(key, true); err != nil {
+		return err
+	}
+	s.d.mu.Lock()
+	defer s.d.mu.Unlock()
+	s.putLocked(key, value)
+	return nil
+}
+
+// putLocked treats a nil value as a delete, as Kafka Streams'
+// put(key, null) does.
+func (s *store) putLocked(key, value []byte) {
+	if value == nil {
+		s.d.del(s.key(key))
+		return
+	}
+	s.d.put(s.key(key), value)
+}
+
+func (s *store) PutIfAbsent(key, value []byte) ([]byte, error) {
+	if err := s.check(key, true); err != nil {
+		return nil, err
+	}
+	s.d.mu.Lock()
+	defer s.d.mu.Unlock()
+	old, err := s.d.get(s.key(key))
+	if err != nil {
+		return nil, s.wrap("get", err)
+	}
+	if old != nil {
+		return old, nil
+	}
+	s.putLocked(key, value)
+	return nil, nil
+}
+
+// PutAll checks every key before writing any; a later entry for a key
+// wins.
+func (s *store) PutAll(entries []state.KeyValue[[]byte, []byte]) error {
+	for _, kv := range entries {
+		if err := s.check(kv.Key, true); err != nil {
+			return err
+		}
+	}
+	s.d.mu.Lock()
+	defer s.d.mu.Unlock()
+	for _, kv := range entries {
+		s.putLocked(kv.Key, kv.Value)
+	}
+	return nil
+}
+
+func (s *store) Delete(key []byte) ([]byte, error) {
+	if err := s.check(key, true); err != nil {
+		return nil, err
+	}
+	s.d.mu.Lock()
+	defer s.d.mu.Unlock()
+	k := s.key(key)
+	old, err := s.d.get(k)
+	if err != nil {
+		return nil, s.wrap("get", err)
+	}
+	if old != nil {
+		s.d.del(k)
+	}
+	return old, nil
+}
+
+// ApproximateNumEntries is RocksDB's estimate for the whole database plus
+// the puts not committed yet, as Kafka Streams' RocksDB store answers
+// with RocksDB's estimate.
+func (s *store) ApproximateNumEntries() (int64, error) {
+	if err := s.check(nil, false); err != nil {
+		return 0, err
+	}
+	s.d.mu.Lock()
+	defer s.d.mu.Unlock()
+	n, _ := s.d.db.GetIntProperty("rocksdb.estimate-num-keys")
+	total := int64(n)
+	for _, l := range s.d.layers {
+		total += int64(len(l.vals))
+	}
+	return total, nil
+}
+
+func (s *store) Range(from, to []byte) (state.BytesIterator, error) {
+	return s.scan(from, to, nil, false)
+}
+
+func (s *store) ReverseRange(from, to []byte) (state.BytesIterator, error) {
+	return s.scan(from, to, nil, true)
+}
+
+func (s *store) PrefixScan(prefix []byte) (state.BytesIterator, error) {
+	return s.scan(prefix, nil, prefix, false)
+}
+
+func (s *store) All() (state.BytesIterator, error) { return s.scan(nil, nil, nil, false) }
+
+func (s *store) ReverseAll() (state.BytesIterator, error) { return s.scan(nil, nil, nil, true) }
+
+// scan opens an iterator over the store as it is now: the database as of
+// now, under every layer on the stack. The layers it reads take no more
+// writes (see the package comment), so the caller may write while it
+// iterates without changing what it sees.
+func (s *store) scan(from, to, prefix []byte, reverse bool) (state.BytesIterator, error) {
+	if err := s.check(nil, false); err != nil {
+		return nil, err
+	}
+	it := &iterator{s: s, reverse: reverse, hasFrom: from != nil, hasTo: to != nil,
+		from: s.key(from), to: s.key(to), prefix: s.key(prefix)}
+	if from != nil && to != nil && bytes.Compare(from, to) > 0 {
+		it.done = true
+		return it, nil
+	}
+	d := s.d
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.checkOpen(); err != nil {
+		return nil, fmt.Errorf("store %q: %w", s.name, err)
+	}
+	d.flushBulk()
+	native := d.db.NewIterator(d.ro)
+	for _, l := range d.layers {
+		l.sync()
+		l.refs++
+		it.layers = append(it.layers, l)
+		native = l.wb.NewIteratorWithBase(d.db, native)
+	}
+	d.iters[it] = struct{}{}
+	it.native = native
+	return it, nil
+}
+
+// iterator walks one store's keys through the layers it holds.
+type iterator struct {
+	s      *store
+	native *grocksdb.Iterator
+	layers []*layer
+
+	reverse        bool
+	hasFrom, hasTo bool
+	from, to       []byte // prefixed bounds
+	prefix         []byte // prefixed scan prefix: the store's prefix at least
+
+	started bool
+	done    bool
+	closed  bool
+	key     []byte // unprefixed copy
+	value   []byte
+	valid   bool
+	err     error
+}
+
+func (it *iterator) Next() bool {
+	it.valid = false
+	if it.closed && it.err == nil {
+		it.err = fmt.Errorf("iterator of store %q: %w", it.s.name, state.ErrClosed)
+	}
+	if it.err != nil {
+		return false
+	}
+	// A closed store or database ends its iterators, as in Kafka Streams.
+	if err := it.s.check(nil, false); err != nil {
+		it.err = err
+		it.release()
+		return false
+	}
+	if it.done {
+		return false
+	}
+	d := it.s.d
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	n := it.native
+	if n == nil {
+		// Freed by the database's Close.
+		it.err = fmt.Errorf("store %q: %w", it.s.name, d.checkOpen())
+		it.done = true
+		return false
+	}
+	switch {
+	case it.started && it.reverse:
+		n.Prev()
+	case it.started:
+		n.Next()
+	case it.reverse && it.hasTo:
+		n.SeekForPrev(it.to)
+	case it.reverse:
+		n.SeekForPrev(it.s.end)
+	case it.hasFrom:
+		n.Seek(it.from)
+	default:
+		n.Seek(it.prefix)
+	}
+	it.started = true
+	if !n.Valid() {
+		if err := n.Err(); err != nil {
+			it.err = it.s.wrap("iterate", err)
+		}
+		it.releaseLocked()
+		return false
+	}
+	ks := n.Key()
+	k := ks.Data()
+	ok := bytes.HasPrefix(k, it.prefix)
+	switch {
+	case it.reverse && it.hasFrom:
+		ok = ok && bytes.Compare(k, it.from) >= 0
+	case !it.reverse && it.hasTo:
+		ok = ok && bytes.Compare(k, it.to) <= 0
+	}
+	if !ok {
+		ks.Free()
+		it.releaseLocked()
+		return false
+	}
+	it.key = append(it.key[:0], k[len(it.s.prefix):]...)
+	ks.Free()
+	vs := n.Value()
+	it.value = append(it.value[:0], vs.Data()...)
+	vs.Free()
+	it.valid = true
+	return true
+}
+
+// Key returns a copy.
+func (it *iterator) Key() []byte {
+	if !it.valid {
+		return nil
+	}
+	return append([]byte(nil), it.key...)
+}
+
+// Value returns a copy, non-nil even when empty.
+func (it *iterator) Value() []byte {
+	if !it.valid {
+		return nil
+	}
+	return append(make([]byte, 0, len(it.value)), it.value...)
+}
+
+func (it *iterator) Err() error { return it.err }
+
+func (it *iterator) Close() error {
+	it.valid = false
+	it.closed = true
+	it.release()
+	return nil
+}
+
+// release frees the native iterator and lets go of the layers, as soon as
+// the iterator is exhausted or closed: a finished but unclosed iterator
+// pins nothing.
+func (it *iterator) release() {
+	d := it.s.d
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	it.releaseLocked()
+	if !d.closed.Load() {
+		_ = d.compact()
+	}
+}
+
+// releaseLocked is release with the database's lock held.
+func (it *iterator) releaseLocked() {
+	it.done = true
+	if it.native == nil {
+		return
+	}
+	d := it.s.d
+	it.native.Close()
+	it.native = nil
+	for _, l := range it.layers {
+		l.refs--
+		l.release()
+	}
+	it.layers = nil
+	delete(d.iters, it)
+	d.freeLocked()
+}

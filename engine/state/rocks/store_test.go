@@ -1,0 +1,501 @@
+//go:build cgo
+
+package rocks
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stoatflow/stoatctl/engine/state"
+)
+
+func openTest(t testing.TB) *DB {
+	t.Helper()
+	d, err := Open(filepath.Join(t.TempDir(), "lane0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+func beKey(i int) []byte { return binary.BigEndian.AppendUint32(nil, uint32(i)) }
+
+func collect(t testing.TB, it state.BytesIterator) []string {
+	t.Helper()
+	defer it.Close()
+	var out []string
+	for it.Next() {
+		out = append(out, fmt.Sprintf("%s=%s", it.Key(), it.Value()))
+	}
+	if err := it.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestStoreScans runs the scans of the byte-store contract over a store
+// whose entries are spread over the database, a committing layer and a
+// processing layer, with keys of a neighbouring store around them.
+func TestStoreScans(t *testing.T) {
+	d := openTest(t)
+	s := d.Store("s")
+	other := d.Store("s2")
+	put := func(st state.KeyValueBytesStore, k, v string) {
+		if err := st.Put([]byte(k), []byte(v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Committed: a b c d.
+	for _, k := range []string{"a", "b", "c", "d"} {
+		put(s, k, "0")
+	}
+	put(other, "a", "x")
+	d.Seal(1)
+	if err := d.Commit(1, Checkpoint{Lanes: 1}); err != nil {
+		t.Fatal(err)
+	}
+	// Committing: b updated, c deleted, e added.
+	put(s, "b", "2")
+	if _, err := s.Delete([]byte("c")); err != nil {
+		t.Fatal(err)
+	}
+	put(s, "e", "2")
+	d.Seal(2)
+	// Processing: c back, d deleted, f added.
+	put(s, "c", "3")
+	put(s, "d", "")
+	put(s, "d", "3")
+	if err := s.Put([]byte("d"), nil); err != nil {
+		t.Fatal(err)
+	}
+	put(s, "f", "3")
+	if got := d.layerCount(); got != 2 {
+		t.Fatalf("%d layers, want 2", got)
+	}
+	all := []string{"a=0", "b=2", "c=3", "e=2", "f=3"}
+	rev := func(in []string) []string {
+		out := make([]string, len(in))
+		for i, v := range in {
+			out[len(in)-1-i] = v
+		}
+		return out
+	}
+	cases := []struct {
+		name string
+		scan func() (state.BytesIterator, error)
+		want []string
+	}{
+		{"all", s.All, all},
+		{"reverse all", s.ReverseAll, rev(all)},
+		{"range", func() (state.BytesIterator, error) { return s.Range([]byte("b"), []byte("e")) }, all[1:4]},
+		{"range open from", func() (state.BytesIterator, error) { return s.Range(nil, []byte("c")) }, all[:3]},
+		{"range open to", func() (state.BytesIterator, error) { return s.Range([]byte("c"), nil) }, all[2:]},
+		{"range between keys", func() (state.BytesIterator, error) { return s.Range([]byte("bb"), []byte("dd")) }, all[2:3]},
+		{"inverted range", func() (state.BytesIterator, error) { return s.Range([]byte("e"), []byte("b")) }, nil},
+		{"reverse range", func() (state.BytesIterator, error) { return s.ReverseRange([]byte("b"), []byte("e")) }, rev(all[1:4])},
+		{"reverse range open", func() (state.BytesIterator, error) { return s.ReverseRange(nil, nil) }, rev(all)},
+		{"reverse range between keys", func() (state.BytesIterator, error) { return s.ReverseRange([]byte("bb"), []byte("dd")) }, all[2:3]},
+		{"prefix", func() (state.BytesIterator, error) { return s.PrefixScan([]byte("e")) }, all[3:4]},
+		{"empty prefix", func() (state.BytesIterator, error) { return s.PrefixScan(nil) }, all},
+		{"other store", other.All, []string{"a=x"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := collect(t, must(c.scan()))
+			if strings.Join(got, " ") != strings.Join(c.want, " ") {
+				t.Fatalf("got %v, want %v", got, c.want)
+			}
+		})
+	}
+	gets := map[string]string{"a": "0", "b": "2", "c": "3", "d": "<nil>", "e": "2", "f": "3", "g": "<nil>"}
+	for k, want := range gets {
+		v := must(s.Get([]byte(k)))
+		got := "<nil>"
+		if v != nil {
+			got = string(v)
+		}
+		if got != want {
+			t.Errorf("get %s = %s, want %s", k, got, want)
+		}
+	}
+}
+
+// TestEpochs pins what commit and abort do to the layers and the database.
+func TestEpochs(t *testing.T) {
+	type step struct {
+		op   string // put, del, seal, commit, abort, reopen
+		k, v string
+		n    int64
+	}
+	cases := []struct {
+		name  string
+		steps []step
+		want  string // All after the steps
+		cp    bool   // a checkpoint is there
+	}{
+		{"uncommitted writes are read", []step{{op: "put", k: "a", v: "1"}}, "a=1", false},
+		{"abort drops the processing epoch", []step{{op: "put", k: "a", v: "1"}, {op: "abort"}}, "", false},
+		{"abort drops the committing epoch too", []step{
+			{op: "put", k: "a", v: "1"}, {op: "seal", n: 1}, {op: "commit", n: 1},
+			{op: "put", k: "a", v: "2"}, {op: "seal", n: 2}, {op: "put", k: "b", v: "3"}, {op: "abort"},
+		}, "a=1", true},
+		{"commit keeps the processing epoch above", []step{
+			{op: "put", k: "a", v: "1"}, {op: "seal", n: 1}, {op: "put", k: "a", v: "2"}, {op: "del", k: "b"}, {op: "commit", n: 1},
+		}, "a=2", true},
+		{"reopen sees only what committed", []step{
+			{op: "put", k: "a", v: "1"}, {op: "put", k: "b", v: "1"}, {op: "seal", n: 1}, {op: "commit", n: 1},
+			{op: "del", k: "a"}, {op: "put", k: "c", v: "2"}, {op: "seal", n: 2}, {op: "reopen"},
+		}, "a=1 b=1", true},
+		{"a delete commits", []step{
+			{op: "put", k: "a", v: "1"}, {op: "seal", n: 1}, {op: "commit", n: 1},
+			{op: "del", k: "a"}, {op: "seal", n: 2}, {op: "commit", n: 2}, {op: "reopen"},
+		}, "", true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "lane0")
+			d := must(Open(dir))
+			defer func() { d.Close() }()
+			for _, st := range c.steps {
+				s := d.Store("s")
+				switch st.op {
+				case "put":
+					must(0, s.Put([]byte(st.k), []byte(st.v)))
+				case "del":
+					must(s.Delete([]byte(st.k)))
+				case "seal":
+					d.Seal(st.n)
+				case "commit":
+					must(0, d.Commit(st.n, Checkpoint{Lanes: 1, Offsets: map[string]map[int32]int64{"c": {0: st.n}}}))
+				case "abort":
+					d.Abort()
+				case "reopen":
+					must(0, d.Close())
+					d = must(Open(dir))
+				}
+			}
+			got := strings.Join(collect(t, must(d.Store("s").All())), " ")
+			if got != c.want {
+				t.Fatalf("store holds %q, want %q", got, c.want)
+			}
+			_, ok, err := d.Checkpoint()
+			if err != nil || ok != c.cp {
+				t.Fatalf("checkpoint present %v (%v), want %v", ok, err, c.cp)
+			}
+		})
+	}
+}
+
+// TestWriteDuringIteration: an iterator sees the store as it was when it
+// was opened, while the caller deletes what it scans and inserts keys.
+func TestWriteDuringIteration(t *testing.T) {
+	for _, reverse := range []bool{false, true} {
+		t.Run(fmt.Sprintf("reverse=%v", reverse), func(t *testing.T) {
+			d := openTest(t)
+			s := d.Store("s")
+			const n = 300
+			for i := range n {
+				must(0, s.Put(beKey(2*i), []byte{1}))
+				if i == n/2 {
+					d.Seal(1)
+					must(0, d.Commit(1, Checkpoint{Lanes: 1}))
+				}
+			}
+			it := must(s.All())
+			if reverse {
+				it.Close()
+				it = must(s.ReverseAll())
+			}
+			seen := 0
+			for it.Next() {
+				k := it.Key()
+				if binary.BigEndian.Uint32(k)%2 != 0 {
+					t.Fatalf("key %x inserted during the scan showed up", k)
+				}
+				must(s.Delete(k))
+				must(0, s.Put(beKey(int(binary.BigEndian.Uint32(k))+1), []byte{2}))
+				if !bytes.Equal(it.Value(), []byte{1}) {
+					t.Fatalf("value of %x = %x", k, it.Value())
+				}
+				seen++
+			}
+			must(0, it.Err())
+			it.Close()
+			if seen != n {
+				t.Fatalf("iterated %d keys, want %d", seen, n)
+			}
+			after := collect(t, must(s.All()))
+			if len(after) != n {
+				t.Fatalf("%d keys after, want %d", len(after), n)
+			}
+		})
+	}
+}
+
+// TestLayersStayBounded: scans interleaved with writes push layers; once
+// their iterators close the stack is merged back.
+func TestLayersStayBounded(t *testing.T) {
+	d := openTest(t)
+	s := d.Store("s")
+	for i := range 100 {
+		it := must(s.All())
+		it.Next()
+		must(0, s.Put(beKey(i), []byte{byte(i)}))
+		it.Close()
+	}
+	if n := d.layerCount(); n > maxLayers+1 {
+		t.Fatalf("%d layers after 100 scans, want at most %d", n, maxLayers+1)
+	}
+	if got := len(collect(t, must(s.All()))); got != 100 {
+		t.Fatalf("%d keys, want 100", got)
+	}
+}
+
+// TestStoreErrors: nil keys, closed stores, closed databases, a second
+// open of a locked directory and a corrupt checkpoint, each named.
+func TestStoreErrors(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "app", "0")
+	d := must(Open(dir))
+	defer d.Close()
+	s := d.Store("s")
+	if err := s.Put(nil, []byte{1}); !errors.Is(err, state.ErrNilKey) {
+		t.Errorf("put nil key: %v", err)
+	}
+	if _, err := Open(dir); err == nil || !strings.Contains(err.Error(), filepath.Join(dir, "LOCK")) {
+		t.Errorf("second open: %v, want an error naming %s", err, filepath.Join(dir, "LOCK"))
+	}
+	it := must(s.All())
+	must(0, s.Close())
+	if _, err := s.Get([]byte("a")); !errors.Is(err, state.ErrClosed) {
+		t.Errorf("get on a closed store: %v", err)
+	}
+	if it.Next() || !errors.Is(it.Err(), state.ErrClosed) {
+		t.Errorf("iterator of a closed store: %v", it.Err())
+	}
+	it.Close()
+
+	// A checkpoint that does not decode is an error naming the directory.
+	d2dir := filepath.Join(t.TempDir(), "1")
+	d2 := must(Open(d2dir))
+	d2.mu.Lock()
+	must(0, d2.db.Put(d2.wo, checkpointKey, []byte("{not json")))
+	d2.mu.Unlock()
+	if _, _, err := d2.Checkpoint(); !errors.Is(err, ErrCorruptCheckpoint) || !strings.Contains(err.Error(), d2dir) {
+		t.Errorf("corrupt checkpoint: %v", err)
+	}
+	must(0, d2.Close())
+	if _, err := d2.Store("s").Get([]byte("a")); err == nil || !strings.Contains(err.Error(), d2dir) {
+		t.Errorf("get on a closed database: %v", err)
+	}
+}
+
+// TestWipe empties every store and the checkpoint.
+func TestWipe(t *testing.T) {
+	d := openTest(t)
+	for _, name := range []string{"a", "b"} {
+		must(0, d.Store(name).Put([]byte("k"), []byte("v")))
+	}
+	d.Seal(1)
+	must(0, d.Commit(1, Checkpoint{Lanes: 2}))
+	must(0, d.Wipe())
+	for _, name := range []string{"a", "b"} {
+		if got := collect(t, must(d.Store(name).All())); len(got) != 0 {
+			t.Fatalf("store %s after wipe: %v", name, got)
+		}
+	}
+	if _, ok, _ := d.Checkpoint(); ok {
+		t.Fatal("checkpoint survived the wipe")
+	}
+}
+
+// TestModel runs random operations, seals, commits, aborts and reopens
+// against a map model of what is committed and what is not. Run with
+// -seed to replay.
+func TestModel(t *testing.T) {
+	seed := uint64(*seedFlag)
+	if seed == 0 {
+		seed = rand.Uint64()
+	}
+	t.Logf("seed %d (replay with -seed=%d)", seed, seed)
+	r := rand.New(rand.NewPCG(seed, 0))
+	dir := filepath.Join(t.TempDir(), "lane")
+	d := must(Open(dir))
+	defer func() { d.Close() }()
+	committed := map[string]string{}
+	var sealed, open map[string]*string // the committing and processing epochs' writes
+	open = map[string]*string{}
+	epoch := int64(1)
+	view := func() map[string]string {
+		m := map[string]string{}
+		for k, v := range committed {
+			m[k] = v
+		}
+		for _, layer := range []map[string]*string{sealed, open} {
+			for k, v := range layer {
+				if v == nil {
+					delete(m, k)
+				} else {
+					m[k] = *v
+				}
+			}
+		}
+		return m
+	}
+	var iters []state.BytesIterator
+	for op := range 3000 {
+		s := d.Store("s")
+		k := fmt.Sprintf("k%02d", r.IntN(40))
+		switch x := r.IntN(100); {
+		case x < 45:
+			v := fmt.Sprintf("v%d", op)
+			must(0, s.Put([]byte(k), []byte(v)))
+			open[k] = &v
+		case x < 60:
+			must(s.Delete([]byte(k)))
+			open[k] = nil
+		case x < 75:
+			want, ok := view()[k]
+			got := must(s.Get([]byte(k)))
+			if (got != nil) != ok || string(got) != want {
+				t.Fatalf("op %d: get %s = %q, want %q (%v)", op, k, got, want, ok)
+			}
+		case x < 82:
+			// A scan, sometimes left open across later writes.
+			it := must(s.All())
+			m := view()
+			n := 0
+			for it.Next() {
+				if want, ok := m[string(it.Key())]; !ok || want != string(it.Value()) {
+					t.Fatalf("op %d: scan read %s=%s, want %q", op, it.Key(), it.Value(), want)
+				}
+				n++
+				if r.IntN(4) == 0 {
+					iters = append(iters, it)
+					break
+				}
+			}
+			if n == len(m) {
+				it.Close()
+			}
+		case x < 88 && sealed == nil:
+			d.Seal(epoch)
+			sealed, open = open, map[string]*string{}
+			epoch++
+		case x < 94 && sealed != nil:
+			must(0, d.Commit(epoch-1, Checkpoint{Lanes: 1}))
+			for k, v := range sealed {
+				if v == nil {
+					delete(committed, k)
+				} else {
+					committed[k] = *v
+				}
+			}
+			sealed = nil
+		case x < 96:
+			d.Abort()
+			sealed, open = nil, map[string]*string{}
+		case x < 98:
+			for _, it := range iters {
+				it.Close()
+			}
+			iters = nil
+		default:
+			must(0, d.Close())
+			for _, it := range iters {
+				if it.Next() {
+					t.Fatalf("op %d: an iterator read on after its database closed", op)
+				}
+				it.Close()
+			}
+			iters = nil
+			d = must(Open(dir))
+			sealed, open = nil, map[string]*string{}
+			epoch = d.Epoch()
+		}
+	}
+	for _, it := range iters {
+		it.Close()
+	}
+	m := view()
+	got := collect(t, must(d.Store("s").All()))
+	if len(got) != len(m) {
+		t.Fatalf("store holds %d keys, model %d", len(got), len(m))
+	}
+}
+
+// TestLeakedIteratorReleasesTheDatabase: an iterator nobody closed does
+// not keep the database, and its lock, from the next owner; it fails on
+// its next Next.
+func TestLeakedIteratorReleasesTheDatabase(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "lane0")
+	d := must(Open(dir))
+	must(0, d.Store("s").Put([]byte("a"), []byte("1")))
+	d.Seal(1)
+	must(0, d.Commit(1, Checkpoint{Lanes: 1}))
+	it := must(d.Store("s").All())
+	must(0, d.Close())
+	again, err := Open(dir)
+	if err != nil {
+		t.Fatalf("reopen with an iterator left open: %v", err)
+	}
+	defer again.Close()
+	if it.Next() || !errors.Is(it.Err(), state.ErrClosed) && it.Err() == nil {
+		t.Fatalf("the leaked iterator read on: %v", it.Err())
+	}
+	it.Close()
+	if got := collect(t, must(again.Store("s").All())); len(got) != 1 {
+		t.Fatalf("after reopening: %v", got)
+	}
+}
+
+// TestRestoreMode: writes between BeginRestore and EndRestore go straight
+// to the database in bulk (past the bulk bound too), reads in between see
+// them, and EndRestore commits the checkpoint with them.
+func TestRestoreMode(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "lane0")
+	d := must(Open(dir))
+	s := d.Store("s")
+	d.BeginRestore()
+	big := bytes.Repeat([]byte("v"), 1<<10)
+	var entries []state.KeyValue[[]byte, []byte]
+	for i := range 10_000 { // 10 MB: more than one bulk write
+		entries = append(entries, state.KeyValue[[]byte, []byte]{Key: beKey(i), Value: big})
+	}
+	must(0, s.PutAll(entries))
+	must(0, s.Put(beKey(1), nil))
+	if v := must(s.Get(beKey(1))); v != nil {
+		t.Fatalf("a key deleted during the restore reads %q", v)
+	}
+	must(0, s.Put(beKey(2), []byte("last")))
+	if d.layerCount() != 0 {
+		t.Fatalf("a restore pushed %d layers", d.layerCount())
+	}
+	must(0, d.EndRestore(Checkpoint{Lanes: 3}))
+	must(0, d.Close())
+	d = must(Open(dir))
+	defer d.Close()
+	cp, ok, err := d.Checkpoint()
+	if err != nil || !ok || cp.Lanes != 3 {
+		t.Fatalf("checkpoint after the restore: %+v %v %v", cp, ok, err)
+	}
+	if n := len(collect(t, must(d.Store("s").All()))); n != 9_999 {
+		t.Fatalf("%d keys after the restore, want 9999", n)
+	}
+	if v := must(d.Store("s").Get(beKey(2))); string(v) != "last" {
+		t.Fatalf("key 2 = %q, want the last write", v)
+	}
+}
