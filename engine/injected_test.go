@@ -16,7 +16,7 @@ import (
 )
 
 // TestInjectedTransactionErrors fails, through the embedded broker's
-// control hooks, a seeded share of the requests a transaction is made of
+// control hooks, every third of the requests (up to six; the seed picks each error) a transaction is made of
 // (produce, committing offsets in the transaction, ending it; franz-go
 // adds partitions and the offsets topic to a transaction implicitly,
 // KIP-890, so AddPartitionsToTxn and AddOffsetsToTxn are never sent) with the errors a broker really answers: retriable ones
@@ -53,8 +53,9 @@ func TestInjectedTransactionErrors(t *testing.T) {
 				if p, ok := kreq.(*kmsg.ProduceRequest); ok && p.TransactionID == nil {
 					return nil, nil, false // the test's own input
 				}
-				seen.Add(1)
-				if healthy.Load() || rng.IntN(5) != 0 || failed.Load() >= 6 {
+				// Every third request fails, up to six; the seed picks
+				// the error.
+				if n := seen.Add(1); healthy.Load() || n%3 != 2 || failed.Load() >= 6 {
 					return nil, nil, false
 				}
 				code := f.codes[rng.IntN(len(f.codes))]
