@@ -56,9 +56,10 @@ backed by changelogs, stream time and punctuators.
 
 Today it runs topologies on Kafka or on an embedded broker (run), replays
 fixtures through the test driver (replay), describes, validates and tries
-topologies (topology), runs a development broker (broker), and creates and
-lists topics (topic). Migration from Kafka Streams and the watermark view
-are not built yet.`,
+topologies (topology), runs a development broker (broker), creates and
+lists topics (topic), and moves a Kafka Streams application's state,
+offsets and event time over (migrate). The watermark view is not built
+yet.`,
 		Args:          cobra.ArbitraryArgs,
 		RunE:          runGroup,
 		SilenceErrors: true,
@@ -77,6 +78,7 @@ are not built yet.`,
 		newRunCommand(),
 		newTopicCommand(),
 		newConfigCommand(),
+		newMigrateCommand(),
 	)
 	markFailures(root)
 	return root

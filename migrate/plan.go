@@ -229,6 +229,11 @@ func (s *session) plan(ctx context.Context) (*Plan, error) {
 	p.ourPartitions = max(p.ourPartitions, 1)
 
 	offsets, err := s.adm.FetchOffsets(ctx, o.From)
+	if errors.Is(err, kerr.GroupIDNotFound) {
+		// Kafka Streams never committed: there is state, perhaps, but no
+		// offsets or time to carry over.
+		offsets, err = kadm.OffsetResponses{}, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("migrate: committed offsets of group %s: %w", o.From, err)
 	}
