@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -26,6 +27,7 @@ func newMigrateCommand() *cobra.Command {
 		verifyOnly                bool
 		batch                     int
 		stateDir                  string
+		waitGroups                time.Duration
 	)
 	format := output.NewFormat(output.Text, output.JSON)
 	c := &cobra.Command{
@@ -100,7 +102,7 @@ and skipped. docs/migration.md walks through a cutover.`,
 				return err
 			}
 			opts := migrate.Options{From: from, To: built.ApplicationID, Built: built, Seeds: strings.Split(cfg[config.BootstrapServers], ","),
-				ClientOpts: clientOpts, Map: mapping, EmitFrontier: emitFrontier, BatchRecords: batch}
+				ClientOpts: clientOpts, Map: mapping, EmitFrontier: emitFrontier, BatchRecords: batch, WaitForGroups: waitGroups}
 			ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			if verifyOnly {
@@ -154,6 +156,7 @@ and skipped. docs/migration.md walks through a cutover.`,
 	f.BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation")
 	f.BoolVar(&verifyOnly, "verify-only", false, "only compare our changelogs and offsets with the source")
 	f.IntVar(&batch, "batch-records", 50_000, "records per transaction, at most `N`")
+	f.DurationVar(&waitGroups, "wait-for-groups", 0, "wait up to `DURATION` for both groups to have no members (a stopped Kafka Streams instance stays one until its session times out)")
 	f.StringVar(&stateDir, "from-state-dir", "", "read a Kafka Streams state `DIR` instead of its changelogs (not built yet)")
 	f.VarP(format, "output", "o", "output `format`: "+format.Usage())
 	return c

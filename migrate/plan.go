@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -37,6 +38,11 @@ type Options struct {
 	// BatchRecords is how many records one transaction carries at most
 	// (default 50 000).
 	BatchRecords int
+	// WaitForGroups is how long a run waits for both groups to have no
+	// members before it refuses. A stopped Kafka Streams instance does not
+	// leave its group (its consumers close without LeaveGroup); its member
+	// goes after the session timeout, 45 s by default.
+	WaitForGroups time.Duration
 	// Progress, when set, is told after every committed batch.
 	Progress func(Progress)
 }
@@ -368,21 +374,30 @@ func (s *session) plan(ctx context.Context) (*Plan, error) {
 			}
 		}
 	}
-	groups, err := s.adm.DescribeGroups(ctx, o.From, o.To)
-	if err != nil {
-		return nil, fmt.Errorf("migrate: describe groups: %w", err)
-	}
-	for _, g := range []string{o.From, o.To} {
-		d := groups[g]
-		if d.Err != nil && !errors.Is(d.Err, kerr.GroupIDNotFound) {
-			return nil, fmt.Errorf("migrate: describe group %s: %w", g, d.Err)
-		}
-		p.Groups = append(p.Groups, GroupMembers{Group: g, Members: len(d.Members)})
+	if p.Groups, err = s.groups(ctx); err != nil {
+		return nil, err
 	}
 	if err := s.readMarkers(ctx, p); err != nil {
 		return nil, err
 	}
 	return p, nil
+}
+
+// groups counts the members of both groups.
+func (s *session) groups(ctx context.Context) ([]GroupMembers, error) {
+	groups, err := s.adm.DescribeGroups(ctx, s.opts.From, s.opts.To)
+	if err != nil {
+		return nil, fmt.Errorf("migrate: describe groups: %w", err)
+	}
+	var out []GroupMembers
+	for _, g := range []string{s.opts.From, s.opts.To} {
+		d := groups[g]
+		if d.Err != nil && !errors.Is(d.Err, kerr.GroupIDNotFound) {
+			return nil, fmt.Errorf("migrate: describe group %s: %w", g, d.Err)
+		}
+		out = append(out, GroupMembers{Group: g, Members: len(d.Members)})
+	}
+	return out, nil
 }
 
 func isGlobal(b *topology.Built, node string) bool {

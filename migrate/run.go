@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -86,10 +87,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 
 func (s *session) run(ctx context.Context, p *Plan) (*Report, error) {
 	o := s.opts
-	for _, g := range p.Groups {
-		if g.Members > 0 {
-			return nil, fmt.Errorf("migrate: group %s: %d members: %w; stop every instance first", g.Group, g.Members, ErrActiveMembers)
-		}
+	if err := s.awaitEmptyGroups(ctx, p); err != nil {
+		return nil, err
 	}
 	specs := kafka.InternalTopics(o.Built, p.ourPartitions)
 	specs = append(specs,
@@ -158,6 +157,32 @@ func (s *session) run(ctx context.Context, p *Plan) (*Report, error) {
 		return rep, err
 	}
 	return rep, nil
+}
+
+// awaitEmptyGroups refuses while either group has members, after waiting
+// up to WaitForGroups for them to go.
+func (s *session) awaitEmptyGroups(ctx context.Context, p *Plan) error {
+	deadline := time.Now().Add(s.opts.WaitForGroups)
+	for {
+		busy := slices.IndexFunc(p.Groups, func(g GroupMembers) bool { return g.Members > 0 })
+		if busy < 0 {
+			return nil
+		}
+		if !time.Now().Before(deadline) {
+			g := p.Groups[busy]
+			return fmt.Errorf("migrate: group %s: %d members: %w; stop every instance first (a stopped Kafka Streams instance stays a member until its session times out: --wait-for-groups waits)",
+				g.Group, g.Members, ErrActiveMembers)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+		var err error
+		if p.Groups, err = s.groups(ctx); err != nil {
+			return err
+		}
+	}
 }
 
 // translate copies one source partition into our changelog, a batch per
