@@ -20,7 +20,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/stoatflow/stoatctl/engine"
+	"github.com/stoatflow/stoatctl/engine/config"
 	"github.com/stoatflow/stoatctl/engine/kafka"
+	"github.com/stoatflow/stoatctl/engine/topofile"
+	"github.com/stoatflow/stoatctl/engine/topology"
 	"github.com/stoatflow/stoatctl/internal/kafkatest"
 	"github.com/stoatflow/stoatctl/interop"
 	"github.com/stoatflow/stoatctl/migrate"
@@ -233,11 +236,29 @@ func readFrom(t *testing.T, addr string, m interop.Mirror, from map[string]kafka
 	return recs
 }
 
+// loadMirror builds our side of m (a file under interop/, or a Go
+// example) under application id app.
+func loadMirror(t *testing.T, m interop.Mirror, app string) (*topofile.File, *topology.Built) {
+	t.Helper()
+	f, err := topofile.Resolve(m.Ours, "../interop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := f.Topology.Build(config.New(map[string]string{config.ApplicationID: app}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, b
+}
+
 // runOurs runs our mirror in this process until stop.
 func runOurs(t *testing.T, addr string, m interop.Mirror, app string) (stop func()) {
 	t.Helper()
-	f, _ := load(t, strings.TrimSuffix(strings.TrimPrefix(m.Ours, "topologies/"), ".yaml"), app)
+	f, _ := loadMirror(t, m, app)
 	cfg := maps.Clone(f.Config)
+	if cfg == nil {
+		cfg = map[string]string{}
+	}
 	cfg["application.id"], cfg["bootstrap.servers"], cfg["num.stream.threads"] = app, addr, "1"
 	cfg[engine.BarrierIntervalMs] = "100"
 	var log *slog.Logger
@@ -315,7 +336,7 @@ func runCutover(t *testing.T, j *interop.Java, m interop.Mirror, first, second [
 	c.before = readFrom(t, addr, m, zero)
 	mid = outputEnds(t, addr, m)
 
-	_, built := load(t, strings.TrimSuffix(strings.TrimPrefix(m.Ours, "topologies/"), ".yaml"), ours)
+	_, built := loadMirror(t, m, ours)
 	opts := migrate.Options{From: from, To: ours, Built: built, Seeds: []string{addr}, EmitFrontier: emitFrontier, WaitForGroups: 90 * time.Second}
 	var err error
 	if c.plan, err = migrate.MakePlan(context.Background(), opts); err != nil {
@@ -371,6 +392,53 @@ func TestKafkaStreamsCutoverWordCount(t *testing.T) {
 		t.Fatalf("report: %+v", c.report)
 	}
 	samePerKey(t, c.reference, c.after)
+}
+
+// TestKafkaStreamsCutoverMirrors runs the cutover for the other mirrors
+// with state: a session count (a session merging across the cutover), a
+// timestamped table, and a Processor API store.
+func TestKafkaStreamsCutoverMirrors(t *testing.T) {
+	j := kafkaStreams(t)
+	for _, name := range []string{"session-count", "table", "processor-store"} {
+		t.Run(name, func(t *testing.T) {
+			m := mirror(t, name)
+			in, err := interop.ReadFile(j.Path("testdata", name+".jsonl"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			first, second := halves(shift(in))
+			c := runCutover(t, j, m, first, second, false)
+			if !c.report.Verify.OK || c.report.Translated == 0 {
+				t.Fatalf("report: %+v", c.report)
+			}
+			samePerKey(t, c.reference, c.after)
+		})
+	}
+}
+
+// TestKafkaStreamsSuppressRefused: Kafka Streams stopped with records in
+// its suppress buffer; the migration refuses, naming the buffer, and
+// writes nothing.
+func TestKafkaStreamsSuppressRefused(t *testing.T) {
+	j := kafkaStreams(t)
+	m := mirror(t, "suppress")
+	in, err := interop.ReadFile(j.Path("testdata", "suppress.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _ := halves(shift(in))
+	addr := kafkatest.Start(t, topicsFor(m))
+	ks := startKS(t, j, addr, m, "ks-suppress")
+	feed(t, addr, first)
+	awaitConsumed(t, addr, "ks-suppress", m.Topics(), ks.out)
+	ks.stop(t)
+	_, built := loadMirror(t, m, "ours")
+	_, err = migrate.Run(context.Background(), migrate.Options{From: "ks-suppress", To: "ours", Built: built, Seeds: []string{addr}, WaitForGroups: 90 * time.Second})
+	if !errors.Is(err, migrate.ErrSuppressBuffer) || !strings.Contains(err.Error(), "ks-suppress-KTABLE-SUPPRESS-STATE-STORE") {
+		t.Fatalf("err = %v, want a refusal naming the suppress buffer", err)
+	}
+	t.Log(err)
+	assertNothingWritten(t, kadm.NewClient(client(t, addr)))
 }
 
 // clicks is the window-close input: a click every seven seconds for ten
