@@ -162,12 +162,6 @@ and skipped. docs/migration.md walks through a cutover.`,
 	return c
 }
 
-// isTerminal tells a terminal from a pipe or a file.
-func isTerminal(f *os.File) bool {
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
-
 // progressLines reports translation progress: one line per committed batch,
 // rewritten in place on a terminal.
 func progressLines(w io.Writer, tty bool) func(migrate.Progress) {

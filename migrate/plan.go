@@ -265,6 +265,7 @@ func (s *session) plan(ctx context.Context) (*Plan, error) {
 
 	prefix := o.From + "-"
 	used := map[string]string{}
+	seen := map[string]bool{}
 	var repartition []string
 	for _, t := range slices.Sorted(maps.Keys(topics)) {
 		if !strings.HasPrefix(t, prefix) {
@@ -281,6 +282,7 @@ func (s *session) plan(ctx context.Context) (*Plan, error) {
 			continue
 		}
 		store := strings.TrimSuffix(name, "-changelog")
+		seen[store] = true
 		if reason := joinBuffer(store); reason != "" {
 			p.Unmapped = append(p.Unmapped, Unmapped{t, reason})
 			continue
@@ -320,7 +322,7 @@ func (s *session) plan(ctx context.Context) (*Plan, error) {
 		p.Stores = append(p.Stores, sp)
 	}
 	for ks, ours := range o.Map {
-		if _, ok := used[ours]; !ok {
+		if !seen[ks] {
 			return nil, fmt.Errorf("migrate: --map %s=%s: %s has no changelog topic %s", ks, ours, o.From, topology.ChangelogTopic(o.From, ks))
 		}
 	}

@@ -67,7 +67,11 @@ func (r *Report) WriteText(w io.Writer) error {
 	if err := r.Plan.WriteText(w); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "\ntranslated %d records (%d partitions already done)\n", r.Translated, r.Skipped)
+	if r.VerifyOnly {
+		fmt.Fprintln(w)
+	} else {
+		fmt.Fprintf(w, "\ntranslated %d records (%d partitions already done)\n", r.Translated, r.Skipped)
+	}
 	for _, s := range r.Verify.Stores {
 		fmt.Fprintf(w, "verified %s: %d keys, %d differences\n", s.Store, s.Keys, s.Differences)
 		for _, e := range s.Examples {

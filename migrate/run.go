@@ -67,6 +67,8 @@ type Report struct {
 	Translated int64  `json:"records_translated"`
 	Skipped    int    `json:"partitions_skipped"`
 	Verify     Verify `json:"verify"`
+	// VerifyOnly is set when only the verification ran.
+	VerifyOnly bool `json:"verify_only,omitempty"`
 }
 
 // Run migrates: it makes the plan, refuses while either group has
@@ -186,15 +188,15 @@ func (s *session) awaitEmptyGroups(ctx context.Context, p *Plan) error {
 }
 
 // translate copies one source partition into our changelog, a batch per
-// transaction, the marker in the last one.
+// transaction, the marker in the last one. It returns the records written.
 func (s *session) translate(ctx context.Context, tx *kgo.Client, p *Plan, sp *StorePlan, pp PartitionPlan) (int64, error) {
 	var done int64
 	batch := make([]*kgo.Record, 0, min(s.opts.BatchRecords, int(pp.Records)+1))
-	flush := func() error {
+	flush := func(records int) error {
 		if err := commitBatch(ctx, tx, batch); err != nil {
 			return fmt.Errorf("migrate: write %s from %s[%d]: %w", sp.Topic, sp.SourceTopic, pp.Partition, err)
 		}
-		done += int64(len(batch))
+		done += int64(records)
 		batch = batch[:0]
 		if s.opts.Progress != nil {
 			s.opts.Progress(Progress{Topic: sp.SourceTopic, Partition: pp.Partition, Done: done, Total: pp.Records})
@@ -211,17 +213,18 @@ func (s *session) translate(ctx context.Context, tx *kgo.Client, p *Plan, sp *St
 		}
 		batch = append(batch, ourRecord(sp, e, p.ourPartitions))
 		if len(batch) >= s.opts.BatchRecords {
-			return flush()
+			return flush(len(batch))
 		}
 		return nil
 	})
 	if err != nil {
 		return done, fmt.Errorf("migrate: read %s: %w", sp.SourceTopic, err)
 	}
+	n := len(batch)
 	mv, _ := json.Marshal(marker{End: pp.End, Records: pp.Records})
 	batch = append(batch, &kgo.Record{Topic: MarkerTopic(s.opts.To), Partition: 0, Key: []byte(markerKey(sp.SourceTopic, pp.Partition)), Value: mv})
-	err = flush()
-	return done - 1, err
+	err = flush(n)
+	return done, err
 }
 
 // ourRecord places a decoded record as our engine would have written it.

@@ -45,7 +45,7 @@ func VerifyOnly(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	v, err := s.verify(ctx, p)
-	return &Report{Plan: p, Verify: v}, err
+	return &Report{Plan: p, Verify: v, VerifyOnly: true}, err
 }
 
 type kv struct {
