@@ -155,3 +155,92 @@ func TestWordCountCutover(t *testing.T) {
 		t.Fatalf("after cutover: %v, want w3=5 w98=5 (and no 'old')", got)
 	}
 }
+
+// TestInterruptedRunFinishes: a run stopped in the middle of a partition
+// (its context cancelled after a batch) is finished by running it again:
+// the completed partition is skipped, the interrupted one written again
+// from its start, and the verification passes.
+func TestInterruptedRunFinishes(t *testing.T) {
+	addr := kafkatest.Start(t, map[string]int32{"lines": 2, "word-counts": 2})
+	fakeWordCount(t, addr, 100)
+	_, built := load(t, "word-count", "ours")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var seen []migrate.Progress
+	opts := migrate.Options{From: "ks", To: "ours", Built: built, Seeds: []string{addr}, BatchRecords: 40,
+		Progress: func(p migrate.Progress) {
+			seen = append(seen, p)
+			if p.Partition == 1 && p.Done >= 80 {
+				cancel()
+			}
+		}}
+	rep, err := migrate.Run(ctx, opts)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted run: %v (report %+v, progress %v)", err, rep, seen)
+	}
+	opts.Progress = nil
+	rep, err = migrate.Run(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Skipped != 1 || rep.Translated != 150 || !rep.Verify.OK {
+		t.Fatalf("second run: skipped %d, translated %d, verify %+v", rep.Skipped, rep.Translated, rep.Verify)
+	}
+}
+
+// TestEmitFrontierSources: where the emit frontier of an on-window-close
+// store comes from, and how many windows the plan says would be emitted
+// again without it. Windows of one minute, ten seconds of grace: a window
+// starting at s closes at s+70 s.
+func TestEmitFrontierSources(t *testing.T) {
+	const minute = 60_000
+	for _, tc := range []struct {
+		name      string
+		metadata  *kafka.TopicPartitionMetadata
+		wantValue int64
+		wantFrom  string
+		wantAgain int64
+	}{
+		{name: "processor metadata", wantValue: 3*minute + 10_000, wantFrom: "processor metadata", wantAgain: 3,
+			metadata: &kafka.TopicPartitionMetadata{PartitionTime: 4*minute + 30_000, Processor: map[string]int64{"clicks-per-minute-store": 3 * minute}}},
+		{name: "partition time", wantValue: 4*minute + 30_000, wantFrom: "partition time", wantAgain: 4,
+			metadata: &kafka.TopicPartitionMetadata{PartitionTime: 4*minute + 30_000}},
+		// No offsets: the largest changelog timestamp, 5:05.
+		{name: "max changelog timestamp", wantValue: 5*minute + 5_000, wantFrom: "max changelog timestamp", wantAgain: 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			addr := kafkatest.Start(t, map[string]int32{"clicks": 1, "clicks-per-minute": 1})
+			ctx := context.Background()
+			adm := kadm.NewClient(client(t, addr))
+			if _, err := adm.CreateTopic(ctx, 1, -1, map[string]*string{"cleanup.policy": ptr("compact,delete"), "retention.ms": ptr("86470000")},
+				"ks-clicks-per-minute-store-changelog"); err != nil {
+				t.Fatal(err)
+			}
+			// Windows [0,1), [1,2), ... [5,6) minutes of /home, each last
+			// updated five seconds into it.
+			var recs []*kgo.Record
+			for m := range int64(6) {
+				key := append([]byte("/home"), append(long(m*minute), 0, 0, 0, 0)...)
+				recs = append(recs, &kgo.Record{Topic: "ks-clicks-per-minute-store-changelog", Key: key, Value: long(m + 1), Timestamp: time.UnixMilli(m*minute + 5_000)})
+			}
+			produceTo(t, addr, recs...)
+			if tc.metadata != nil {
+				md, _ := tc.metadata.Encode()
+				var offs kadm.Offsets
+				offs.Add(kadm.Offset{Topic: "clicks", Partition: 0, At: 6, LeaderEpoch: -1, Metadata: md})
+				if _, err := adm.CommitOffsets(ctx, "ks", offs); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, built := load(t, "window-close", "ours")
+			p, err := migrate.MakePlan(ctx, migrate.Options{From: "ks", To: "ours", Built: built, Seeds: []string{addr}, EmitFrontier: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := p.Stores[0].Frontier
+			if f == nil || f.Value != tc.wantValue || f.From != tc.wantFrom || f.ReEmitted != tc.wantAgain || f.ReEmittedWithFrontier != 0 {
+				t.Fatalf("frontier %+v, want %d from %s, %d emitted again", f, tc.wantValue, tc.wantFrom, tc.wantAgain)
+			}
+		})
+	}
+}
