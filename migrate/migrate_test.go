@@ -244,3 +244,26 @@ func TestEmitFrontierSources(t *testing.T) {
 		})
 	}
 }
+
+// TestRefusesOnceOursHasRun: after our application has processed input
+// (its committed offsets moved past Kafka Streams'), a migration would
+// rewind it; it is refused before anything is written.
+func TestRefusesOnceOursHasRun(t *testing.T) {
+	addr := kafkatest.Start(t, map[string]int32{"lines": 2, "word-counts": 2})
+	fakeWordCount(t, addr, 10)
+	_, built := load(t, "word-count", "ours")
+	opts := migrate.Options{From: "ks", To: "ours", Built: built, Seeds: []string{addr}}
+	if _, err := migrate.Run(context.Background(), opts); err != nil {
+		t.Fatal(err)
+	}
+	var offs kadm.Offsets
+	offs.Add(kadm.Offset{Topic: "lines", Partition: 0, At: 12, LeaderEpoch: -1})
+	if _, err := kadm.NewClient(client(t, addr)).CommitOffsets(context.Background(), "ours", offs); err != nil {
+		t.Fatal(err)
+	}
+	_, err := migrate.Run(context.Background(), opts)
+	want := "migrate: group ours has committed lines[0] at 12, ks at 10: our application has run since it was migrated; migrating again would rewind it"
+	if !errors.Is(err, migrate.ErrAlreadyRunning) || err.Error() != want {
+		t.Fatalf("err = %v\nwant %s", err, want)
+	}
+}

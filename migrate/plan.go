@@ -346,6 +346,9 @@ func (s *session) plan(ctx context.Context) (*Plan, error) {
 		}
 		return int(a.Partition - b.Partition)
 	})
+	if err := s.checkNotRun(ctx, p); err != nil {
+		return nil, err
+	}
 
 	// The floor: Kafka Streams' stream time, the smallest partition time
 	// of the partitions its aggregations read (the repartition topics when
@@ -383,6 +386,46 @@ func (s *session) plan(ctx context.Context) (*Plan, error) {
 		return nil, err
 	}
 	return p, nil
+}
+
+// ErrAlreadyRunning is our group having committed offsets other than the
+// ones a migration copies: our application has processed input since, and
+// migrating again would rewind it and regress its state.
+var ErrAlreadyRunning = errors.New("our application has run since it was migrated")
+
+// checkNotRun refuses when our group's committed offsets differ from Kafka
+// Streams': a re-run is only safe before our application processes
+// anything (the same offsets: the copy is then a no-op).
+func (s *session) checkNotRun(ctx context.Context, p *Plan) error {
+	ours, err := s.adm.FetchOffsets(ctx, s.opts.To)
+	if errors.Is(err, kerr.GroupIDNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("migrate: committed offsets of group %s: %w", s.opts.To, err)
+	}
+	want := map[string]map[int32]int64{}
+	for _, oc := range p.Offsets {
+		if want[oc.Topic] == nil {
+			want[oc.Topic] = map[int32]int64{}
+		}
+		want[oc.Topic][oc.Partition] = oc.Offset
+	}
+	var bad error
+	ours.Each(func(r kadm.OffsetResponse) {
+		if bad != nil || r.Err != nil || r.At < 0 {
+			return
+		}
+		if w, ok := want[r.Topic][r.Partition]; !ok || w != r.At {
+			ks := "none"
+			if ok {
+				ks = strconv.FormatInt(w, 10)
+			}
+			bad = fmt.Errorf("migrate: group %s has committed %s[%d] at %d, %s at %s: %w; migrating again would rewind it",
+				s.opts.To, r.Topic, r.Partition, r.At, s.opts.From, ks, ErrAlreadyRunning)
+		}
+	})
+	return bad
 }
 
 // groups counts the members of both groups.
