@@ -141,6 +141,9 @@ and skipped. docs/migration.md walks through a cutover.`,
 					return werr
 				}
 			}
+			if err != nil && ctx.Err() != nil {
+				return fmt.Errorf("interrupted: run the same command again to finish (partitions done are marked and skipped): %w", err)
+			}
 			return err
 		},
 	}
