@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"strconv"
@@ -240,6 +241,21 @@ func TestEmitFrontierSources(t *testing.T) {
 			f := p.Stores[0].Frontier
 			if f == nil || f.Value != tc.wantValue || f.From != tc.wantFrom || f.ReEmitted != tc.wantAgain || f.ReEmittedWithFrontier != 0 {
 				t.Fatalf("frontier %+v, want %d from %s, %d emitted again", f, tc.wantValue, tc.wantFrom, tc.wantAgain)
+			}
+			// The run seeds it, and the verification reads it back.
+			rep, err := migrate.Run(ctx, migrate.Options{From: "ks", To: "ours", Built: built, Seeds: []string{addr}, EmitFrontier: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !rep.Verify.OK || rep.Translated != 6 {
+				t.Fatalf("report %+v", rep)
+			}
+			// A frontier behind the seeded one fails the verification.
+			produceTo(t, addr, &kgo.Record{Topic: "ours-clicks-per-minute-store-emitfrontier-changelog", Key: []byte("clicks-per-minute-store"), Value: long(0)})
+			_, err = migrate.VerifyOnly(ctx, migrate.Options{From: "ks", To: "ours", Built: built, Seeds: []string{addr}, EmitFrontier: true})
+			want := fmt.Sprintf("migrate: verification failed: time: emit frontier of clicks-per-minute-store in ours-clicks-per-minute-store-emitfrontier-changelog: want %d, found 0 (present true)", tc.wantValue)
+			if err == nil || err.Error() != want {
+				t.Fatalf("err = %v\nwant %s", err, want)
 			}
 		})
 	}

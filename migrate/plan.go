@@ -91,6 +91,15 @@ type StorePlan struct {
 	windowSize, grace    int64
 }
 
+// partitionsOf is the partition count of one of our internal topics: one
+// for the stamp topic, our changelogs' count otherwise.
+func (p *Plan) partitionsOf(topic string) int32 {
+	if p.Floor != nil && topic == p.Floor.Topic {
+		return 1
+	}
+	return p.ourPartitions
+}
+
 // Records is the store's record count over its partitions.
 func (s *StorePlan) Records() int64 {
 	var n int64

@@ -81,5 +81,8 @@ func (r *Report) WriteText(w io.Writer) error {
 	for _, o := range r.Verify.Offsets {
 		fmt.Fprintf(w, "offset differs: %s\n", o)
 	}
+	for _, d := range r.Verify.Time {
+		fmt.Fprintf(w, "time differs: %s\n", d)
+	}
 	return nil
 }
