@@ -228,12 +228,23 @@ func (s *session) translate(ctx context.Context, tx *kgo.Client, p *Plan, sp *St
 }
 
 // ourRecord places a decoded record as our engine would have written it.
+// A key-value store's lane key is its changelog key, hashed once for both.
 func ourRecord(sp *StorePlan, e Entry, partitions int32) *kgo.Record {
-	h := binary.BigEndian.AppendUint32(make([]byte, 0, 4), uint32(lane.Murmur2(e.LaneKey)))
-	return &kgo.Record{
-		Topic: sp.Topic, Partition: int32(lane.For(e.Key, int(partitions))), Key: e.Key, Value: e.Value,
-		Timestamp: msTime(e.Timestamp), Headers: []kgo.RecordHeader{{Key: laneHashHeader, Value: h}},
+	// One allocation for the record, its header and the header's value.
+	r := &struct {
+		rec kgo.Record
+		hdr [1]kgo.RecordHeader
+		val [4]byte
+	}{}
+	lh := lane.Murmur2(e.LaneKey)
+	part := lane.For32(lh, int(partitions))
+	if len(e.LaneKey) != len(e.Key) {
+		part = lane.For(e.Key, int(partitions))
 	}
+	binary.BigEndian.PutUint32(r.val[:], uint32(lh))
+	r.hdr[0] = kgo.RecordHeader{Key: laneHashHeader, Value: r.val[:]}
+	r.rec = kgo.Record{Topic: sp.Topic, Partition: int32(part), Key: e.Key, Value: e.Value, Timestamp: msTime(e.Timestamp), Headers: r.hdr[:]}
+	return &r.rec
 }
 
 func commitBatch(ctx context.Context, tx *kgo.Client, recs []*kgo.Record) error {
