@@ -330,6 +330,13 @@ func (s *session) plan(ctx context.Context) (*Plan, error) {
 		}
 		p.Stores = append(p.Stores, sp)
 	}
+	for _, name := range slices.Sorted(maps.Keys(o.Built.Stores)) {
+		info := o.Built.Stores[name]
+		if _, ok := used[name]; ok || info.ChangelogTopic == "" || info.Global || strings.HasSuffix(name, "-emitfrontier") {
+			continue
+		}
+		p.Unmapped = append(p.Unmapped, Unmapped{info.ChangelogTopic, fmt.Sprintf("our store %s has no Kafka Streams changelog to come from: it starts empty", name)})
+	}
 	for ks, ours := range o.Map {
 		if !seen[ks] {
 			return nil, fmt.Errorf("migrate: --map %s=%s: %s has no changelog topic %s", ks, ours, o.From, topology.ChangelogTopic(o.From, ks))

@@ -125,3 +125,28 @@ func assertNothingWritten(t *testing.T, adm *kadm.Client) {
 		t.Errorf("a refused migration committed offsets: %v", offs)
 	}
 }
+
+// TestUnmappedListsBothSides: a topic of Kafka Streams with no store of
+// ours, and a store of ours with no changelog of Kafka Streams, are both
+// listed with the reason.
+func TestUnmappedListsBothSides(t *testing.T) {
+	addr := kafkatest.Start(t, map[string]int32{"clicks": 1, "clicks-per-minute": 1})
+	adm := kadm.NewClient(client(t, addr))
+	if _, err := adm.CreateTopic(context.Background(), 1, -1, map[string]*string{"cleanup.policy": ptr("compact")},
+		"ks-KSTREAM-AGGREGATE-STATE-STORE-0000000002-changelog"); err != nil {
+		t.Fatal(err)
+	}
+	_, built := load(t, "window-close", "ours")
+	p, err := migrate.MakePlan(context.Background(), migrate.Options{From: "ks", To: "ours", Built: built, Seeds: []string{addr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []migrate.Unmapped{
+		{Topic: "ks-KSTREAM-AGGREGATE-STATE-STORE-0000000002-changelog",
+			Reason: "no store KSTREAM-AGGREGATE-STATE-STORE-0000000002 in our topology; map it with --map KSTREAM-AGGREGATE-STATE-STORE-0000000002=OUR_STORE"},
+		{Topic: "ours-clicks-per-minute-store-changelog", Reason: "our store clicks-per-minute-store has no Kafka Streams changelog to come from: it starts empty"},
+	}
+	if len(p.Unmapped) != len(want) || p.Unmapped[0] != want[0] || p.Unmapped[1] != want[1] {
+		t.Errorf("unmapped:\n%+v\nwant\n%+v", p.Unmapped, want)
+	}
+}
