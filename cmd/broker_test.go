@@ -326,3 +326,26 @@ func testBrokerBinaryWithKcat(t *testing.T, bin string) {
 	}
 	stop(p, syscall.SIGINT)
 }
+
+// TestPortInUseHint: a broker port in use says how to get a free one, for
+// broker --port and run --broker-port, in
+// testdata/port_in_use_<command>.golden (PORT the port).
+func TestPortInUseHint(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	for _, args := range [][]string{
+		{"broker", "--port", port},
+		{"run", "-t", "uppercase", "--broker-port", port},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := Run(args, &stdout, &stderr)
+		if code != ExitFailure {
+			t.Errorf("%v: exit %d, want 1\n%s", args, code, stderr.String())
+		}
+		checkGolden(t, "port_in_use_"+args[0], strings.ReplaceAll(transcript(args, code, stdout.String(), stderr.String()), port, "PORT"))
+	}
+}

@@ -33,6 +33,11 @@ var cliTests = []struct {
 	{"version", []string{"version"}, ExitOK, maskVersion},
 	{"version_json", []string{"version", "-o", "json"}, ExitOK, maskVersion},
 	{"version_yaml", []string{"version", "-o", "yaml"}, ExitOK, maskVersion},
+	{"root_version", []string{"--version"}, ExitOK, nil},
+	{"usage_completion_unknown_shell", []string{"completion", "tcsh"}, ExitUsage, nil},
+	{"usage_run_broker_port_with_b", []string{"run", "-t", "word-count", "-b", "127.0.0.1:1", "--broker-port", "0"}, ExitUsage, nil},
+	{"usage_run_partitions_with_bootstrap_x", []string{"run", "-t", "word-count", "-X", "bootstrap.servers=127.0.0.1:1", "--partitions", "2"}, ExitUsage, nil},
+	{"usage_run_data_dir_with_b", []string{"run", "-t", "word-count", "-b", "127.0.0.1:1", "--broker-data-dir", "/tmp/x"}, ExitUsage, nil},
 
 	{"usage_unknown_flag", []string{"topology", "try", "uppercase", "--bogus"}, ExitUsage, nil},
 	{"usage_bad_output_format", []string{"topology", "list", "-o", "yaml"}, ExitUsage, nil},
@@ -165,5 +170,24 @@ func TestTextValue(t *testing.T) {
 		if got := textValue(tc.in); got != tc.want {
 			t.Errorf("textValue(%#v) = %s, want %s", tc.in, got, tc.want)
 		}
+	}
+}
+
+// TestRunBanner: how run tells the user to reach the embedded broker, for
+// a topology of one input and one output and one of two inputs, in
+// testdata/run_banner_<name>.golden. Every input gets a kcat line, every
+// output a topic read line that decodes it.
+func TestRunBanner(t *testing.T) {
+	tests := []struct {
+		name, ref      string
+		sources, sinks []string
+	}{
+		{"word_count", "word-count", []string{"lines"}, []string{"word-counts"}},
+		{"two_inputs", "fixtures/enrich-orders/topology.yaml", []string{"customers", "orders"}, []string{"enriched-orders"}},
+	}
+	for _, tc := range tests {
+		var b bytes.Buffer
+		writeBanner(&b, "127.0.0.1:9092", tc.ref, tc.sources, tc.sinks)
+		checkGolden(t, "run_banner_"+tc.name, b.String())
 	}
 }

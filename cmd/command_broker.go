@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -97,6 +98,15 @@ as on most production clusters.`,
 	return c
 }
 
+// portHint adds to an error starting a broker on a port in use how to
+// pick another: flag 0 takes a free one.
+func portHint(err error, flag string) error {
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("%w (another broker running? stop it, or give %s 0 for a free port, printed on stdout)", err, flag)
+	}
+	return err
+}
+
 // runBroker runs the broker until the command's context is cancelled or a
 // SIGINT or SIGTERM arrives, then closes it, which with a data directory
 // saves its state.
@@ -105,7 +115,7 @@ func runBroker(c *cobra.Command, opts broker.Options) error {
 	defer stop()
 	b, err := broker.Start(ctx, opts)
 	if err != nil {
-		return err
+		return portHint(err, "--port")
 	}
 	topics, err := b.Topics(ctx)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -16,7 +17,11 @@ import (
 
 func newReplayCommand() *cobra.Command {
 	format := output.NewFormat(output.Text, output.JSON)
-	var update, strict bool
+	var (
+		strict     bool
+		update     string
+		countAbove int
+	)
 	var junit string
 	c := &cobra.Command{
 		Use:   "replay PATH...",
@@ -32,7 +37,10 @@ wrote that were not expected. The format is described in docs/fixtures.md.
 
 --update rewrites the expect section of every failing fixture with what the
 run wrote (the golden workflow); when any fixture cannot run, nothing is
-written. Exit status: 0 all passed (or were updated), 1 a mismatch or a
+written. --update=timing also writes the step that wrote each output record
+(after: N, or the step's label); --update=counts writes every output as
+{count: N}, and --update-count-above N those of more than N records; timing
+and counts rewrite passing fixtures too. Exit status: 0 all passed (or were updated), 1 a mismatch or a
 fixture that could not run, 2 a usage error.
 
 Before any fixture runs, the configuration each runs with (its topology's
@@ -47,6 +55,10 @@ parse is an error.`,
 			return nil
 		},
 		RunE: func(c *cobra.Command, args []string) error {
+			uopts, err := updateOptions(update, countAbove)
+			if err != nil {
+				return err
+			}
 			paths, err := replay.Expand(args)
 			if err != nil {
 				return usageError{err}
@@ -75,8 +87,8 @@ parse is an error.`,
 			}
 			var updated map[string]bool
 			var updateErr error
-			if update {
-				updated, updateErr = replay.UpdateAll(results)
+			if update != "" {
+				updated, updateErr = replay.UpdateAll(results, uopts)
 			}
 			if junit != "" {
 				var b bytes.Buffer
@@ -99,11 +111,17 @@ parse is an error.`,
 			if updateErr != nil {
 				return updateErr
 			}
-			return replayOutcome(replay.Summarize(results), updated)
+			return replayOutcome(results, updated)
 		},
 	}
-	c.Flags().BoolVar(&update, "update", false, "rewrite the expect section of failing fixtures with what the run wrote")
+	c.Flags().StringVar(&update, "update", "", "rewrite the expect section of failing fixtures with what the run wrote; `MODE` records, timing (also each record's step) or counts (only counts); timing and counts rewrite passing fixtures too")
+	c.Flags().Lookup("update").NoOptDefVal = "records"
+	c.Flags().IntVar(&countAbove, "update-count-above", 0, "with --update, write an output of more than `N` records as {count: N} (0: never)")
 	c.Flags().StringVar(&junit, "junit", "", "also write a JUnit XML report to `FILE`")
+	// Fixture files and the directories holding them.
+	c.ValidArgsFunction = func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		return []cobra.Completion{"yaml", "yml"}, cobra.ShellCompDirectiveFilterFileExt
+	}
 	addStrictFlag(c, &strict)
 	addOutputFlag(c, format)
 	c.AddCommand(newReplayRecordCommand())
@@ -123,10 +141,46 @@ func checkFixtureConfig(r *configReport, f *replay.Fixture, strict bool) {
 	r.check(src, strict)
 }
 
+// updateOptions reads --update's modes, a comma-separated list of
+// records (the default), timing and counts.
+func updateOptions(update string, countAbove int) (replay.UpdateOptions, error) {
+	o := replay.UpdateOptions{CountAbove: countAbove}
+	if countAbove < 0 {
+		return o, usageErrorf("--update-count-above: want a record count of at least 0, got %d", countAbove)
+	}
+	if update == "" {
+		if countAbove > 0 {
+			return o, usageErrorf("--update-count-above goes with --update")
+		}
+		return o, nil
+	}
+	for _, m := range strings.Split(update, ",") {
+		switch strings.TrimSpace(m) {
+		case "records":
+		case "timing":
+			o.Timing = true
+		case "counts":
+			o.Counts = true
+		default:
+			return o, usageErrorf("--update=%s: want records, timing or counts (or a comma-separated list)", update)
+		}
+	}
+	if o.Timing && o.Counts {
+		return o, usageErrorf("--update=%s: timing and counts exclude each other (a count has no records to time)", update)
+	}
+	return o, nil
+}
+
 // replayOutcome is the error that gives exit 1 when a fixture failed
 // (and was not updated) or could not run.
-func replayOutcome(s replay.Summary, updated map[string]bool) error {
-	failed := s.Failed - len(updated)
+func replayOutcome(results []*replay.Result, updated map[string]bool) error {
+	s := replay.Summarize(results)
+	failed := s.Failed
+	for _, r := range results {
+		if r.Status == replay.Fail && updated[r.Path] {
+			failed--
+		}
+	}
 	if failed == 0 && s.Errors == 0 {
 		return nil
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -15,9 +16,9 @@ import (
 
 func newReplayRecordCommand() *cobra.Command {
 	var (
-		bootstrap, from, to, topo, out, recordsFile string
-		topics                                      []string
-		limit                                       int
+		bootstrap, from, to, topo, out, oldOut, recordsFile string
+		topics                                              []string
+		limit                                               int
 	)
 	c := &cobra.Command{
 		Use:   "record -b HOST:PORT -t TOPIC [-t TOPIC...]",
@@ -43,11 +44,19 @@ Keys, values and header values are written as strings when they are UTF-8,
 else as !!binary (base64). The fixture has no expect section:
 'stoatctl replay --update FILE' fills it in. The format is described in
 docs/fixtures.md.`,
-		Example: `  stoatctl replay record -b localhost:9092 -t sentences --topology uppercase -o sentences.fixture.yaml
+		Example: `  stoatctl replay record -b localhost:9092 -t sentences --topology uppercase --out sentences.fixture.yaml
   stoatctl replay record -b localhost:9092 -t orders -t payments --from 2024-05-01T00:00:00Z --limit 1000 \
-      --topology ./orders.yaml -o orders.fixture.yaml --records-file orders.jsonl`,
+      --topology ./orders.yaml --out fixtures/orders/orders.fixture.yaml --records-file orders.jsonl`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
+			if c.Flags().Changed("output-file") {
+				if c.Flags().Changed("out") {
+					return usageErrorf("--out and -o/--output-file both name the fixture file: give --out only")
+				}
+				// -o is the output format everywhere else.
+				fmt.Fprintln(c.ErrOrStderr(), "warning: -o/--output-file is deprecated and will go; use --out FILE (-o is the output format in every other command)")
+				out = oldOut
+			}
 			opts := replay.RecordOptions{Limit: limit}
 			for _, b := range strings.Split(bootstrap, ",") {
 				if b = strings.TrimSpace(b); b != "" {
@@ -95,6 +104,17 @@ docs/fixtures.md.`,
 				if fo.Serdes, err = replay.SourceSerdes(f); err != nil {
 					return fmt.Errorf("--topology %s: %w", topo, err)
 				}
+				// A topic the topology does not read would make a
+				// fixture that cannot run.
+				sources, err := replay.SourceTopics(f)
+				if err != nil {
+					return fmt.Errorf("--topology %s: %w", topo, err)
+				}
+				for _, t := range opts.Topics {
+					if !slices.Contains(sources, t) {
+						return usageErrorf("--topic %s: topology %s does not read it (its source topics: %s)", t, topo, strings.Join(sources, ", "))
+					}
+				}
 			}
 
 			rec, err := replay.Capture(c.Context(), opts)
@@ -110,8 +130,18 @@ docs/fixtures.md.`,
 			if err := rec.WriteFixture(&fixture, fo); err != nil {
 				return err
 			}
+			// The folders the files go in are made, as docs/fixtures.md's
+			// fixtures/NAME/prod.fixture.yaml needs.
+			if out != "" && out != "-" {
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					return fmt.Errorf("fixture: %w", err)
+				}
+			}
 			if recordsFile != "" {
 				path := filepath.Join(dir, recordsFile)
+				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+					return fmt.Errorf("records file: %w", err)
+				}
 				if err := os.WriteFile(path, records.Bytes(), 0o644); err != nil {
 					return fmt.Errorf("records file: %w", err)
 				}
@@ -134,7 +164,9 @@ docs/fixtures.md.`,
 	f.StringVar(&to, "to", "", "end, exclusive: beginning, end, offset:N, epoch ms or an RFC 3339 `TIME` (default the end when the command starts)")
 	f.IntVar(&limit, "limit", 0, "keep the first `N` records of the merged order (0: all)")
 	f.StringVar(&topo, "topology", "", "the topology `REF` the fixture runs: a topology file relative to the fixture or a registered name")
-	f.StringVarP(&out, "output-file", "o", "", "write the fixture to `FILE` (default stdout)")
+	f.StringVar(&out, "out", "", "write the fixture to `FILE`, making its folder (default stdout)")
+	f.StringVarP(&oldOut, "output-file", "o", "", "deprecated: --out")
+	_ = f.MarkHidden("output-file")
 	f.StringVar(&recordsFile, "records-file", "", "write the records to `FILE`, JSON Lines next to the fixture, instead of inline")
 	return c
 }

@@ -6,8 +6,11 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"net"
 	"os"
 	"os/signal"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -16,12 +19,15 @@ import (
 	"github.com/stoatflow/stoatctl/engine"
 	"github.com/stoatflow/stoatctl/engine/broker"
 	"github.com/stoatflow/stoatctl/engine/config"
+	"github.com/stoatflow/stoatctl/engine/rest"
 	"github.com/stoatflow/stoatctl/engine/topofile"
+	"github.com/stoatflow/stoatctl/internal/buildinfo"
 )
 
-func newRunCommand() *cobra.Command {
+func newRunCommand(stamp buildinfo.Stamp) *cobra.Command {
 	var (
 		topo, configFile, bootstrap, stateDir, logLevel, dataDir string
+		httpAddr, httpToken, logFormat                           string
 		overrides                                                []string
 		port, partitions                                         int
 		strict                                                   bool
@@ -36,14 +42,23 @@ exits 0.
 Without -b (and without bootstrap.servers in the configuration) it starts
 an embedded Kafka-protocol broker on 127.0.0.1:--broker-port, creates the
 topology's topics there, prints its address on stdout, and prints how to
-produce to it and read from it with kcat on stderr.
+produce to it and read from it with kcat on stderr. The embedded broker's
+flags (--broker-port, --broker-data-dir, --partitions) are refused when a
+cluster is named, since no broker starts then.
 
 Configuration comes from the topology file, then -c FILE (YAML: Kafka
 Streams-style keys such as application.id, processing.guarantee,
 num.stream.threads, and the stoatflow.* keys), then -X KEY=VALUE, then -b.
 Every key is checked against the catalogue (stoatctl config list) before
 anything starts: an unknown key is a warning naming the closest known key,
-an error under --strict (exit 2); a value that does not parse is an error.`,
+an error under --strict (exit 2); a value that does not parse is an error.
+
+While it runs it serves its REST API on --http (default 127.0.0.1:8080):
+GET /watermarks, /info, /topology, /health/liveness, /health/readiness,
+/metrics (Prometheus), POST /pause and /resume (docs/rest-api.yaml);
+stoatctl inspect reads it. Beyond loopback a token is required
+(--http-token or $STOATCTL_HTTP_TOKEN), and POST requests must carry it.
+An address in use fails the start; --http off serves nothing.`,
 		Example: `  stoatctl run -t word-count
   stoatctl run -t fixtures/word-count/topology.yaml -b localhost:9092 -X num.stream.threads=8`,
 		Args: noArgs,
@@ -60,6 +75,26 @@ an error under --strict (exit 2); a value that does not parse is an error.`,
 			}
 			if partitions < 1 || partitions > maxSeedPartitions {
 				return usageErrorf("--partitions %d: want 1 to %d", partitions, maxSeedPartitions)
+			}
+			if err := fileArg("-t/--topology", topo); err != nil {
+				return err
+			}
+			if configFile != "" {
+				if err := fileArg("-c/--config", configFile); err != nil {
+					return err
+				}
+			}
+			if !c.Flags().Changed("http-token") {
+				// Read here, not as the flag's default, so that --help
+				// never prints it.
+				httpToken = os.Getenv(httpTokenEnv)
+			}
+			api, err := httpOption(httpAddr, httpToken)
+			if err != nil {
+				return err
+			}
+			if logFormat != "text" && logFormat != "json" {
+				return usageErrorf("--log-format %q: want text or json", logFormat)
 			}
 			wd, _ := os.Getwd()
 			file, err := topofile.Resolve(topo, wd)
@@ -94,19 +129,34 @@ an error under --strict (exit 2); a value that does not parse is an error.`,
 				return err
 			}
 			cfg := src.values
-			log := slog.New(slog.NewTextHandler(c.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+			if err := embeddedOnly(c, cfg); err != nil {
+				return err
+			}
+			log := newLogger(c.ErrOrStderr(), logFormat, level)
 			ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			defer exitOnSecondSignal(ctx, c.ErrOrStderr(), nil)()
+			if api != nil {
+				// Fail before the embedded broker starts, not after: the
+				// engine listens again when it runs.
+				if err := probeListen(api.Addr); err != nil {
+					return err
+				}
+			}
 			if cfg[config.BootstrapServers] == "" {
-				b, err := startEmbedded(ctx, c.OutOrStdout(), c.ErrOrStderr(), file, cfg, port, int32(partitions), dataDir)
+				b, err := startEmbedded(ctx, c.OutOrStdout(), c.ErrOrStderr(), topo, file, cfg, port, int32(partitions), dataDir)
 				if err != nil {
 					return err
 				}
 				defer b.Close()
-				cfg[config.BootstrapServers] = b.Addr()
+				src.set(config.BootstrapServers, b.Addr(), "the embedded broker")
 			}
-			e := engine.New(file.Topology, cfg, engine.WithLogger(log))
+			logEffectiveConfig(log, src)
+			opts := []engine.Option{engine.WithLogger(log), engine.WithVersion(buildinfo.Read(stamp).Version)}
+			if api != nil {
+				opts = append(opts, engine.WithHTTP(*api))
+			}
+			e := engine.New(file.Topology, cfg, opts...)
 			return e.Run(ctx)
 		},
 	}
@@ -121,13 +171,33 @@ an error under --strict (exit 2); a value that does not parse is an error.`,
 	f.IntVar(&partitions, "partitions", 4, "embedded broker: create the topology's topics with `N` partitions")
 	addStrictFlag(c, &strict)
 	f.StringVar(&logLevel, "log-level", "info", "log from `LEVEL` up on stderr: debug, info, warn, error")
+	f.StringVar(&logFormat, "log-format", "text", "log lines as `FORMAT`: text (key=value) or json")
+	f.StringVar(&httpAddr, "http", defaultHTTPAddr, "serve the REST API and /metrics on `ADDR` (host:port, port 0 for a free one), or off")
+	f.StringVar(&httpToken, "http-token", "", "bearer `TOKEN` for POST /pause and /resume; required when --http is not loopback (default $"+httpTokenEnv+")")
+	_ = c.RegisterFlagCompletionFunc("log-format", cobra.FixedCompletions([]string{"text", "json"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = c.RegisterFlagCompletionFunc("log-level", cobra.FixedCompletions([]string{"debug", "info", "warn", "error"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = c.RegisterFlagCompletionFunc("topology", completeTopology)
 	return c
+}
+
+// embeddedOnly refuses the embedded broker's flags when a cluster is named
+// (-b, or bootstrap.servers from -c or -X): no broker starts, and they
+// would silently do nothing.
+func embeddedOnly(c *cobra.Command, cfg map[string]string) error {
+	if cfg[config.BootstrapServers] == "" {
+		return nil
+	}
+	for _, name := range []string{"broker-port", "broker-data-dir", "partitions"} {
+		if c.Flags().Changed(name) {
+			return usageErrorf("--%s is for the embedded broker, which does not start when bootstrap.servers names a cluster (%s)", name, cfg[config.BootstrapServers])
+		}
+	}
+	return nil
 }
 
 // startEmbedded starts the embedded broker with the topology's topics and
 // tells the user how to reach it.
-func startEmbedded(ctx context.Context, out, w io.Writer, file *topofile.File, cfg map[string]string, port int, partitions int32, dataDir string) (*broker.Broker, error) {
+func startEmbedded(ctx context.Context, out, w io.Writer, ref string, file *topofile.File, cfg map[string]string, port int, partitions int32, dataDir string) (*broker.Broker, error) {
 	probe := maps.Clone(cfg)
 	if probe[config.ApplicationID] == "" {
 		probe[config.ApplicationID] = "probe"
@@ -146,24 +216,31 @@ func startEmbedded(ctx context.Context, out, w io.Writer, file *topofile.File, c
 	}
 	b, err := broker.Start(ctx, opts)
 	if err != nil {
-		return nil, fmt.Errorf("embedded broker: %w", err)
+		return nil, fmt.Errorf("embedded broker: %w", portHint(err, "--broker-port"))
 	}
 	// The address is the command's one line of data: scripts start it
 	// with --broker-port 0 and read where it listens.
 	fmt.Fprintln(out, b.Addr())
-	in, sink := "TOPIC", "TOPIC"
-	if len(sources) > 0 {
-		in = sources[0]
+	writeBanner(w, b.Addr(), ref, sources, sinks)
+	return b, nil
+}
+
+// writeBanner tells how to reach the embedded broker: kcat to produce to
+// every input topic, and stoatctl topic read to follow every output
+// topic decoded with the topology's serdes (kcat would print a long or a
+// windowed key as raw bytes).
+func writeBanner(w io.Writer, addr, ref string, sources, sinks []string) {
+	fmt.Fprintf(w, "embedded broker on %s (no -b given); topics: %s\n", addr, strings.Join(append(append([]string{}, sources...), sinks...), ", "))
+	for _, t := range sources {
+		fmt.Fprintf(w, "produce lines of key:value to %s:  kcat -b %s -t %s -P -K:\n", t, addr, t)
+	}
+	for _, t := range sinks {
+		fmt.Fprintf(w, "follow %s, decoded:  stoatctl topic read -b %s -t %s --topology %s -f\n", t, addr, t, ref)
 	}
 	if len(sinks) > 0 {
-		sink = sinks[0]
+		fmt.Fprintf(w, "or raw, committed, with kcat:  kcat -b %s -t %s -C -o beginning -K: -X isolation.level=read_committed\n", addr, sinks[0])
 	}
-	fmt.Fprintf(w, `embedded broker on %[1]s (no -b given); topics: %[2]s
-produce lines of key:value:  kcat -b %[1]s -t %[3]s -P -K:
-read the output committed:   kcat -b %[1]s -t %[4]s -C -o beginning -K: -X isolation.level=read_committed
-stop with Ctrl-C
-`, b.Addr(), strings.Join(append(append([]string{}, sources...), sinks...), ", "), in, sink)
-	return b, nil
+	fmt.Fprintln(w, "stop with Ctrl-C")
 }
 
 // exitOnSecondSignal makes a second SIGINT or SIGTERM, after the first has
@@ -194,4 +271,78 @@ func exitOnSecondSignal(ctx context.Context, stderr io.Writer, armed func()) fun
 		}
 	}()
 	return func() { close(done) }
+}
+
+// The REST API's defaults.
+const (
+	defaultHTTPAddr = "127.0.0.1:8080"
+	httpTokenEnv    = "STOATCTL_HTTP_TOKEN"
+)
+
+// httpOption reads --http and --http-token: nil for off, a usage error
+// for an address that does not parse or is beyond loopback without a token.
+func httpOption(addr, token string) (*engine.HTTP, error) {
+	if strings.EqualFold(addr, "off") || addr == "" {
+		return nil, nil
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, usageErrorf("--http %q: want host:port, such as %s, or off", addr, defaultHTTPAddr)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return nil, usageErrorf("--http %q: port %q: want 0-65535", addr, port)
+	}
+	if !rest.Loopback(host) && token == "" {
+		return nil, usageErrorf("--http %s is not a loopback address: set --http-token or $%s, which POST requests must then carry", addr, httpTokenEnv)
+	}
+	return &engine.HTTP{Addr: addr, Token: token}, nil
+}
+
+// probeListen checks that the REST API's address can be listened on.
+func probeListen(addr string) error {
+	if _, port, _ := net.SplitHostPort(addr); port == "0" {
+		return nil
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("--http %s: %w (pick another address with --http, or --http off)", addr, err)
+	}
+	return l.Close()
+}
+
+// newLogger is the log of run: text or JSON lines on w.
+func newLogger(w io.Writer, format string, level slog.Level) *slog.Logger {
+	o := &slog.HandlerOptions{Level: level}
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(w, o))
+	}
+	return slog.New(slog.NewTextHandler(w, o))
+}
+
+// logEffectiveConfig logs the configuration the engine starts with, one
+// attribute per key, each value with where it came from: what was set,
+// and the catalogue's default of every other key the live engine, its
+// Kafka client or the processing core reads.
+func logEffectiveConfig(log *slog.Logger, src *configSources) {
+	values := maps.Clone(src.values)
+	for _, k := range config.Catalogue() {
+		if _, set := values[k.Name]; set || k.Default == "" || k.AliasOf != "" ||
+			!slices.ContainsFunc(k.ReadBy, func(c config.Component) bool { return c != config.TestDriver }) {
+			continue
+		}
+		values[k.Name] = k.Default
+	}
+	var attrs []any
+	for _, k := range slices.Sorted(maps.Keys(values)) {
+		v := values[k]
+		if strings.Contains(strings.ToLower(k), "password") || strings.Contains(strings.ToLower(k), "secret") {
+			v = "***"
+		}
+		from := src.origin(k)
+		if from == "" {
+			from = "default"
+		}
+		attrs = append(attrs, slog.String(k, v+" ("+from+")"))
+	}
+	log.Info("effective configuration", slog.Group("config", attrs...))
 }

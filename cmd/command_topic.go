@@ -29,10 +29,10 @@ func newTopicCommand() *cobra.Command {
 	var f topicFlags
 	c := &cobra.Command{
 		Use:   "topic",
-		Short: "Create and list the topics of a Kafka cluster",
-		Long: `Create and list the topics of any Kafka cluster: Apache Kafka, or the
-embedded broker of stoatctl broker, whose default address is the default
-of -b.`,
+		Short: "Create, list and read the topics of a Kafka cluster",
+		Long: `Create, list and read the topics of any Kafka cluster: Apache Kafka, or
+the embedded broker of stoatctl broker, whose default address is the
+default of -b.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: runGroup,
 	}
@@ -40,7 +40,7 @@ of -b.`,
 	pf.StringVarP(&f.bootstrap, "bootstrap-server", "b", net.JoinHostPort(broker.DefaultHost, strconv.Itoa(broker.DefaultPort)), "connect to Kafka at `HOST:PORT[,...]`")
 	pf.DurationVar(&f.timeout, "timeout", 30*time.Second, "give up when the cluster has not answered within `DURATION`")
 	_ = c.RegisterFlagCompletionFunc("bootstrap-server", cobra.NoFileCompletions)
-	c.AddCommand(newTopicCreateCommand(&f), newTopicListCommand(&f))
+	c.AddCommand(newTopicCreateCommand(&f), newTopicListCommand(&f), newTopicReadCommand(&f))
 	return c
 }
 

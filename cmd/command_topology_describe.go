@@ -2,56 +2,47 @@ package cmd
 
 import (
 	"io"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/stoatflow/stoatctl/engine/topofile"
-	"github.com/stoatflow/stoatctl/fixtures/examples"
+	"github.com/stoatflow/stoatctl/internal/output"
 )
 
 func newTopologyDescribeCommand() *cobra.Command {
 	var file string
+	format := output.NewFormat(output.Text, output.JSON)
 	c := &cobra.Command{
-		Use:   "describe NAME | -t FILE",
+		Use:   "describe NAME|FILE | -t FILE",
 		Short: "Print a topology's sub-topologies, nodes, boundaries and stores",
 		Long: `Print a topology's description in the layout of Kafka Streams'
 TopologyDescription: its sub-topologies with their sources, processors and
 sinks, the in-memory boundaries between sub-topologies, and its state stores
 with their changelog topics.
 
-Name a bundled example, or give a topology file with -t (see
-docs/topology-files.md); -t also accepts an example's name.`,
-		Args: func(c *cobra.Command, args []string) error {
-			if c.Flags().Changed("topology") {
-				if len(args) > 0 {
-					return usageErrorf("unexpected argument %q: give an example NAME or -t FILE, not both", args[0])
-				}
-				return nil
-			}
-			return exactArg("example NAME")(c, args)
-		},
-		ValidArgsFunction: completeExampleName,
+Name a bundled example or give a topology file (see docs/topology-files.md),
+as the argument or with -t. -o json prints the same as data.`,
+		Example: `  stoatctl topology describe uppercase
+  stoatctl topology describe fixtures/word-count/topology.yaml -o json`,
+		Args:              cobra.ArbitraryArgs,
+		ValidArgsFunction: completeTopology,
 		RunE: func(c *cobra.Command, args []string) error {
-			if c.Flags().Changed("topology") {
-				if strings.TrimSpace(file) == "" {
-					return usageErrorf("flag -t/--topology: empty topology file")
-				}
-				f, err := topofile.Resolve(file, "")
-				if err != nil {
-					return err
-				}
-				_, err = io.WriteString(c.OutOrStdout(), f.Topology.Describe().String())
-				return err
-			}
-			ex, err := examples.Get(args[0])
+			ref, err := topologyArg(c, file, args)
 			if err != nil {
 				return err
 			}
-			_, err = io.WriteString(c.OutOrStdout(), ex.Build().Describe().String())
-			return err
+			f, err := topofile.Resolve(ref, "")
+			if err != nil {
+				return err
+			}
+			d := f.Topology.Describe()
+			return format.Write(c.OutOrStdout(), d.Data(), func(w io.Writer) error {
+				_, err := io.WriteString(w, d.String())
+				return err
+			})
 		},
 	}
 	c.Flags().StringVarP(&file, "topology", "t", "", "topology `FILE` (.yaml) or example name to describe")
+	addOutputFlag(c, format)
 	return c
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stoatflow/stoatctl/engine/topofile"
 	"github.com/stoatflow/stoatctl/fixtures/examples"
 	"github.com/stoatflow/stoatctl/internal/output"
 )
@@ -21,19 +22,31 @@ type tryResult struct {
 }
 
 func newTopologyTryCommand() *cobra.Command {
+	var file string
 	format := output.NewFormat(output.Text, output.JSON)
 	c := &cobra.Command{
-		Use:   "try NAME",
+		Use:   "try NAME | -t NAME",
 		Short: "Run an example's sample input through the test driver and print what it wrote",
 		Long: `Run an example topology on its bundled sample input with the test driver
 (the engine's tasks, single-threaded, with a manual clock) and print the
 records it wrote to its output topics, topic by topic: key, value and
 timestamp in epoch milliseconds. Null keys and values print as <null> in
-text and null in JSON.`,
-		Args:              exactArg("example NAME"),
+text and null in JSON.
+
+The example is the argument or -t's, as in describe and validate. A
+topology file has no sample input to try: give it a fixture with the input
+and run stoatctl replay (docs/fixtures.md).`,
+		Args:              cobra.ArbitraryArgs,
 		ValidArgsFunction: completeExampleName,
 		RunE: func(c *cobra.Command, args []string) error {
-			ex, err := examples.Get(args[0])
+			name, err := topologyArg(c, file, args)
+			if err != nil {
+				return err
+			}
+			if topofile.IsFileRef(name) {
+				return usageErrorf("%s: a topology file has no sample input to try; write a fixture with its input and run stoatctl replay (docs/fixtures.md), or describe or validate the file", name)
+			}
+			ex, err := examples.Get(name)
 			if err != nil {
 				return err
 			}
@@ -46,6 +59,8 @@ text and null in JSON.`,
 			})
 		},
 	}
+	c.Flags().StringVarP(&file, "topology", "t", "", "the example `NAME` to try")
+	_ = c.RegisterFlagCompletionFunc("topology", completeExampleName)
 	addOutputFlag(c, format)
 	return c
 }

@@ -8,32 +8,52 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stoatflow/stoatctl/engine/topofile"
+	"github.com/stoatflow/stoatctl/internal/output"
 )
+
+// validateResult is what topology validate prints under -o json.
+type validateResult struct {
+	Topology string            `json:"topology"`
+	OK       bool              `json:"ok"`
+	Errors   int               `json:"errors"`
+	Findings []validateFinding `json:"findings"`
+	Summary  string            `json:"summary"`
+}
+
+type validateFinding struct {
+	Level   string `json:"level"`
+	Message string `json:"message"`
+}
 
 func newTopologyValidateCommand() *cobra.Command {
 	var file string
 	var strict bool
+	format := output.NewFormat(output.Text, output.JSON)
 	c := &cobra.Command{
-		Use:   "validate -t FILE",
+		Use:   "validate FILE | -t FILE",
 		Short: "Check a topology file: parse it, compile its expressions, run the build rules",
 		Long: `Check a topology file (see docs/topology-files.md): parse it, compile and
 type-check its expressions, and build the topology with the file's
 configuration, which runs every build-time rule (co-partitioning, event
 time, store and timer checks).
 
+The file is the argument or -t's (either also takes an example's name).
 Warnings and a summary go to stdout. Errors, each naming its position in the
-file or the node at fault, go to stderr and make the exit code 1.
+file or the node at fault, go to stderr and make the exit code 1. -o json
+prints every finding, with its level, and the summary to stdout, errors
+included, and still exits 1 when there are errors.
 
 The config: block is checked against the catalogue (stoatctl config list):
 an unknown key is a warning on stderr naming the closest known key, an
 error under --strict (exit 2); a value that does not parse is an error.`,
-		Args: noArgs,
-		RunE: func(c *cobra.Command, _ []string) error {
-			if !c.Flags().Changed("topology") {
-				return usageErrorf("missing flag: -t/--topology FILE")
-			}
-			if strings.TrimSpace(file) == "" {
-				return usageErrorf("flag -t/--topology: empty topology file")
+		Example: `  stoatctl topology validate fixtures/clicks-per-minute/topology.yaml
+  stoatctl topology validate -t ./topology.yaml --strict -o json`,
+		Args:              cobra.ArbitraryArgs,
+		ValidArgsFunction: completeTopology,
+		RunE: func(c *cobra.Command, args []string) error {
+			file, err := topologyArg(c, file, args)
+			if err != nil {
+				return err
 			}
 			r, err := topofile.Validate(file, "")
 			if err != nil {
@@ -47,6 +67,19 @@ error under --strict (exit 2); a value that does not parse is an error.`,
 				if err := report.finish(c); err != nil {
 					return err
 				}
+			}
+			if format.String() == output.JSON {
+				res := validateResult{Topology: file, OK: r.OK(), Errors: r.Errors(), Findings: []validateFinding{}, Summary: r.Summary()}
+				for _, f := range r.Findings {
+					res.Findings = append(res.Findings, validateFinding{Level: string(f.Level), Message: f.Message})
+				}
+				if err := format.Write(c.OutOrStdout(), res, nil); err != nil {
+					return err
+				}
+				if !r.OK() {
+					return errors.New(r.Summary())
+				}
+				return nil
 			}
 			if !r.OK() {
 				var b strings.Builder
@@ -68,5 +101,6 @@ error under --strict (exit 2); a value that does not parse is an error.`,
 	}
 	c.Flags().StringVarP(&file, "topology", "t", "", "topology `FILE` (.yaml) or example name to validate")
 	addStrictFlag(c, &strict)
+	addOutputFlag(c, format)
 	return c
 }

@@ -74,7 +74,7 @@ func TestConfigCommands(t *testing.T) {
 func TestRunStrictNamesTheKeyAndStartsNothing(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	start := time.Now()
-	code := Run([]string{"run", "-t", "word-count", "-X", "num.stream.thread=4", "--strict", "--broker-port", "0"}, &stdout, &stderr)
+	code := Run([]string{"run", "-t", "word-count", "-X", "num.stream.thread=4", "--strict", "--broker-port", "0", "--http", "off"}, &stdout, &stderr)
 	if code != ExitUsage {
 		t.Fatalf("exit %d, want %d; stderr:\n%s", code, ExitUsage, stderr.String())
 	}
@@ -98,7 +98,7 @@ func TestRunWarnsBeforeStarting(t *testing.T) {
 	stdout, stderr := &syncBuffer{}, &syncBuffer{}
 	done := make(chan int, 1)
 	go func() {
-		done <- RunContext(ctx, []string{"run", "-t", "word-count", "-X", "num.stream.thread=4", "--broker-port", "0", "--log-level", "error"}, stdout, stderr)
+		done <- RunContext(ctx, []string{"run", "-t", "word-count", "-X", "num.stream.thread=4", "--broker-port", "0", "--http", "off", "--log-level", "error"}, stdout, stderr)
 	}()
 	deadline := time.Now().Add(30 * time.Second)
 	for stdout.String() == "" && time.Now().Before(deadline) {
@@ -139,6 +139,7 @@ func TestCatalogueCoversReaders(t *testing.T) {
 	for _, k := range []string{
 		engine.BarrierIntervalMs, engine.BarrierIntervalFactor, engine.BarrierMinIntervalMs, engine.BarrierMaxIntervalMs,
 		engine.LaneQueueSize, engine.CreateTopics, engine.ShutdownTimeoutMs,
+		engine.MetricsRecordingLevel, engine.InfoShowWatermarks, engine.ProgressLogIntervalMs, engine.StallWarningMs,
 		kafka.ClientID, kafka.AutoOffsetReset, kafka.InstanceID,
 		"session.timeout.ms", "heartbeat.interval.ms", "group.instance.id",
 	} {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -59,12 +60,12 @@ func TestReplayRecordThenReplay(t *testing.T) {
 	out := filepath.Join(dir, "sentences.fixture.yaml")
 	stdout.Reset()
 	stderr.Reset()
-	args := []string{"replay", "record", "-b", addr, "-t", "sentences", "--topology", "uppercase", "-o", out, "--records-file", "sentences.jsonl"}
+	args := []string{"replay", "record", "-b", addr, "-t", "sentences", "--topology", "uppercase", "--out", out, "--records-file", "sentences.jsonl"}
 	if code := Run(args, &stdout, &stderr); code != ExitOK {
 		t.Fatalf("replay record exited %d\n%s", code, stderr.String())
 	}
 	if stdout.Len() != 0 {
-		t.Errorf("replay record -o FILE wrote to stdout: %q", stdout.String())
+		t.Errorf("replay record --out FILE wrote to stdout: %q", stdout.String())
 	}
 	data, err := os.ReadFile(filepath.Join(dir, "sentences.jsonl"))
 	if err != nil || bytes.Count(data, []byte("\n")) != 3 {
@@ -80,5 +81,62 @@ func TestReplayRecordThenReplay(t *testing.T) {
 	fixture, _ := os.ReadFile(out)
 	if !strings.Contains(string(fixture), "HELLO, WORLD") || strings.Contains(string(fixture), "value: '   '") {
 		t.Errorf("updated fixture:\n%s", fixture)
+	}
+}
+
+// TestReplayRecordOut is the transcript of where replay record writes:
+// --out FILE, making the fixture's folder; the old -o, with a warning;
+// and a topic the topology does not read, refused. Each is compared with
+// testdata/replay_record_<name>.golden (TMP the temporary directory, ADDR
+// the broker).
+func TestReplayRecordOut(t *testing.T) {
+	addr := kafkatest.Start(t, map[string]int32{"sentences": 1, "lines": 1})
+	produceRecords(t, addr, "sentences", "alice:hello", "bob:bye")
+	dir := t.TempDir()
+	tests := []struct {
+		name string
+		args []string
+		code int
+		file string // written, relative to dir
+	}{
+		{"out_new_folder", []string{"--topology", "uppercase", "--out", "TMP/fixtures/uppercase/prod.fixture.yaml"}, ExitOK, "fixtures/uppercase/prod.fixture.yaml"},
+		{"out_records_file_folder", []string{"--topology", "uppercase", "--out", "TMP/f/prod.fixture.yaml", "--records-file", "data/prod.jsonl"}, ExitOK, "f/data/prod.jsonl"},
+		{"old_o", []string{"--topology", "uppercase", "-o", "TMP/old.fixture.yaml"}, ExitOK, "old.fixture.yaml"},
+		{"usage_out_and_o", []string{"--out", "TMP/a.fixture.yaml", "-o", "TMP/b.fixture.yaml"}, ExitUsage, ""},
+		{"usage_topic_not_a_source", []string{"--topology", "uppercase", "-t", "lines"}, ExitUsage, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			args := []string{"replay", "record", "-b", addr}
+			if !slices.Contains(tc.args, "-t") {
+				args = append(args, "-t", "sentences")
+			}
+			for _, a := range tc.args {
+				args = append(args, strings.ReplaceAll(a, "TMP", dir))
+			}
+			var stdout, stderr bytes.Buffer
+			code := Run(args, &stdout, &stderr)
+			if code != tc.code {
+				t.Errorf("exit %d, want %d\n%s", code, tc.code, stderr.String())
+			}
+			got := strings.NewReplacer(dir, "TMP", addr, "ADDR").Replace(transcript(args, code, stdout.String(), stderr.String()))
+			checkGolden(t, "replay_record_"+tc.name, got)
+			if tc.file != "" {
+				if _, err := os.Stat(filepath.Join(dir, tc.file)); err != nil {
+					t.Errorf("not written: %v", err)
+				}
+			}
+		})
+	}
+	// A recorded fixture, filled in by --update, loses the comment that
+	// asked for it.
+	path := filepath.Join(dir, "fixtures/uppercase/prod.fixture.yaml")
+	var stdout, stderr bytes.Buffer
+	if code := Run([]string{"replay", "--update", path}, &stdout, &stderr); code != ExitOK {
+		t.Fatalf("replay --update: %d\n%s%s", code, stdout.String(), stderr.String())
+	}
+	data, _ := os.ReadFile(path)
+	if strings.Contains(string(data), "# expect: run stoatctl replay --update") || !strings.Contains(string(data), "HELLO") {
+		t.Errorf("updated recorded fixture:\n%s", data)
 	}
 }

@@ -161,3 +161,52 @@ func TestReplayNoColorWhenNotATerminal(t *testing.T) {
 		t.Error("a regular file is not a terminal")
 	}
 }
+
+// TestReplayUpdateModes runs replay --update in each of its modes on a
+// copy of a fixture and compares the transcript and the rewritten file
+// with testdata/replay_update_<name>.golden.
+func TestReplayUpdateModes(t *testing.T) {
+	tests := []struct {
+		name, fixture string
+		args          []string
+		code          int
+	}{
+		// The fill-in comment replay record leaves goes.
+		{"records", "update-modes.fixture.yaml", []string{"--update"}, ExitOK},
+		{"timing", "update-modes.fixture.yaml", []string{"--update=timing"}, ExitOK},
+		{"counts", "update-modes.fixture.yaml", []string{"--update=counts"}, ExitOK},
+		{"count_above", "update-modes.fixture.yaml", []string{"--update", "--update-count-above", "3"}, ExitOK},
+		// An output keeps its order, and its steps when it checks them.
+		{"keeps_order_and_steps", "per-key-timed.fixture.yaml", []string{"--update"}, ExitOK},
+		// Timing rewrites a passing fixture too.
+		{"timing_passing", "pass.fixture.yaml", []string{"--update=timing"}, ExitOK},
+		{"usage_unknown_mode", "pass.fixture.yaml", []string{"--update=sometimes"}, ExitUsage},
+		{"usage_timing_and_counts", "pass.fixture.yaml", []string{"--update=timing,counts"}, ExitUsage},
+		{"usage_count_above_alone", "pass.fixture.yaml", []string{"--update-count-above", "3"}, ExitUsage},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			path := copyFixture(t, tc.fixture)
+			args := append(append([]string{"replay"}, tc.args...), path)
+			var stdout, stderr bytes.Buffer
+			code := Run(args, &stdout, &stderr)
+			if code != tc.code {
+				t.Errorf("stoatctl %s exited %d, want %d\nstderr:\n%s", strings.Join(args, " "), code, tc.code, stderr.String())
+			}
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := transcript(args, code, stdout.String(), stderr.String()) + "-- " + tc.fixture + " --\n" + string(data)
+			checkGolden(t, "replay_update_"+tc.name, strings.ReplaceAll(got, filepath.Dir(path), "TMP"))
+			if code != ExitOK {
+				return
+			}
+			// What was written passes.
+			stdout.Reset()
+			if code := Run([]string{"replay", path}, &stdout, &stderr); code != ExitOK {
+				t.Errorf("the rewritten fixture does not pass:\n%s", stdout.String())
+			}
+		})
+	}
+}

@@ -6,7 +6,7 @@
 // Commands write data to cmd.OutOrStdout() and nothing else there, so tests
 // run them against buffers and scripts can pipe them. Errors go to stderr
 // through Run, which also maps them to exit codes: 0 success, 1 failure,
-// 2 usage error.
+// 2 usage error, 3 no engine at the endpoint (watch watermarks --exit-code).
 package cmd
 
 import (
@@ -26,6 +26,9 @@ const (
 	ExitOK      = 0
 	ExitFailure = 1
 	ExitUsage   = 2
+	// ExitUnreachable is `watch watermarks --once --exit-code` finding no
+	// engine at the endpoint.
+	ExitUnreachable = 3
 )
 
 // Option configures the root command.
@@ -57,9 +60,9 @@ backed by changelogs, stream time and punctuators.
 Today it runs topologies on Kafka or on an embedded broker (run), replays
 fixtures through the test driver (replay), describes, validates and tries
 topologies (topology), runs a development broker (broker), creates and
-lists topics (topic), and moves a Kafka Streams application's state,
-offsets and event time over (migrate). The watermark view is not built
-yet.`,
+lists topics (topic), reads a running engine's REST API (inspect), watches
+its event time (watch), and moves a Kafka Streams application's state,
+offsets and event time over (migrate).`,
 		Args:          cobra.ArbitraryArgs,
 		RunE:          runGroup,
 		SilenceErrors: true,
@@ -75,13 +78,43 @@ yet.`,
 		newTopologyCommand(),
 		newBrokerCommand(),
 		newReplayCommand(),
-		newRunCommand(),
+		newRunCommand(o.stamp),
 		newTopicCommand(),
 		newConfigCommand(),
+		newWatchCommand(),
+		newInspectCommand(),
 		newMigrateCommand(),
 	)
+	// --version, as most command-line tools have; stoatctl version tells
+	// more.
+	info := buildinfo.Read(o.stamp)
+	root.Version = info.Version
+	root.SetVersionTemplate(fmt.Sprintf("stoatctl %s (commit %s)\n", info.Version, info.Commit))
+	root.Flags().Bool("version", false, "print the version and commit (stoatctl version prints more)")
 	markFailures(root)
 	return root
+}
+
+// refuseUnknownShells makes `completion SHELL` for a shell cobra has no
+// script for a usage error: by default it prints the help and exits 0.
+func refuseUnknownShells(root *cobra.Command) {
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() != "completion" {
+			continue
+		}
+		var shells []string
+		for _, s := range c.Commands() {
+			shells = append(shells, s.Name())
+		}
+		c.Args = cobra.ArbitraryArgs
+		c.RunE = func(c *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return c.Help()
+			}
+			return usageErrorf("unknown shell %q: completion scripts exist for %s", args[0], strings.Join(shells, ", "))
+		}
+	}
 }
 
 // Run executes stoatctl with args, writing data to stdout and errors to
@@ -98,6 +131,9 @@ func RunContext(ctx context.Context, args []string, stdout, stderr io.Writer, op
 	root.SetArgs(append([]string{}, args...))
 	root.SetOut(stdout)
 	root.SetErr(stderr)
+	// After SetOut: cobra's completion scripts write to the writer the
+	// command had when it was made.
+	refuseUnknownShells(root)
 	c, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return ExitOK
@@ -116,10 +152,15 @@ func RunContext(ctx context.Context, args []string, stdout, stderr io.Writer, op
 
 // ExitCode is the exit code for an error Execute returned: 0 for nil, 1
 // for a command that ran and failed, 2 for anything cobra refused before
-// running a command (an unknown command, flag or argument).
+// running a command (an unknown command, flag or argument), or the code a
+// command asked for (3: watch found no engine).
 func ExitCode(err error) int {
 	if err == nil {
 		return ExitOK
+	}
+	var e exitError
+	if errors.As(err, &e) {
+		return e.code
 	}
 	var f failure
 	if errors.As(err, &f) {
@@ -138,6 +179,16 @@ func (e usageError) Unwrap() error { return e.err }
 func usageErrorf(format string, args ...any) error {
 	return usageError{fmt.Errorf(format, args...)}
 }
+
+// exitError is a command that ran and asks for a particular exit code
+// (watch's --exit-code).
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e exitError) Error() string { return e.err.Error() }
+func (e exitError) Unwrap() error { return e.err }
 
 // failure is an error from a command that ran.
 type failure struct{ err error }

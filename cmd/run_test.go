@@ -31,11 +31,11 @@ func TestRunOnEmbeddedBrokerWithKcat(t *testing.T) {
 		t.Skip("kcat is not installed (scripts/test.sh installs it)")
 	}
 	bin := filepath.Join(buildBinary(t), "stoatctl")
-	args := []string{"run", "-t", "uppercase", "--broker-port", "0", "-X", "stoatflow.commit-barrier.interval-ms=100"}
+	args := []string{"run", "-t", "uppercase", "--broker-port", "0", "--http", "127.0.0.1:0", "-X", "stoatflow.commit-barrier.interval-ms=100"}
 	var realAddr string
 	if kafkatest.Real() {
 		realAddr = kafkatest.Start(t, map[string]int32{"sentences": 2, "shouted": 2})
-		args = []string{"run", "-t", "uppercase", "-b", realAddr, "-X", "stoatflow.commit-barrier.interval-ms=100"}
+		args = []string{"run", "-t", "uppercase", "-b", realAddr, "--http", "127.0.0.1:0", "-X", "stoatflow.commit-barrier.interval-ms=100"}
 	}
 	cmd := exec.Command(bin, args...)
 	stderr := &syncBuffer{}

@@ -58,3 +58,32 @@ func TestSecondSignalExitsAtOnce(t *testing.T) {
 		t.Errorf("stderr %q does not say why it exits", stderr.String())
 	}
 }
+
+// TestInterruptWhileBrokersUnreachable: stopping run while it retries a
+// cluster it cannot reach is a clean stop, exit 0, as SIGINT is anywhere
+// else (it exited 1, "cannot reach the brokers"; issue 16). The context
+// stands in for the signal, as signal.NotifyContext derives from it.
+func TestInterruptWhileBrokersUnreachable(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var stdout, stderr syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- RunContext(ctx, []string{"run", "-t", "uppercase", "-b", "127.0.0.1:1", "--log-level", "warn"}, &stdout, &stderr)
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(stderr.String(), "brokers unreachable, retrying") {
+		if time.Now().After(deadline) {
+			t.Fatalf("run never retried:\n%s", stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != ExitOK || strings.Contains(stderr.String(), "cannot reach") {
+			t.Errorf("run stopped while retrying: exit %d, want 0\n%s", code, stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("run did not stop")
+	}
+}

@@ -116,6 +116,9 @@ func (c *committer) send(outs []task.Output) {
 			c.promise(&kgo.Record{Topic: o.Topic, Partition: o.Partition}, err)
 			continue
 		}
+		if o.Store == "" {
+			c.r.e.obs.out.get(o.Topic).Add(1)
+		}
 		produce(c.ctx, rec, c.promise)
 	}
 }
@@ -269,6 +272,7 @@ func (r *runner) commitLoop(ctx context.Context, g *generation, cuts <-chan epoc
 			}
 			took := time.Since(start)
 			r.commitTook.Store(int64(took))
+			r.e.committed(p.cut.records, took)
 			r.e.log.Debug("epoch committed", "epoch", next, "records", p.cut.records, "stamp", p.cut.stamp, "commit", took)
 			r.ptMu.Lock()
 			for k, v := range p.partTimes {
@@ -614,7 +618,7 @@ func (r *runner) restoreStamp(ctx context.Context) (int64, error) {
 			stamp = int64(binary.BigEndian.Uint64(rec.Value))
 		}
 		return nil
-	})
+	}, r.s.dialOpts...)
 	if err != nil {
 		return 0, fmt.Errorf("engine: restore watermark stamp from %s: %w", r.stampTopic, err)
 	}

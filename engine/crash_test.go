@@ -56,6 +56,12 @@ func runCrashChild(addr string) int {
 		// Static membership: a restart takes its predecessor's place in
 		// the group at once.
 		"group.instance.id", "crash-1", "session.timeout.ms", "6000")
+	if ms := os.Getenv("STOATFLOW_CRASH_TXN_TIMEOUT"); ms != "" {
+		c["transaction.timeout.ms"] = ms
+	}
+	if ms := os.Getenv("STOATFLOW_CRASH_SESSION_TIMEOUT"); ms != "" {
+		c["session.timeout.ms"] = ms
+	}
 	topo := counts()
 	switch os.Getenv("STOATFLOW_CRASH_TOPOLOGY") {
 	case "windows":
@@ -70,10 +76,14 @@ func runCrashChild(addr string) int {
 		c["stoatflow.watermark.max-out-of-orderness-ms"] = "0"
 		c["application.id"] = "crash-suppress"
 	}
-	if err := engine.New(topo, c, engine.WithLogger(testLogger(nil))).Run(ctx); err != nil {
+	e := engine.New(topo, c, engine.WithLogger(testLogger(nil)))
+	if err := e.Run(ctx); err != nil {
 		os.Stderr.WriteString("child: " + err.Error() + "\n")
 		return 1
 	}
+	// The parent may read what happened on the way (the pause test).
+	st := e.Stats()
+	fmt.Printf("stats committed=%d aborted=%d resets=%d\n", st.Committed, st.Aborted, st.Resets)
 	return 0
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"runtime"
 	"slices"
 	"strings"
@@ -16,6 +17,8 @@ import (
 	"github.com/stoatflow/stoatctl/engine/config"
 	"github.com/stoatflow/stoatctl/engine/kafka"
 	"github.com/stoatflow/stoatctl/engine/metrics"
+	"github.com/stoatflow/stoatctl/engine/prom"
+	"github.com/stoatflow/stoatctl/engine/rest"
 	"github.com/stoatflow/stoatctl/engine/task"
 	"github.com/stoatflow/stoatctl/engine/topology"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -99,6 +102,14 @@ type Engine struct {
 
 	paused atomic.Bool
 
+	// obs is what Observe reads (observe.go); meters, api and lagMs are
+	// the meters, the REST API and the last lag sample (api.go,
+	// monitor.go).
+	obs    observed
+	meters *prom.Meters
+	api    atomic.Pointer[rest.Server]
+	lagMs  atomic.Int64
+
 	statsMu sync.Mutex
 	stats   Stats
 	// assignment is what the running lanes process (under statsMu).
@@ -128,6 +139,9 @@ type options struct {
 	logger  *slog.Logger
 	metrics *metrics.Registry
 	wall    func() int64
+	dial    func(ctx context.Context, network, host string) (net.Conn, error)
+	http    *HTTP
+	version string
 }
 
 // WithLogger sets the logger (default: discard).
@@ -139,6 +153,14 @@ func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l 
 // default is the system clock. The barrier cadence and the network
 // deadlines stay on real time.
 func WithWallClock(now func() int64) Option { return func(o *options) { o.wall = now } }
+
+// WithDialer makes every connection the engine opens to a broker (its
+// group and transactional client, the admin client, restoration and
+// global-table readers) go through dial, instead of a plain TCP dial: for
+// a proxy, a custom resolver, or a test that puts faults in the network.
+func WithDialer(dial func(ctx context.Context, network, host string) (net.Conn, error)) Option {
+	return func(o *options) { o.dial = dial }
+}
 
 // WithMetrics sets the registry the engine counts into.
 func WithMetrics(r *metrics.Registry) Option { return func(o *options) { o.metrics = r } }
@@ -161,7 +183,9 @@ func New(topo *topology.Topology, cfg map[string]string, opts ...Option) *Engine
 	if o.wall == nil {
 		o.wall = func() int64 { return time.Now().UnixMilli() }
 	}
-	return &Engine{topo: topo, cfg: config.New(cfg), opts: o, log: o.logger, metrics: o.metrics, state: Created}
+	e := &Engine{topo: topo, cfg: config.New(cfg), opts: o, log: o.logger, metrics: o.metrics, state: Created}
+	e.newMeters()
+	return e
 }
 
 // State is the engine's current state.
@@ -253,6 +277,9 @@ type settings struct {
 	minInterval time.Duration
 	maxInterval time.Duration
 	clientOpts  []kgo.Opt
+	// dialOpts are how every client connects (WithDialer), for clients
+	// made from the seeds alone; clientOpts include them.
+	dialOpts []kgo.Opt
 	// shutdown is ShutdownTimeoutMs.
 	shutdown time.Duration
 }
@@ -341,7 +368,16 @@ func (e *Engine) Run(ctx context.Context) error {
 	if e.State() != Created {
 		return errors.New("engine: Run called twice")
 	}
-	err := e.run(ctx)
+	stopAPI, err := e.startAPI()
+	if err != nil {
+		e.setState(Error)
+		return err
+	}
+	defer stopAPI()
+	mctx, stopMonitor := context.WithCancel(ctx)
+	monitorDone := e.monitor(mctx)
+	defer func() { stopMonitor(); <-monitorDone }()
+	err = e.run(ctx)
 	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 		// Stopped while starting, or while the lanes were being rebuilt
 		// after a rebalance: the call that failed was cut short by the

@@ -139,9 +139,9 @@ func testLogger(t testing.TB) *slog.Logger {
 
 // runEngine runs topo until the returned stop is called; stop returns
 // Run's error.
-func runEngine(t testing.TB, topo *topology.Topology, cfg map[string]string) (*engine.Engine, func() error) {
+func runEngine(t testing.TB, topo *topology.Topology, cfg map[string]string, opts ...engine.Option) (*engine.Engine, func() error) {
 	t.Helper()
-	e := engine.New(topo, cfg, engine.WithLogger(testLogger(t)))
+	e := engine.New(topo, cfg, append([]engine.Option{engine.WithLogger(testLogger(t))}, opts...)...)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- e.Run(ctx) }()

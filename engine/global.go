@@ -25,6 +25,7 @@ type globalRunner struct {
 	task   *task.Task
 	topics []string
 	seeds  []string
+	dial   []kgo.Opt
 	// next is the offset to read next, per topic and partition.
 	next map[string]kafka.Positions
 
@@ -41,7 +42,7 @@ func (r *runner) startGlobal(ctx context.Context) (*globalRunner, error) {
 	if st == nil {
 		return nil, nil
 	}
-	g := &globalRunner{e: r.e, seeds: r.s.seeds, next: map[string]kafka.Positions{}}
+	g := &globalRunner{e: r.e, seeds: r.s.seeds, dial: r.s.dialOpts, next: map[string]kafka.Positions{}}
 	for _, src := range st.Sources {
 		if src.Source.Pattern != nil {
 			return nil, fmt.Errorf("engine: global source %s reads a topic pattern, which the live engine does not support yet", src.Name)
@@ -122,7 +123,7 @@ func (g *globalRunner) process(rec *kgo.Record) error {
 // offsets as they are now.
 func (g *globalRunner) readToEnd(ctx context.Context) error {
 	for _, t := range g.topics {
-		ends, err := kafka.ReadToEnd(ctx, g.seeds, t, g.next[t], g.process)
+		ends, err := kafka.ReadToEnd(ctx, g.seeds, t, g.next[t], g.process, g.dial...)
 		if err != nil {
 			return fmt.Errorf("topic %s: %w", t, err)
 		}
@@ -149,8 +150,8 @@ func (g *globalRunner) follow(ctx context.Context) {
 			starts[t][p] = kgo.NewOffset().At(off)
 		}
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(g.seeds...), kgo.ConsumePartitions(starts),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.FetchMaxWait(500*time.Millisecond))
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(g.seeds...), kgo.ConsumePartitions(starts),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.FetchMaxWait(500 * time.Millisecond)}, g.dial...)...)
 	if err != nil {
 		fail(err)
 		return

@@ -111,6 +111,15 @@ type runner struct {
 	rr          atomic.Uint32
 	// drained says the last poll returned no record.
 	drained bool
+	// inCount caches the records-in counter of each source topic
+	// (observe.go); the dispatcher's alone.
+	inCount map[string]*atomic.Int64
+	// activeOffsets are the dispatched offsets watermarkNow last saw per
+	// partition; one that moved marks its partition active.
+	activeOffsets map[watermark.Partition]int64
+	// highWater is each source partition's high watermark as the last
+	// fetch of it reported (observe.go: the lag per input).
+	highWater map[watermark.Partition]int64
 
 	// ptMu guards what the committer and the dispatcher share:
 	// knownPartTimes (each partition's time as last committed, kept for
@@ -174,6 +183,10 @@ func (e *Engine) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if e.opts.dial != nil {
+		s.dialOpts = []kgo.Opt{kgo.Dialer(e.opts.dial)}
+		s.clientOpts = append(s.clientOpts, s.dialOpts...)
+	}
 	built, err := e.topo.Build(e.cfg)
 	if err != nil {
 		return err
@@ -181,6 +194,7 @@ func (e *Engine) run(ctx context.Context) error {
 	for _, w := range built.Warnings {
 		e.log.Warn(w.String(), "rule", w.Rule, "node", w.Node)
 	}
+	e.started(s, built)
 	r := &runner{e: e, s: s, built: built, topicSub: map[string]int{}, assigned: map[string]map[int32]bool{}, sinkParts: map[string]int32{}, sinkLimits: map[string]int{},
 		stampTopic: s.appID + "-stoatflow-watermark-changelog", cutter: barrier.NewCutter(task.Unknown)}
 	for _, st := range built.Subtopologies {
@@ -214,7 +228,7 @@ func (e *Engine) run(ctx context.Context) error {
 // connect checks the topics, creates the internal ones and joins the group.
 func (r *runner) connect(ctx context.Context) error {
 	e := r.e
-	admCl, err := kgo.NewClient(kgo.SeedBrokers(r.s.seeds...), kgo.RetryTimeout(30*time.Second))
+	admCl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(r.s.seeds...), kgo.RetryTimeout(30 * time.Second)}, r.s.dialOpts...)...)
 	if err != nil {
 		return fmt.Errorf("engine: admin client: %w", err)
 	}
@@ -274,6 +288,11 @@ func (r *runner) connect(ctx context.Context) error {
 	if err := kafka.EnsureTopics(ctx, r.adm, specs, r.s.createTopic); err != nil {
 		return fmt.Errorf("engine: internal topics: %w", err)
 	}
+	names := make([]string, len(specs))
+	for i, sp := range specs {
+		names[i] = sp.Name
+	}
+	e.log.Info("topics ready", "sources", r.sources, "internal (created or found)", names)
 
 	opts := append(slices.Clone(r.s.clientOpts),
 		kgo.ConsumeTopics(r.sources...),
@@ -635,6 +654,7 @@ func (r *runner) dispatchMerged(fetches kgo.Fetches) error {
 	}
 	var heads []*head
 	fetches.EachPartition(func(p kgo.FetchTopicPartition) {
+		r.noteHighWatermark(p.Topic, p.Partition, p.HighWatermark)
 		if len(p.Records) > 0 {
 			heads = append(heads, &head{recs: p.Records})
 		}
@@ -684,6 +704,15 @@ func (r *runner) dispatchOne(rec *kgo.Record) error {
 	}
 	r.cutOffsets[rec.Topic][rec.Partition] = rec.Offset + 1
 	r.dispatched++
+	c := r.inCount[rec.Topic]
+	if c == nil {
+		if r.inCount == nil {
+			r.inCount = map[string]*atomic.Int64{}
+		}
+		c = r.e.obs.in.get(rec.Topic)
+		r.inCount[rec.Topic] = c
+	}
+	c.Add(1)
 	return nil
 }
 
@@ -699,7 +728,25 @@ func (r *runner) watermarkNow() int64 {
 			}
 		}
 	}
-	w, _ := r.tracker.Advance(now)
+	// A partition the dispatcher read records from is active, even when
+	// none of them raised its event time (old timestamps).
+	for t, ps := range r.cutOffsets {
+		for p, o := range ps {
+			wp := watermark.Partition{Topic: t, Partition: p}
+			if o != r.activeOffsets[wp] {
+				if r.activeOffsets == nil {
+					r.activeOffsets = map[watermark.Partition]int64{}
+				}
+				r.activeOffsets[wp] = o
+				r.tracker.Active(wp, now)
+			}
+		}
+	}
+	w, moved := r.tracker.Advance(now)
+	if moved && r.e.obs.onAdvance != nil {
+		r.e.obs.onAdvance()
+	}
+	r.publishView(false)
 	if w == watermark.Unset || w < task.Unknown {
 		w = task.Unknown
 	}
@@ -913,6 +960,7 @@ func (r *runner) resetOnce(ctx context.Context) error {
 		return err
 	}
 	r.cutOffsets = map[string]map[int32]int64{}
+	r.activeOffsets = nil
 	r.partTimes = map[watermark.Partition]int64{}
 	r.ptMu.Lock()
 	r.knownPartTimes = map[watermark.Partition]int64{}
@@ -945,6 +993,7 @@ func (r *runner) resetOnce(ctx context.Context) error {
 		}
 	}
 	r.cl.SetOffsets(set)
+	r.publishView(true)
 	floor, err := r.restoreStamp(ctx)
 	if err != nil {
 		return err
@@ -953,10 +1002,17 @@ func (r *runner) resetOnce(ctx context.Context) error {
 	// emission pass a crash may have lost (the emit frontiers keep it
 	// from emitting anything twice).
 	r.cutter = barrier.NewCutter(floor)
+	restoreStart, restoredBefore := time.Now(), r.e.obs.restored.Load()
+	r.e.obs.restoreBase.Store(restoredBefore)
+	r.e.obs.restoreTarget.Store(0)
+	r.e.obs.restoring.Store(true)
+	r.e.log.Info("restoring state from the changelogs", "stores", len(r.built.Stores), "partitions", assigned)
 	gen, err := newGeneration(ctx, r.e, r.built, r.s, r.changelogPartitions, floor, r.restorer(assigned), r.global.stores())
+	r.e.obs.restoring.Store(false)
 	if err != nil {
 		return err
 	}
+	r.e.log.Info("state restored", "records", r.e.obs.restored.Load()-restoredBefore, "took", time.Since(restoreStart).Round(time.Millisecond))
 	r.gen = gen
 	r.cuts = make(chan epochCut, 4)
 	r.committedEpoch.Store(0)
@@ -974,6 +1030,13 @@ func (r *runner) resetOnce(ctx context.Context) error {
 	r.e.setAssignment(assigned)
 	r.e.setState(Running)
 	return nil
+}
+
+// readOpts are the options of a client that reads a topic to its end:
+// how to connect, and the engine's logger (a settled read warns there
+// when an open transaction holds it back).
+func (r *runner) readOpts() []kgo.Opt {
+	return append(slices.Clone(r.s.dialOpts), kgo.WithLogger(kafka.Logger(r.e.log)))
 }
 
 func (r *runner) idleness() time.Duration {
@@ -1141,6 +1204,7 @@ func (r *runner) restorer(assigned map[string][]int32) restoreSource {
 			}
 			return parts[int32(lane.For32(cr.hash, int(sub.changelogPartitions)))]
 		}
+		r.addRestoreTarget(ctx, topic)
 		// Settled: the instance this one takes partitions over from may
 		// have committed its last epoch a moment ago, its offsets visible
 		// before its commit markers reach every changelog partition.
@@ -1155,8 +1219,9 @@ func (r *runner) restorer(assigned map[string][]int32) restoreSource {
 			if !owned(cr) {
 				return nil
 			}
+			r.e.obs.restored.Add(1)
 			return apply(cr)
-		})
+		}, r.readOpts()...)
 		return err
 	}
 }

@@ -2,7 +2,7 @@ package engine
 
 import (
 	"context"
-	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -13,35 +13,45 @@ import (
 // PollFetches concurrently with Begin or End"); the dispatcher polls, the
 // committer begins and ends, on goroutines of their own. Every one of
 // those calls goes through session, under one mutex, so none can overlap
-// by construction.
+// by construction. A poll waits for the mutex no longer than its
+// context: a Begin or End that hangs (a broker that accepts connections
+// and never answers) must not keep the dispatcher from seeing a stop.
 //
 // Producing, flushing and committing offsets need no such guard and go to
 // the client directly.
 type session struct {
 	cl  *kgo.Client
 	txn *kgo.GroupTransactSession // nil under at_least_once
+	// cancel cancels the client's own context: what close does when
+	// leaving the group takes longer than leaveWait.
+	cancel context.CancelFunc
 
-	mu sync.Mutex
+	// mu is a one-slot semaphore: full while a guarded call runs.
+	mu chan struct{}
 	// guarded counts the guarded calls. It is a plain int on purpose,
-	// touched only under mu: should a call ever bypass the mutex, the race
+	// touched only while holding mu: should a call ever bypass the mutex, the race
 	// detector reports the unsynchronized write (TestSessionGuard).
 	guarded int
 }
 
 // newSession makes a client, transactional when exactlyOnce is set.
 func newSession(exactlyOnce bool, opts ...kgo.Opt) (*session, error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	opts = append(opts, kgo.WithContext(ctx))
 	if exactlyOnce {
 		txn, err := kgo.NewGroupTransactSession(opts...)
 		if err != nil {
+			cancel()
 			return nil, err
 		}
-		return &session{cl: txn.Client(), txn: txn}, nil
+		return &session{cl: txn.Client(), txn: txn, cancel: cancel, mu: make(chan struct{}, 1)}, nil
 	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
+		cancel()
 		return nil, err
 	}
-	return &session{cl: cl}, nil
+	return &session{cl: cl, cancel: cancel, mu: make(chan struct{}, 1)}, nil
 }
 
 // client is the underlying client, for calls that need no guard.
@@ -50,18 +60,30 @@ func (s *session) client() *kgo.Client { return s.cl }
 // transactional says the session runs transactions (exactly-once).
 func (s *session) transactional() bool { return s.txn != nil }
 
-// poll polls for fetches; it waits while a transaction begins or ends.
+func (s *session) lock()   { s.mu <- struct{}{} }
+func (s *session) unlock() { <-s.mu }
+
+// poll polls for fetches; it waits while a transaction begins or ends,
+// and returns a fetch holding ctx's error if ctx ends first.
 func (s *session) poll(ctx context.Context) kgo.Fetches {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	select {
+	case s.mu <- struct{}{}:
+	default:
+		select {
+		case s.mu <- struct{}{}:
+		case <-ctx.Done():
+			return kgo.NewErrFetch(ctx.Err())
+		}
+	}
+	defer s.unlock()
 	s.guarded++
 	return s.cl.PollFetches(ctx)
 }
 
 // begin begins a transaction; it waits while a poll runs.
 func (s *session) begin() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.lock()
+	defer s.unlock()
 	s.guarded++
 	return s.txn.Begin()
 }
@@ -69,8 +91,8 @@ func (s *session) begin() error {
 // end ends the open transaction, committing or aborting as try says, and
 // reports whether it committed; it waits while a poll runs.
 func (s *session) end(ctx context.Context, try kgo.TransactionEndTry) (bool, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.lock()
+	defer s.unlock()
 	s.guarded++
 	return s.txn.End(ctx, try)
 }
@@ -102,11 +124,30 @@ func (s *session) produce(ctx context.Context, rec *kgo.Record, promise func(*kg
 	s.cl.Produce(ctx, rec, promise)
 }
 
-// close leaves the group and closes the client.
+// leaveWait bounds how long close waits for the group to acknowledge
+// the leave. Leaving is a courtesy that saves the others a session
+// timeout; a broker that accepts connections and never answers would
+// otherwise hold close until franz-go's request timeout, past the
+// shutdown deadline.
+const leaveWait = 2 * time.Second
+
+// close leaves the group and closes the client, cancelling the client's
+// requests if the leave takes longer than leaveWait.
 func (s *session) close() {
-	if s.txn != nil {
-		s.txn.Close()
-		return
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if s.txn != nil {
+			s.txn.Close()
+			return
+		}
+		s.cl.Close()
+	}()
+	select {
+	case <-done:
+	case <-time.After(leaveWait):
+		s.cancel()
+		<-done
 	}
-	s.cl.Close()
+	s.cancel()
 }

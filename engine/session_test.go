@@ -73,9 +73,12 @@ func TestSessionGuard(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if want := polls + 2*txns; s.guarded != want {
-		t.Fatalf("%d guarded calls, want %d", s.guarded, want)
+	s.lock()
+	defer s.unlock()
+	// Every begin and end counts; a poll counts when it got the session
+	// within its 5 ms (one that waited out its context behind an End
+	// never touched the client).
+	if s.guarded <= 2*txns || s.guarded > polls+2*txns {
+		t.Fatalf("%d guarded calls, want %d begins and ends and up to %d polls", s.guarded, 2*txns, polls)
 	}
 }

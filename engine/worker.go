@@ -145,6 +145,9 @@ func (c laneClock) ObserveStreamTime(ts int64) {
 		return
 	}
 	p := watermark.Partition{Topic: l.cur.in.Topic, Partition: l.cur.in.Partition}
+	if late := l.g.e.obs.onLate; late != nil && ts < l.g.watermark.Load() {
+		late(p)
+	}
 	l.ptMu.Lock()
 	if old, ok := l.partTimes[p]; !ok || ts > old {
 		l.partTimes[p] = ts
@@ -181,7 +184,7 @@ func (l *worker) Send(o task.Output) error {
 		l.routeChangelog(&o)
 	}
 	if l.cur.kind == itemRecord && l.cur.in.Topic != "" {
-		o.Origin = task.Origin{Topic: l.cur.in.Topic, Partition: l.cur.in.Partition, Offset: l.cur.in.Offset}
+		o.Origin = l.origin()
 	}
 	l.outs = append(l.outs, o)
 	l.g.outputs.Add(1)
@@ -230,6 +233,9 @@ func (l *worker) forward(o task.Output) error {
 		kind: itemRecord, from: down.upstreamSlots[l.gid], floor: l.fwdFloor,
 		in: task.Input{Topic: o.Topic, Partition: part, Offset: l.seq, Key: o.Key, Value: o.Value, Timestamp: o.Timestamp, Headers: o.Headers},
 	}
+	if l.cur.kind == itemRecord && l.cur.in.Topic != "" {
+		it.in.Origin = l.origin()
+	}
 	select {
 	case down.lanes[idx].in <- []item{it}:
 		return nil
@@ -239,6 +245,14 @@ func (l *worker) forward(o task.Output) error {
 		}
 		return l.ctx.Err()
 	}
+}
+
+// origin is the source-topic record the item in progress descends from.
+func (l *worker) origin() task.Origin {
+	if l.cur.in.Origin.Topic != "" {
+		return l.cur.in.Origin
+	}
+	return task.Origin{Topic: l.cur.in.Topic, Partition: l.cur.in.Partition, Offset: l.cur.in.Offset}
 }
 
 func (l *worker) sendMarker(b *marker) error {

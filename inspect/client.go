@@ -1,6 +1,7 @@
 package inspect
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -22,12 +23,18 @@ var ErrUnreachable = errors.New("engine unreachable")
 // APIError is an answer with a non-2xx status.
 type APIError struct {
 	Status int
+	// Method is GET unless it says otherwise.
+	Method string
 	Path   string
 	Body   Error
 }
 
 func (e *APIError) Error() string {
-	return fmt.Sprintf("GET %s: %d %s: %s", e.Path, e.Status, e.Body.Code, e.Body.Message)
+	m := e.Method
+	if m == "" {
+		m = http.MethodGet
+	}
+	return fmt.Sprintf("%s %s: %d %s: %s", m, e.Path, e.Status, e.Body.Code, e.Body.Message)
 }
 
 // Client fetches the documents of one engine's REST API.
@@ -72,6 +79,33 @@ func (c *Client) Topology(ctx context.Context, format string) ([]byte, error) {
 	return c.get(ctx, "/topology", accept)
 }
 
+// Pause asks POST /pause, with an optional reason that the engine logs.
+func (c *Client) Pause(ctx context.Context, reason string) (Control, error) {
+	return c.control(ctx, "/pause", reason)
+}
+
+// Resume asks POST /resume.
+func (c *Client) Resume(ctx context.Context, reason string) (Control, error) {
+	return c.control(ctx, "/resume", reason)
+}
+
+func (c *Client) control(ctx context.Context, path, reason string) (Control, error) {
+	var out Control
+	var body io.Reader
+	if reason != "" {
+		b, _ := json.Marshal(ControlRequest{Reason: reason})
+		body = bytes.NewReader(b)
+	}
+	b, err := c.do(ctx, http.MethodPost, path, "application/json", body)
+	if err != nil {
+		return out, err
+	}
+	if err := json.Unmarshal(b, &out); err != nil {
+		return out, fmt.Errorf("POST %s: decoding the answer: %w", path, err)
+	}
+	return out, nil
+}
+
 func (c *Client) getJSON(ctx context.Context, path string, v any) error {
 	b, err := c.get(ctx, path, "application/json")
 	if err != nil {
@@ -84,12 +118,19 @@ func (c *Client) getJSON(ctx context.Context, path string, v any) error {
 }
 
 func (c *Client) get(ctx context.Context, path, accept string) ([]byte, error) {
+	return c.do(ctx, http.MethodGet, path, accept, nil)
+}
+
+func (c *Client) do(ctx context.Context, method, path, accept string, body io.Reader) ([]byte, error) {
 	url := strings.TrimRight(c.BaseURL, "/") + path
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	req, err := http.NewRequestWithContext(ctx, method, url, body)
 	if err != nil {
-		return nil, fmt.Errorf("GET %s: %w", path, err)
+		return nil, fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	req.Header.Set("Accept", accept)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	if c.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.Token)
 	}
@@ -102,15 +143,15 @@ func (c *Client) get(ctx context.Context, path, accept string) ([]byte, error) {
 		if ctx.Err() != nil {
 			return nil, err
 		}
-		return nil, fmt.Errorf("GET %s: %w: %w", url, ErrUnreachable, err)
+		return nil, fmt.Errorf("%s %s: %w: %w", method, url, ErrUnreachable, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
-		return nil, fmt.Errorf("GET %s: reading the answer: %w: %w", url, ErrUnreachable, err)
+		return nil, fmt.Errorf("%s %s: reading the answer: %w: %w", method, url, ErrUnreachable, err)
 	}
 	if resp.StatusCode/100 != 2 {
-		ae := &APIError{Status: resp.StatusCode, Path: path}
+		ae := &APIError{Status: resp.StatusCode, Method: method, Path: path}
 		if json.Unmarshal(b, &ae.Body) != nil || ae.Body.Code == "" {
 			ae.Body = Error{Code: http.StatusText(resp.StatusCode), Message: strings.TrimSpace(string(b))}
 		}

@@ -47,7 +47,9 @@ type Info struct {
 	ApplicationID string `json:"applicationId"`
 	InstanceID    string `json:"instanceId,omitempty"`
 	State         string `json:"state"`
-	Version       string `json:"version"`
+	// Paused says POST /pause stopped processing (State stays RUNNING).
+	Paused  bool   `json:"paused"`
+	Version string `json:"version"`
 	// Topology is a one-line summary: sub-topologies, sources, sinks, stores.
 	Topology string `json:"topology"`
 	Lanes    int    `json:"lanes"`
@@ -77,3 +79,39 @@ const (
 	CodeMethod         = "method_not_allowed"
 	CodeInternal       = "internal"
 )
+
+// More stable error codes.
+const (
+	// CodeNoEventTime: GET /watermarks of a topology without event time.
+	CodeNoEventTime = "no_event_time"
+	// CodeUnreachable is what `stoatctl inspect -o json` prints when no
+	// answer came back; no server sends it.
+	CodeUnreachable = "unreachable"
+)
+
+// Health is the document of GET /health/liveness and /health/readiness.
+type Health struct {
+	// Status is StatusUp (HTTP 200) or StatusDown (503).
+	Status string `json:"status"`
+	State  string `json:"state"`
+	// Reason says why the engine is down, when it is.
+	Reason string `json:"reason,omitempty"`
+}
+
+// Health statuses.
+const (
+	StatusUp   = "UP"
+	StatusDown = "DOWN"
+)
+
+// ControlRequest is the optional JSON body of POST /pause and /resume.
+type ControlRequest struct {
+	// Reason is logged with the request.
+	Reason string `json:"reason,omitempty"`
+}
+
+// Control is the answer of POST /pause and /resume.
+type Control struct {
+	Paused bool   `json:"paused"`
+	State  string `json:"state"`
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/stoatflow/stoatctl/engine/processor"
+	"github.com/stoatflow/stoatctl/engine/topofile"
 )
 
 // Fixture is a parsed fixture file.
@@ -80,6 +82,8 @@ type Step struct {
 	Absolute bool
 	// File is a records file, joined to the fixture's directory.
 	File string
+	// Label names the step for expected records' after, or is empty.
+	Label string
 }
 
 // Record is an input record.
@@ -105,23 +109,49 @@ type Expect struct {
 	DropOrder []string
 }
 
+// Order is how an output's records are compared with the expected ones.
+type Order string
+
+const (
+	// InOrder compares the records in the order they were written.
+	InOrder Order = "in-order"
+	// Multiset compares them in any order: every expected record must be
+	// matched by a written one of its own, and no written one left over.
+	Multiset Order = "multiset"
+	// PerKey compares, for every key, that key's records in the order they
+	// were written; the order across keys is not compared.
+	PerKey Order = "per-key"
+)
+
+var orders = []Order{InOrder, Multiset, PerKey}
+
 // TopicExpect is the expected records of one output topic.
 type TopicExpect struct {
 	Topic   string
 	Records []ExpectedRecord
+	// Order is how Records are compared; InOrder unless the fixture says.
+	Order Order
 	// CountOnly checks only how many records were written: Count.
 	CountOnly bool
 	Count     int
 }
 
-// ExpectedRecord is one expected output record; a timestamp or headers
-// left out are not compared.
+// ExpectedRecord is one expected output record; a timestamp, headers or
+// a step left out are not compared.
 type ExpectedRecord struct {
 	Key, Value   Value
 	Timestamp    int64
 	HasTimestamp bool
 	Headers      processor.Headers
 	HasHeaders   bool
+	// After, when above 0, is the 1-based index of the step during which
+	// the record must have been written: it is not there after the step
+	// before and is there after this one. AfterLabel is the step's label
+	// when the fixture named it so.
+	After      int
+	AfterLabel string
+	// Index is the record's 1-based position in its list.
+	Index int
 }
 
 // StoreExpect is the expected entries of a state store.
@@ -172,6 +202,11 @@ func Parse(path string, data []byte) (*Fixture, error) {
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
 			line, _ := strconv.Atoi(m[1])
+			// Inside a flow collection go-yaml names the line its context
+			// starts at; the bad token's position is found.
+			if l, c, ok := topofile.LocateFlowError(data, line, m[2]); ok {
+				return nil, &Error{File: path, Line: l, Column: c, Err: fmt.Errorf("yaml syntax: %s", m[2])}
+			}
 			return nil, &Error{File: path, Line: line, Err: fmt.Errorf("yaml syntax: %s", m[2])}
 		}
 		return nil, &Error{File: path, Err: fmt.Errorf("yaml syntax: %s", strings.TrimPrefix(err.Error(), "yaml: "))}
@@ -188,6 +223,18 @@ type parser struct {
 	f       *Fixture
 	budget  int
 	sawTime bool
+	// labels maps step labels to step indexes; afters are the expected
+	// records' after fields, resolved once every step is known.
+	labels map[string]int
+	afters []afterRef
+}
+
+// afterRef is an after field waiting for the steps: the node, and the
+// output and record it belongs to.
+type afterRef struct {
+	n           *yaml.Node
+	what        string
+	topic, item int
 }
 
 func (p *parser) errf(n *yaml.Node, format string, args ...any) error {
@@ -300,6 +347,39 @@ func (p *parser) fixture(doc *yaml.Node) error {
 	}
 	if !haveSteps {
 		return p.errf(root, "fixture: missing field steps")
+	}
+	return p.resolveAfters()
+}
+
+// resolveAfters turns every after field into a step index: a number is
+// one, a name is the step of that label.
+func (p *parser) resolveAfters() error {
+	for _, a := range p.afters {
+		r := &p.f.Expect.Outputs[a.topic].Records[a.item]
+		n := resolve(a.n)
+		switch {
+		case n.Kind == yaml.ScalarNode && n.ShortTag() == "!!int":
+			v, err := p.integer(n, a.what)
+			if err != nil {
+				return err
+			}
+			if v < 1 || v > int64(len(p.f.Steps)) {
+				return p.errf(n, "%s: want a step from 1 to %d or a step label, got %d", a.what, len(p.f.Steps), v)
+			}
+			r.After = int(v)
+		case n.Kind == yaml.ScalarNode && n.ShortTag() == "!!str":
+			i, ok := p.labels[n.Value]
+			if !ok {
+				known := "no step has a label"
+				if len(p.labels) > 0 {
+					known = "labels: " + strings.Join(slices.Sorted(maps.Keys(p.labels)), ", ")
+				}
+				return p.errf(n, "%s: no step is labelled %q (%s)", a.what, n.Value, known)
+			}
+			r.After, r.AfterLabel = i, n.Value
+		default:
+			return p.errf(n, "%s: want a step number or a step label, got %s", a.what, describe(n))
+		}
 	}
 	return nil
 }
@@ -436,9 +516,23 @@ func (p *parser) step(n *yaml.Node, index int) (Step, error) {
 	if err != nil {
 		return st, err
 	}
+	// label may go with any step; it names the step for after.
+	if i := slices.IndexFunc(fs, func(f field) bool { return f.key == "label" }); i >= 0 {
+		if st.Label, err = p.label(fs[i].v, what); err != nil {
+			return st, err
+		}
+		if prev, dup := p.labels[st.Label]; dup {
+			return st, p.errf(fs[i].v, "%s label: %q already names step %d", what, st.Label, prev)
+		}
+		if p.labels == nil {
+			p.labels = map[string]int{}
+		}
+		p.labels[st.Label] = index
+		fs = slices.Delete(fs, i, i+1)
+	}
 	for _, f := range fs {
 		if slices.Contains(stepKeys, f.key) && len(fs) > 1 {
-			return st, p.errf(f.kn, "%s: %s must be the step's only field", what, f.key)
+			return st, p.errf(f.kn, "%s: %s must be the step's only field (with label)", what, f.key)
 		}
 	}
 	if len(fs) == 1 && slices.Contains(stepKeys, fs[0].key) {
@@ -471,8 +565,24 @@ func (p *parser) step(n *yaml.Node, index int) (Step, error) {
 		return st, err
 	}
 	st.Kind = StepRecord
-	st.Record, err = p.record(n, what)
+	st.Record, err = p.record(fs, n, what)
 	return st, err
+}
+
+// label reads a step label: a name that is not a number, so that after: 5
+// and after: "5" cannot be told apart by accident.
+func (p *parser) label(n *yaml.Node, what string) (string, error) {
+	l, err := p.str(n, what+" label")
+	if err != nil {
+		return "", err
+	}
+	if l == "" {
+		return "", p.errf(n, "%s label: want a name, got an empty string", what)
+	}
+	if _, err := strconv.Atoi(l); err == nil {
+		return "", p.errf(n, "%s label: want a name that is not a number (after: N names step N), got %q", what, l)
+	}
+	return l, nil
 }
 
 func (p *parser) wallClock(n *yaml.Node, st *Step, what string) error {
@@ -494,11 +604,14 @@ func (p *parser) wallClock(n *yaml.Node, st *Step, what string) error {
 	return nil
 }
 
-func (p *parser) record(n *yaml.Node, what string) (*Record, error) {
-	fs, err := p.fields(n, what, "topic", "key", "value", "timestamp", "headers")
-	if err != nil {
-		return nil, err
+func (p *parser) record(fs []field, n *yaml.Node, what string) (*Record, error) {
+	allowed := []string{"topic", "key", "value", "timestamp", "headers", "label"}
+	for _, f := range fs {
+		if !slices.Contains(allowed, f.key) {
+			return nil, p.errf(f.kn, "%s: unknown field %q (want %s)", what, f.key, strings.Join(allowed, ", "))
+		}
 	}
+	var err error
 	r := &Record{}
 	for _, f := range fs {
 		switch f.key {
@@ -675,7 +788,7 @@ func (p *parser) expect(n *yaml.Node) error {
 				return err
 			}
 			for _, t := range ts {
-				te, err := p.topicExpect(t.v, "expect outputs "+t.key)
+				te, err := p.topicExpect(t.v, "expect outputs "+t.key, len(e.Outputs))
 				if err != nil {
 					return err
 				}
@@ -689,7 +802,7 @@ func (p *parser) expect(n *yaml.Node) error {
 			}
 			for _, s := range ss {
 				what := "expect stores " + s.key
-				entries, err := p.expectedList(s.v, what, "key", "value", "timestamp")
+				entries, err := p.expectedList(s.v, what, -1, "key", "value", "timestamp")
 				if err != nil {
 					return err
 				}
@@ -717,27 +830,55 @@ func (p *parser) expect(n *yaml.Node) error {
 	return nil
 }
 
-func (p *parser) topicExpect(n *yaml.Node, what string) (TopicExpect, error) {
+// topicExpect reads an output's expectation: a list of records (in
+// order), {order: ORDER, records: [...]}, or {count: N}. topic is the
+// output's index in Expect.Outputs, for after fields.
+func (p *parser) topicExpect(n *yaml.Node, what string, topic int) (TopicExpect, error) {
 	n = resolve(n)
-	if n.Kind == yaml.MappingNode {
-		fs, err := p.fields(n, what, "count")
-		if err != nil {
-			return TopicExpect{}, err
-		}
-		if len(fs) == 0 {
-			return TopicExpect{}, p.errf(n, "%s: want a list of records or {count: N}", what)
-		}
-		c, err := p.integer(fs[0].v, what+" count")
-		if err == nil && (c < 0 || c > math.MaxInt32) {
-			err = p.errf(fs[0].v, "%s count: want a count of at least 0, got %d", what, c)
-		}
-		return TopicExpect{CountOnly: true, Count: int(c)}, err
+	te := TopicExpect{Order: InOrder}
+	if n.Kind != yaml.MappingNode {
+		rs, err := p.expectedList(n, what, topic, "key", "value", "timestamp", "headers", "after")
+		te.Records = rs
+		return te, err
 	}
-	rs, err := p.expectedList(n, what, "key", "value", "timestamp", "headers")
-	return TopicExpect{Records: rs}, err
+	fs, err := p.fields(n, what, "count", "order", "records")
+	if err != nil {
+		return TopicExpect{}, err
+	}
+	var haveRecords bool
+	for _, f := range fs {
+		switch f.key {
+		case "count":
+			if len(fs) > 1 {
+				return TopicExpect{}, p.errf(f.kn, "%s: count goes alone (a count has no order or records)", what)
+			}
+			c, err := p.integer(f.v, what+" count")
+			if err == nil && (c < 0 || c > math.MaxInt32) {
+				err = p.errf(f.v, "%s count: want a count of at least 0, got %d", what, c)
+			}
+			return TopicExpect{CountOnly: true, Count: int(c), Order: InOrder}, err
+		case "order":
+			o, err := p.str(f.v, what+" order")
+			if err != nil {
+				return TopicExpect{}, err
+			}
+			if te.Order = Order(o); !slices.Contains(orders, te.Order) {
+				return TopicExpect{}, p.errf(f.v, "%s order: want in-order, multiset or per-key, got %q", what, o)
+			}
+		case "records":
+			haveRecords = true
+			if te.Records, err = p.expectedList(f.v, what, topic, "key", "value", "timestamp", "headers", "after"); err != nil {
+				return TopicExpect{}, err
+			}
+		}
+	}
+	if !haveRecords {
+		return TopicExpect{}, p.errf(n, "%s: want a list of records, {order: ORDER, records: [...]} or {count: N}", what)
+	}
+	return te, nil
 }
 
-func (p *parser) expectedList(n *yaml.Node, what string, allowed ...string) ([]ExpectedRecord, error) {
+func (p *parser) expectedList(n *yaml.Node, what string, topic int, allowed ...string) ([]ExpectedRecord, error) {
 	n = resolve(n)
 	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" {
 		return nil, nil
@@ -752,9 +893,11 @@ func (p *parser) expectedList(n *yaml.Node, what string, allowed ...string) ([]E
 		if err != nil {
 			return nil, err
 		}
-		var r ExpectedRecord
+		r := ExpectedRecord{Index: i + 1}
 		for _, f := range fs {
 			switch f.key {
+			case "after":
+				p.afters = append(p.afters, afterRef{n: f.v, what: w + " after", topic: topic, item: i})
 			case "key":
 				r.Key, err = p.value(f.v, w+" key")
 			case "value":

@@ -389,6 +389,30 @@ func SourceSerdes(f *topofile.File) (func(topic string) (key, value serde.Any, o
 	}, nil
 }
 
+// SourceTopics returns the topics f's topology reads from Kafka, sorted:
+// its sources' topics, not its in-memory boundaries.
+func SourceTopics(f *topofile.File) ([]string, error) {
+	conf := maps.Clone(f.Config)
+	if conf == nil {
+		conf = map[string]string{}
+	}
+	if conf[config.ApplicationID] == "" {
+		conf[config.ApplicationID] = "replay-record"
+	}
+	built, err := f.Topology.Build(config.New(conf))
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for topic := range built.SourceTopics {
+		if _, boundary := built.Boundaries[topic]; !boundary {
+			out = append(out, topic)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
 // decoded renders b, read by s, as JSON text (which is also YAML): false
 // when there is no serde, it is a raw one, or it cannot read b.
 func decoded(s serde.Any, topic string, b []byte) (string, bool) {
@@ -478,7 +502,7 @@ func (rec *Recording) WriteFixture(w io.Writer, opts FixtureOptions) error {
 			fmt.Fprintf(bw, "  # %s\n  - %s\n", r.Source(), line.Bytes())
 		}
 	}
-	bw.WriteString("# expect: run stoatctl replay --update on this file to fill in what the topology writes\n")
+	bw.WriteString(fillInComment)
 	return bw.Flush()
 }
 

@@ -343,7 +343,7 @@ func TestRecordedFixtureReplays(t *testing.T) {
 		}
 		results = append(results, res)
 	}
-	if _, err := UpdateAll(results); err != nil {
+	if _, err := UpdateAll(results, UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	var outputs []string
@@ -432,7 +432,7 @@ func TestRecordedJSONReplaysAsDocuments(t *testing.T) {
 	if res.Err != nil {
 		t.Fatalf("replay: %v", res.Err)
 	}
-	if _, err := UpdateAll([]*Result{res}); err != nil {
+	if _, err := UpdateAll([]*Result{res}, UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	updated, err := os.ReadFile(path)

@@ -5,6 +5,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -68,11 +69,14 @@ func Summarize(results []*Result) Summary {
 func WriteText(w io.Writer, results []*Result, o TextOptions) error {
 	p := painter(o.Color)
 	var b strings.Builder
-	updated := 0
+	updated, failedUpdated := 0, 0
 	for _, r := range results {
 		switch {
 		case o.Updated[r.Path]:
 			updated++
+			if r.Status == Fail {
+				failedUpdated++
+			}
 			fmt.Fprintf(&b, "%s %s\n", p.paint(green, "UPDATED"), r.Path)
 		case r.Status == Pass:
 			fmt.Fprintf(&b, "%s %s\n", p.paint(green, "PASS"), r.Path)
@@ -85,7 +89,7 @@ func WriteText(w io.Writer, results []*Result, o TextOptions) error {
 		}
 	}
 	s := Summarize(results)
-	s.Failed -= updated
+	s.Failed -= failedUpdated
 	fmt.Fprintf(&b, "\n%d %s: %d passed, %d failed, %d %s", s.Total, plural(s.Total, "fixture", "fixtures"), s.Passed, s.Failed, s.Errors, plural(s.Errors, "error", "errors"))
 	if updated > 0 {
 		fmt.Fprintf(&b, ", %d updated", updated)
@@ -113,12 +117,16 @@ func (r *Result) writeMismatches(b *strings.Builder, p painter) {
 		if !t.Listed {
 			what += " (topic not listed)"
 		}
+		if t.Order != "" && t.Order != InOrder && !t.CountOnly {
+			what += " (" + string(t.Order) + ")"
+		}
 		fmt.Fprintf(b, "  output %s: %d %s, %d written\n", t.Topic, t.ExpectedCount, what, t.ActualCount)
 		if t.Note != "" {
 			fmt.Fprintf(b, "    %s\n", t.Note)
 		}
 		if !t.CountOnly {
-			r.writeDiff(b, p, t.Expected, t.Actual, t.windowedKey)
+			exp, act := arranged(t.Order, t.Expected, t.Actual, t.windowedKey)
+			r.writeDiff(b, p, exp, act, t.windowedKey, timed(t.Expected))
 		}
 	}
 	for _, s := range r.Stores {
@@ -130,7 +138,7 @@ func (r *Result) writeMismatches(b *strings.Builder, p painter) {
 			fmt.Fprintf(b, "    %s\n", s.Note)
 			continue
 		}
-		r.writeDiff(b, p, s.Expected, s.Actual, false)
+		r.writeDiff(b, p, s.Expected, s.Actual, false, false)
 	}
 	if d := r.Drops; d != nil && !d.Match {
 		fmt.Fprintf(b, "  drops (%s):\n", metrics.DroppedRecords)
@@ -146,7 +154,27 @@ func (r *Result) writeMismatches(b *strings.Builder, p painter) {
 	}
 }
 
-func (r *Result) writeDiff(b *strings.Builder, p painter, exp []ExpectedRecord, act []Actual, windowedKey bool) {
+// arranged lays out both sides of an output for its diff: as they are in
+// order, grouped by key per key, sorted by content as a multiset.
+func arranged(o Order, exp []ExpectedRecord, act []Actual, windowedKey bool) ([]ExpectedRecord, []Actual) {
+	switch o {
+	case PerKey:
+		return byKey(exp, act, windowedKey)
+	case Multiset:
+		return byContent(exp, act, windowedKey)
+	}
+	return exp, act
+}
+
+// timed says whether any expected record names its step, so that the
+// written records' steps are worth showing.
+func timed(exp []ExpectedRecord) bool {
+	return slices.ContainsFunc(exp, func(e ExpectedRecord) bool { return e.After > 0 })
+}
+
+// writeDiff shows exp against act; timed adds the step of each written
+// record. #N is a record's position in its own list.
+func (r *Result) writeDiff(b *strings.Builder, p painter, exp []ExpectedRecord, act []Actual, windowedKey, timed bool) {
 	ops := diff(len(exp), len(act), func(i, j int) bool { return recordsEqual(exp[i], act[j], windowedKey) })
 	show := make([]bool, len(ops))
 	for k, o := range ops {
@@ -169,11 +197,11 @@ func (r *Result) writeDiff(b *strings.Builder, p painter, exp []ExpectedRecord, 
 		o := ops[k]
 		switch o.kind {
 		case ' ':
-			fmt.Fprintf(b, "      #%d %s\n", o.j+1, r.actualText(act[o.j]))
+			fmt.Fprintf(b, "      #%d %s\n", act[o.j].Index, r.actualText(act[o.j], timed))
 		case '-':
-			fmt.Fprintf(b, "    %s\n", p.paint(red, fmt.Sprintf("- #%d %s", o.i+1, r.expectedText(exp[o.i], windowedKey))))
+			fmt.Fprintf(b, "    %s\n", p.paint(red, fmt.Sprintf("- #%d %s", exp[o.i].Index, r.expectedText(exp[o.i], windowedKey))))
 		case '+':
-			fmt.Fprintf(b, "    %s\n", p.paint(green, fmt.Sprintf("+ #%d %s", o.j+1, r.actualText(act[o.j]))))
+			fmt.Fprintf(b, "    %s\n", p.paint(green, fmt.Sprintf("+ #%d %s", act[o.j].Index, r.actualText(act[o.j], timed))))
 		}
 	}
 }
@@ -193,16 +221,31 @@ func (r *Result) expectedText(e ExpectedRecord, windowedKey bool) string {
 	if e.HasHeaders {
 		s += " headers=" + headersText(e.Headers)
 	}
+	if e.After > 0 {
+		s += " after=" + r.stepText(e.After)
+	}
 	return s
 }
 
-func (r *Result) actualText(a Actual) string {
+// stepText names step i: its number, and its label when it has one.
+func (r *Result) stepText(i int) string {
+	s := strconv.Itoa(i)
+	if r.fixture != nil && i <= len(r.fixture.Steps) && r.fixture.Steps[i-1].Label != "" {
+		s += "(" + r.fixture.Steps[i-1].Label + ")"
+	}
+	return s
+}
+
+func (r *Result) actualText(a Actual, timed bool) string {
 	s := "key=" + canonical(a.Key) + " value=" + canonical(a.Value)
 	if a.HasTimestamp {
 		s += " timestamp=" + r.timeText(a.Timestamp)
 	}
 	if len(a.Headers) > 0 {
 		s += " headers=" + headersText(a.Headers)
+	}
+	if timed && a.Step > 0 {
+		s += " after=" + r.stepText(a.Step)
 	}
 	return s
 }
@@ -250,6 +293,7 @@ type jsonMismatch struct {
 	Kind     string      `json:"kind"`
 	Name     string      `json:"name"`
 	Note     string      `json:"note,omitempty"`
+	Order    string      `json:"order,omitempty"`
 	Expected int         `json:"expected_count"`
 	Actual   int         `json:"actual_count"`
 	Diff     []jsonLine  `json:"diff,omitempty"`
@@ -267,6 +311,9 @@ type jsonRecord struct {
 	Value     json.RawMessage   `json:"value"`
 	Timestamp *int64            `json:"timestamp,omitempty"`
 	Headers   []json.RawMessage `json:"headers,omitempty"`
+	// After is the step an expected record must be written during, or the
+	// step a written one was, when the output checks steps.
+	After int `json:"after,omitempty"`
 }
 
 type jsonDrops struct {
@@ -283,7 +330,9 @@ func WriteJSON(w io.Writer, results []*Result, updated map[string]bool) error {
 		if updated[r.Path] {
 			jf.Status = "updated"
 			rep.Summary.Updated++
-			rep.Summary.Failed--
+			if r.Status == Fail {
+				rep.Summary.Failed--
+			}
 		}
 		if r.Err != nil {
 			jf.Error = &jsonError{Code: r.Err.Code, Message: r.Err.Error()}
@@ -307,7 +356,11 @@ func (r *Result) jsonMismatches() []jsonMismatch {
 		}
 		m := jsonMismatch{Kind: "output", Name: t.Topic, Note: t.Note, Expected: t.ExpectedCount, Actual: t.ActualCount}
 		if !t.CountOnly {
-			m.Diff = jsonDiff(t.Expected, t.Actual, t.windowedKey)
+			exp, act := arranged(t.Order, t.Expected, t.Actual, t.windowedKey)
+			m.Diff = jsonDiff(exp, act, t.windowedKey, timed(t.Expected))
+			if t.Order != InOrder {
+				m.Order = string(t.Order)
+			}
 		}
 		out = append(out, m)
 	}
@@ -316,7 +369,7 @@ func (r *Result) jsonMismatches() []jsonMismatch {
 			continue
 		}
 		out = append(out, jsonMismatch{Kind: "store", Name: s.Store, Note: s.Note, Expected: len(s.Expected), Actual: len(s.Actual),
-			Diff: jsonDiff(s.Expected, s.Actual, false)})
+			Diff: jsonDiff(s.Expected, s.Actual, false, false)})
 	}
 	if d := r.Drops; d != nil && !d.Match {
 		m := jsonMismatch{Kind: "drops", Name: metrics.DroppedRecords}
@@ -332,7 +385,7 @@ func (r *Result) jsonMismatches() []jsonMismatch {
 	return out
 }
 
-func jsonDiff(exp []ExpectedRecord, act []Actual, windowedKey bool) []jsonLine {
+func jsonDiff(exp []ExpectedRecord, act []Actual, windowedKey, timed bool) []jsonLine {
 	var out []jsonLine
 	for _, o := range diff(len(exp), len(act), func(i, j int) bool { return recordsEqual(exp[i], act[j], windowedKey) }) {
 		switch o.kind {
@@ -345,7 +398,10 @@ func jsonDiff(exp []ExpectedRecord, act []Actual, windowedKey bool) []jsonLine {
 			if e.HasHeaders {
 				rec.Headers = jsonHeaders(e.Headers)
 			}
-			out = append(out, jsonLine{Op: "-", Index: o.i + 1, Record: rec})
+			if e.After > 0 {
+				rec.After = e.After
+			}
+			out = append(out, jsonLine{Op: "-", Index: e.Index, Record: rec})
 		case '+':
 			a := act[o.j]
 			rec := jsonRecord{Key: json.RawMessage(canonical(a.Key)), Value: json.RawMessage(canonical(a.Value)), Headers: jsonHeaders(a.Headers)}
@@ -353,7 +409,10 @@ func jsonDiff(exp []ExpectedRecord, act []Actual, windowedKey bool) []jsonLine {
 				ts := a.Timestamp
 				rec.Timestamp = &ts
 			}
-			out = append(out, jsonLine{Op: "+", Index: o.j + 1, Record: rec})
+			if timed {
+				rec.After = a.Step
+			}
+			out = append(out, jsonLine{Op: "+", Index: a.Index, Record: rec})
 		}
 	}
 	return out

@@ -76,6 +76,8 @@ type TopicResult struct {
 	// Note explains a mismatch that is not a record difference.
 	Note  string
 	Match bool
+	// Order is how the records are compared.
+	Order Order
 	// windowedKey marks a sink writing windowed keys, whose expected keys
 	// may give start and end as RFC 3339 times.
 	windowedKey bool
@@ -88,6 +90,12 @@ type Actual struct {
 	Headers    processor.Headers
 	// HasTimestamp is false for entries of a store without timestamps.
 	HasTimestamp bool
+	// Step is the 1-based index of the step during which an output record
+	// was written; 0 for store entries.
+	Step int
+	// Index is the record's 1-based position in what the topic got (or
+	// in the store's entries).
+	Index int
 }
 
 // StoreResult compares one store's entries.
@@ -173,6 +181,8 @@ type runner struct {
 	// raw collects what each output topic got; counts what count-only
 	// topics got, without keeping the records.
 	raw       map[string][]testdriver.RawRecord
+	rawSteps  map[string][]int
+	step      int
 	counts    map[string]int
 	countOnly map[string]bool
 }
@@ -195,7 +205,7 @@ func newRunner(f *Fixture) (*runner, *RunError) {
 		return nil, &RunError{Code: CodeTopology, Err: f.at(f.topoNode, fmt.Errorf("topology %s: %w", f.Topology, err))}
 	}
 	r := &runner{f: f, d: d, sources: map[string]serdes{}, sinks: map[string]serdes{}, internal: map[string]bool{},
-		raw: map[string][]testdriver.RawRecord{}, counts: map[string]int{}, countOnly: map[string]bool{}}
+		raw: map[string][]testdriver.RawRecord{}, rawSteps: map[string][]int{}, counts: map[string]int{}, countOnly: map[string]bool{}}
 	b := d.Built()
 	for topic := range b.Boundaries {
 		r.internal[topic] = true
@@ -241,6 +251,7 @@ func (r *runner) stepErr(st Step, err error) *RunError {
 
 func (r *runner) steps() *RunError {
 	for _, st := range r.f.Steps {
+		r.step = st.Index
 		var err error
 		switch st.Kind {
 		case StepRecord:
@@ -328,7 +339,11 @@ func (r *runner) collect() {
 		case r.countOnly[topic]:
 			r.counts[topic] += r.d.SkipRaw(topic)
 		default:
-			r.raw[topic] = append(r.raw[topic], r.d.ReadRaw(topic)...)
+			got := r.d.ReadRaw(topic)
+			r.raw[topic] = append(r.raw[topic], got...)
+			for range got {
+				r.rawSteps[topic] = append(r.rawSteps[topic], r.step)
+			}
 		}
 	}
 }
@@ -377,7 +392,10 @@ func (r *runner) compare(res *Result) *RunError {
 }
 
 func (r *runner) compareTopic(te TopicExpect, listed bool) (*TopicResult, *RunError) {
-	tr := &TopicResult{Topic: te.Topic, Listed: listed, CountOnly: te.CountOnly, Expected: te.Records}
+	tr := &TopicResult{Topic: te.Topic, Listed: listed, CountOnly: te.CountOnly, Expected: te.Records, Order: te.Order}
+	if tr.Order == "" {
+		tr.Order = InOrder
+	}
 	sd, known := r.outputSerdes(te.Topic)
 	if te.CountOnly {
 		tr.ExpectedCount, tr.ActualCount = te.Count, r.counts[te.Topic]
@@ -394,7 +412,8 @@ func (r *runner) compareTopic(te TopicExpect, listed bool) (*TopicResult, *RunEr
 			if err != nil {
 				return nil, &RunError{Code: CodeOutput, Err: fmt.Errorf("%s: output %s record %d: value: %w", r.f.Path, te.Topic, i+1, err)}
 			}
-			tr.Actual = append(tr.Actual, Actual{Key: k, Value: v, Timestamp: raw.Timestamp, Headers: raw.Headers, HasTimestamp: true})
+			tr.Actual = append(tr.Actual, Actual{Key: k, Value: v, Timestamp: raw.Timestamp, Headers: raw.Headers, HasTimestamp: true,
+				Step: r.rawSteps[te.Topic][i], Index: i + 1})
 		}
 	}
 	switch {
@@ -403,10 +422,7 @@ func (r *runner) compareTopic(te TopicExpect, listed bool) (*TopicResult, *RunEr
 	case te.CountOnly:
 		tr.Match = tr.ExpectedCount == tr.ActualCount
 	default:
-		tr.Match = len(te.Records) == len(tr.Actual)
-		for i := 0; tr.Match && i < len(te.Records); i++ {
-			tr.Match = recordsEqual(te.Records[i], tr.Actual[i], tr.windowedKey)
-		}
+		tr.Match = ordered(tr.Order, te.Records, tr.Actual, tr.windowedKey)
 	}
 	return tr, nil
 }
@@ -430,6 +446,9 @@ func looksWindowed(v any) bool {
 
 func recordsEqual(e ExpectedRecord, a Actual, windowedKey bool) bool {
 	if expectedKey(e, windowedKey) != canonical(a.Key) || canonical(e.Value.any()) != canonical(a.Value) {
+		return false
+	}
+	if e.After > 0 && e.After != a.Step {
 		return false
 	}
 	if e.HasTimestamp && (!a.HasTimestamp || e.Timestamp != a.Timestamp) {
@@ -461,6 +480,9 @@ func (r *runner) compareStore(se StoreExpect) (*StoreResult, *RunError) {
 		return strings.Compare(expectedKey(a, false), expectedKey(b, false))
 	})
 	slices.SortStableFunc(sr.Actual, func(a, b Actual) int { return strings.Compare(canonical(a.Key), canonical(b.Key)) })
+	for i := range sr.Actual {
+		sr.Actual[i].Index = i + 1
+	}
 	sr.Match = len(sr.Expected) == len(sr.Actual)
 	for i := 0; sr.Match && i < len(sr.Expected); i++ {
 		sr.Match = recordsEqual(sr.Expected[i], sr.Actual[i], false)

@@ -57,29 +57,59 @@ func Expand(args []string) ([]string, error) {
 	return out, nil
 }
 
+// UpdateOptions say what --update writes.
+type UpdateOptions struct {
+	// Timing writes, on every expected output record, the step it was
+	// written during (after: N, or the step's label). Without it, after
+	// is written only for outputs whose expectations already name steps.
+	Timing bool
+	// Counts writes every output as {count: N} instead of its records.
+	Counts bool
+	// CountAbove, when above 0, writes an output with more records than
+	// that as {count: N}.
+	CountAbove int
+}
+
+// rewriteAll says whether opts rewrite passing fixtures too: timing and
+// counts change what a fixture checks, not only what it expects.
+func (o UpdateOptions) rewriteAll() bool { return o.Timing || o.Counts }
+
+// fillInComment is the comment replay record leaves where the expect
+// section goes; Rewrite removes it when it writes the section.
+const fillInComment = "# expect: run stoatctl replay --update on this file to fill in what the topology writes\n"
+
 // Rewrite returns the fixture file's contents with its expect section
 // replaced by what the run produced, or ok false when nothing changes.
 // The rest of the file is kept byte for byte where the layout allows: the
-// expect section's lines are cut out and replaced; only a fixture written
-// as one flow mapping is re-encoded whole.
-func (r *Result) Rewrite() (data []byte, ok bool, err error) {
+// expect section's lines are cut out and replaced (with replay record's
+// fill-in comment, when the fixture has no expect section yet); only a
+// fixture written as one flow mapping is re-encoded whole.
+func (r *Result) Rewrite(opts UpdateOptions) (data []byte, ok bool, err error) {
 	if r.Status == Errored || r.fixture == nil {
 		return nil, false, fmt.Errorf("update %s: the fixture did not run", r.Path)
 	}
-	if r.Status == Pass {
+	if r.Status == Pass && !opts.rewriteAll() {
 		return nil, false, nil
+	}
+	data, err = r.rewrite(opts)
+	if err != nil {
+		return nil, false, err
 	}
 	orig, err := os.ReadFile(r.Path)
 	if err != nil {
 		return nil, false, fmt.Errorf("update %s: %w", r.Path, err)
 	}
-	section, err := encodeNode(&yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{str("expect"), r.expectNode()}})
+	return data, !bytes.Equal(data, orig), nil
+}
+
+func (r *Result) rewrite(opts UpdateOptions) ([]byte, error) {
+	orig, err := os.ReadFile(r.Path)
 	if err != nil {
-		return nil, false, fmt.Errorf("update %s: %w", r.Path, err)
+		return nil, fmt.Errorf("update %s: %w", r.Path, err)
 	}
 	root := r.fixture.doc.Content[0]
 	if root.Style&yaml.FlowStyle != 0 {
-		return r.reencode(root)
+		return r.reencode(root, opts)
 	}
 	lines := bytes.SplitAfter(orig, []byte("\n"))
 	start, end := len(lines), len(lines)
@@ -96,7 +126,19 @@ func (r *Result) Rewrite() (data []byte, ok bool, err error) {
 			end--
 		}
 		if root.Content[i].Column != 1 {
-			return r.reencode(root)
+			return r.reencode(root, opts)
+		}
+	}
+	if start == len(lines) {
+		// No expect section yet: replay record's comment asking for one
+		// goes, at the end or followed only by blank lines.
+		k := start
+		for k > 0 && len(bytes.TrimSpace(lines[k-1])) == 0 {
+			k--
+		}
+		if k > 0 && string(lines[k-1]) == fillInComment {
+			lines = append(lines[:k-1:k-1], lines[k:]...)
+			start, end = len(lines), len(lines)
 		}
 	}
 	var b bytes.Buffer
@@ -106,11 +148,92 @@ func (r *Result) Rewrite() (data []byte, ok bool, err error) {
 	if start == len(lines) && b.Len() > 0 && !bytes.HasSuffix(b.Bytes(), []byte("\n")) {
 		b.WriteByte('\n')
 	}
-	b.Write(section)
+	if err := r.writeExpect(&b, opts); err != nil {
+		return nil, fmt.Errorf("update %s: %w", r.Path, err)
+	}
 	for _, l := range lines[end:] {
 		b.Write(l)
 	}
-	return b.Bytes(), true, nil
+	return b.Bytes(), nil
+}
+
+// writeExpect writes the expect section expectNode describes, in the same
+// layout, but record by record: each output record is encoded on its own
+// and forgotten, so that the section of a large replay never exists as a
+// YAML tree, which takes tens of times the memory of the text.
+func (r *Result) writeExpect(w *bytes.Buffer, opts UpdateOptions) error {
+	w.WriteString("expect:\n  outputs:")
+	if len(r.Outputs) == 0 {
+		w.WriteString(" {}")
+	}
+	w.WriteString("\n")
+	for _, t := range r.Outputs {
+		key, err := flowText(str(t.Topic))
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "    %s:", key)
+		switch {
+		case t.CountOnly || opts.Counts || opts.CountAbove > 0 && t.ActualCount > opts.CountAbove:
+			fmt.Fprintf(w, " {count: %d}\n", t.ActualCount)
+			continue
+		case len(t.Actual) == 0 && (t.Order == "" || t.Order == InOrder):
+			w.WriteString(" []\n")
+			continue
+		}
+		w.WriteString("\n")
+		indent := "      "
+		if t.Order != "" && t.Order != InOrder {
+			fmt.Fprintf(w, "      order: %s\n      records:", t.Order)
+			if len(t.Actual) == 0 {
+				w.WriteString(" []")
+			}
+			w.WriteString("\n")
+			indent = "        "
+		}
+		steps := opts.Timing || timed(t.Expected)
+		for _, a := range t.Actual {
+			n := r.recordNode(a, true)
+			if steps && a.Step > 0 {
+				n.Content = append(n.Content, str("after"), r.stepNode(a.Step))
+			}
+			line, err := flowText(n)
+			if err != nil {
+				return err
+			}
+			// A flow node is one line as yaml.v3 writes them (no wrapping,
+			// newlines escaped); should one ever span lines, its
+			// continuations go under it.
+			fmt.Fprintf(w, "%s- %s\n", indent, strings.ReplaceAll(line, "\n", "\n"+indent+"  "))
+		}
+	}
+	// Stores and drops are as small as the fixture's own lists: encoded
+	// as a tree, indented under expect.
+	rest := r.expectNode(UpdateOptions{Counts: true})
+	rest.Content = rest.Content[2:]
+	if len(rest.Content) == 0 {
+		return nil
+	}
+	data, err := encodeNode(rest)
+	if err != nil {
+		return err
+	}
+	for _, l := range bytes.SplitAfter(data, []byte("\n")) {
+		if len(l) > 0 {
+			w.WriteString("  ")
+			w.Write(l)
+		}
+	}
+	return nil
+}
+
+// flowText encodes one node on one line, without its newline.
+func flowText(n *yaml.Node) (string, error) {
+	data, err := encodeNode(n)
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSuffix(string(data), "\n"), nil
 }
 
 func isCommentOrBlank(l []byte) bool {
@@ -118,8 +241,8 @@ func isCommentOrBlank(l []byte) bool {
 	return len(t) == 0 || t[0] == '#'
 }
 
-func (r *Result) reencode(root *yaml.Node) ([]byte, bool, error) {
-	n := r.expectNode()
+func (r *Result) reencode(root *yaml.Node, opts UpdateOptions) ([]byte, error) {
+	n := r.expectNode(opts)
 	replaced := false
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		if root.Content[i].Value == "expect" {
@@ -132,9 +255,9 @@ func (r *Result) reencode(root *yaml.Node) ([]byte, bool, error) {
 	root.Style = 0
 	data, err := encodeNode(r.fixture.doc)
 	if err != nil {
-		return nil, false, fmt.Errorf("update %s: %w", r.Path, err)
+		return nil, fmt.Errorf("update %s: %w", r.Path, err)
 	}
-	return data, true, nil
+	return data, nil
 }
 
 func encodeNode(n *yaml.Node) ([]byte, error) {
@@ -151,23 +274,31 @@ func encodeNode(n *yaml.Node) ([]byte, error) {
 }
 
 // expectNode is the expect section a run's results call for: every
-// output topic with what it got (count-only topics stay count-only), the
-// stores the fixture lists with their entries, and drop counts when the
-// fixture checks them.
-func (r *Result) expectNode() *yaml.Node {
+// output topic with what it got (count-only topics stay count-only, and
+// an output keeps its order), the stores the fixture lists with their
+// entries, and drop counts when the fixture checks them.
+func (r *Result) expectNode(opts UpdateOptions) *yaml.Node {
 	e := &yaml.Node{Kind: yaml.MappingNode}
 	outs := &yaml.Node{Kind: yaml.MappingNode}
 	for _, t := range r.Outputs {
 		var v *yaml.Node
-		if t.CountOnly {
+		if t.CountOnly || opts.Counts || opts.CountAbove > 0 && t.ActualCount > opts.CountAbove {
 			v = &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle, Content: []*yaml.Node{str("count"), num(int64(t.ActualCount))}}
 		} else {
 			v = &yaml.Node{Kind: yaml.SequenceNode}
+			steps := opts.Timing || timed(t.Expected)
 			for _, a := range t.Actual {
-				v.Content = append(v.Content, r.recordNode(a, true))
+				n := r.recordNode(a, true)
+				if steps && a.Step > 0 {
+					n.Content = append(n.Content, str("after"), r.stepNode(a.Step))
+				}
+				v.Content = append(v.Content, n)
 			}
 			if len(t.Actual) == 0 {
 				v.Style = yaml.FlowStyle
+			}
+			if t.Order != "" && t.Order != InOrder {
+				v = &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{str("order"), str(string(t.Order)), str("records"), v}}
 			}
 		}
 		outs.Content = append(outs.Content, str(t.Topic), v)
@@ -224,6 +355,14 @@ func (r *Result) recordNode(a Actual, headers bool) *yaml.Node {
 		n.Content = append(n.Content, str("headers"), hs)
 	}
 	return n
+}
+
+// stepNode names step i as after does: by its label when it has one.
+func (r *Result) stepNode(i int) *yaml.Node {
+	if l := r.fixture.Steps[i-1].Label; l != "" {
+		return str(l)
+	}
+	return num(int64(i))
 }
 
 func str(s string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s} }
@@ -296,10 +435,11 @@ func WriteFile(path string, data []byte) error {
 	return nil
 }
 
-// UpdateAll rewrites the expect sections of every fixture that failed,
+// UpdateAll rewrites the expect sections of every fixture that failed
+// (every fixture, with opts.Timing or opts.Counts),
 // and writes nothing at all when any fixture could not run: a half-updated
 // suite would hide that run's problem. It returns the paths it rewrote.
-func UpdateAll(results []*Result) (map[string]bool, error) {
+func UpdateAll(results []*Result, opts UpdateOptions) (map[string]bool, error) {
 	for _, r := range results {
 		if r.Status == Errored {
 			return nil, fmt.Errorf("update: nothing written: %s did not run", r.Path)
@@ -311,7 +451,7 @@ func UpdateAll(results []*Result) (map[string]bool, error) {
 	}
 	var writes []write
 	for _, r := range results {
-		data, ok, err := r.Rewrite()
+		data, ok, err := r.Rewrite(opts)
 		if err != nil {
 			return nil, fmt.Errorf("update: nothing written: %w", err)
 		}

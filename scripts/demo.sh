@@ -17,7 +17,7 @@ bin/stoatctl topology describe word-count
 
 log "bin/stoatctl run -t word-count (embedded broker on a free port)"
 out=$(mktemp)
-bin/stoatctl run -t word-count --broker-port 0 --log-level warn >"$out" &
+bin/stoatctl run -t word-count --broker-port 0 --http 127.0.0.1:0 --log-level warn >"$out" &
 pid=$!
 trap 'kill "$pid" 2>/dev/null || true; rm -f "$out"' EXIT
 for _ in $(seq 100); do

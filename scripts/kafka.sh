@@ -16,7 +16,8 @@
 # --watch PID         stop the broker when process PID ends (test binaries
 #                     use it, so a test that dies leaves no broker behind)
 #
-# The folder holds server.properties, the log dirs (data/), broker.log,
+# The folder holds server.properties, the log dirs (data/), broker.log
+# (earlier incarnations' logs as broker.NANOS.log after a restart),
 # broker.pid and bootstrap. `stop` kills only the PID recorded there, and
 # only while that PID is still this broker's java process.
 set -euo pipefail
@@ -141,6 +142,11 @@ launch() {
 	local port=$1 watch=$2
 	shift 2
 	local java=("$@")
+	# A restart keeps the log of the incarnation before it, for the
+	# post-mortem of a fault test.
+	if [[ -f $DIR/broker.log ]]; then
+		mv "$DIR/broker.log" "$DIR/broker.$(date +%s%N).log"
+	fi
 	# setsid: the broker outlives the shell that started it, and a Ctrl-C
 	# in that shell does not reach it.
 	setsid "${java[@]}" "-Dkafka.logs.dir=$DIR" kafka.Kafka "$DIR/server.properties" \

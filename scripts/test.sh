@@ -38,6 +38,13 @@ setup() {
 	# broker tests. They skip without it on a developer's machine, but fail
 	# under CI, so that a CI run cannot pass without having run them.
 	need_pkg kcat || note "the kcat black-box tests will skip, or fail under CI"
+	# tmux runs the full-screen watch view in a test (send-keys,
+	# capture-pane); like kcat, skipped without it, failed under CI.
+	need_pkg tmux || note "the tmux test of watch watermarks will skip, or fail under CI"
+	# promtool (Debian's prometheus package) checks the shipped alert
+	# rules and the engine's /metrics; without it those checks skip on a
+	# developer's machine and fail under CI.
+	need_pkg prometheus || note "promtool is missing: the rules step and the /metrics check will skip, or fail under CI"
 	# Java and Maven: the real Apache Kafka broker and the Kafka Streams
 	# runner of the interop tests (interop/, built from Maven Central).
 	need_java
@@ -131,11 +138,32 @@ real_kafka_tier() {
 	return "$rc"
 }
 
+# promtool_rules checks deploy/prometheus/rules.yaml and runs its unit
+# tests, which fire each alert.
+promtool_rules() {
+	if ! command -v promtool >/dev/null 2>&1; then
+		if [[ -n ${CI:-} ]]; then
+			die "promtool is not installed (Debian's prometheus package); CI must run the rule checks"
+		fi
+		note "promtool is not installed (Debian's prometheus package): the alert rules were NOT checked"
+		return 0
+	fi
+	promtool check rules deploy/prometheus/rules.yaml
+	(cd deploy/prometheus && promtool test rules rules_test.yaml)
+}
+
 step setup setup
 step gofmt check_gofmt
 step vet go vet ./...
 step staticcheck go run "$STATICCHECK" ./...
-step test go test -race -count=1 ./...
+step rules promtool_rules
+# The tests' summary lists every skipped test with its reason, so that a
+# run that skipped some (a tool missing) does not read as a clean ok.
+run_tests() {
+	go test -race -count=1 -json ./... | go run ./scripts/testsummary
+}
+
+step test run_tests
 step real-kafka real_kafka_tier
 step fuzz fuzz_smoke
 

@@ -91,6 +91,7 @@ type Partition struct {
 // Admin is a connection to a cluster.
 type Admin struct {
 	seeds []string
+	opts  []kgo.Opt
 	cl    *kgo.Client
 	adm   *kadm.Client
 }
@@ -105,7 +106,7 @@ func Connect(seeds []string, opts ...kgo.Opt) (*Admin, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s: %w", seeds[0], err)
 	}
-	return &Admin{seeds: seeds, cl: cl, adm: kadm.NewClient(cl)}, nil
+	return &Admin{seeds: seeds, opts: opts, cl: cl, adm: kadm.NewClient(cl)}, nil
 }
 
 // Close closes the connection.

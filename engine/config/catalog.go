@@ -21,9 +21,14 @@ const (
 	keyClientID              = "client.id"
 	keyAutoOffsetReset       = "auto.offset.reset"
 	keyInstanceID            = "stoatflow.instance.id"
+	keyTransactionTimeoutMs  = "transaction.timeout.ms"
 	keySessionTimeoutMs      = "session.timeout.ms"
 	keyHeartbeatIntervalMs   = "heartbeat.interval.ms"
 	keyGroupInstanceID       = "group.instance.id"
+	keyMetricsLevel          = "stoatflow.metrics.recording.level"
+	keyInfoShowWatermarks    = "runtime.endpoints.info.show-watermarks"
+	keyProgressLogMs         = "stoatflow.log.progress-interval-ms"
+	keyStallWarningMs        = "stoatflow.log.stall-warning-ms"
 )
 
 // Type is the kind of value a key takes.
@@ -162,11 +167,23 @@ var catalogue = sortedKeys([]Key{
 	atLeast(Key{Name: keyBarrierIntervalMs, Type: TypeDurationMs, Default: "500", Description: "how often the live engine cuts a commit barrier (one epoch, one transaction)", ReadBy: []Component{LiveEngine}}, 1),
 	atLeast(Key{Name: keyBarrierMaxIntervalMs, Type: TypeDurationMs, Default: "5000", Description: "the longest barrier interval", ReadBy: []Component{LiveEngine}}, 1),
 	atLeast(Key{Name: keyBarrierMinIntervalMs, Type: TypeDurationMs, Default: "150", Description: "the shortest barrier interval", ReadBy: []Component{LiveEngine}}, 1),
+	atLeast(Key{Name: keyTransactionTimeoutMs, Type: TypeDurationMs, Default: "40000",
+		Description: "how long the transaction coordinator lets a transaction stay open before it aborts it and fences its producer (exactly-once)",
+		ReadBy:      []Component{KafkaClient, LiveEngine},
+		Note:        "Kafka Streams sets 10000 under exactly-once; ours is franz-go's 40000, because a barrier interval can grow to stoatflow.commit-barrier.max-interval-ms and a commit adds its own time. A crashed or paused instance's open transaction holds back restoration and the group's offsets until it is aborted"}, 1000),
 	{Name: keyInstanceID, Type: TypeString, Default: "0", Description: "names this instance among the application's; completes the transactional id application.id-instance",
 		ReadBy: []Component{KafkaClient, LiveEngine}, Note: "unique among instances running at once, and the same across restarts of one instance"},
 	atLeast(Key{Name: keyLaneQueueSize, Type: TypeInt, Default: "1024", Description: "the bound of each lane's queue; a full queue stops fetching", ReadBy: []Component{LiveEngine}}, 1),
 	atLeast(Key{Name: keyShutdownTimeoutMs, Type: TypeDurationMs, Default: "30000",
 		Description: "how long a stop waits for the final barrier's commit; past it what did not commit is reprocessed on the next start", ReadBy: []Component{LiveEngine}}, 1),
+	{Name: keyMetricsLevel, Type: TypeEnum, Values: []string{"info", "debug"}, FoldCase: true, Default: "info",
+		Description: "which Prometheus families the live engine records: info, or debug for the per-partition ones too", ReadBy: []Component{LiveEngine},
+		Note: "docs/metrics.md lists each family's level"},
+	atLeast(Key{Name: keyProgressLogMs, Type: TypeDurationMs, Default: "30000",
+		Description: "how often the live engine logs a progress line (throughput, watermark, the partition pinning it); 0 turns it off", ReadBy: []Component{LiveEngine}}, 0),
+	atLeast(Key{Name: keyStallWarningMs, Type: TypeDurationMs, Default: "60000",
+		Description: "how long the watermark may stand still while records arrive before a warning names the partition pinning it; 0 turns it off", ReadBy: []Component{LiveEngine}}, 0),
+	{Name: keyInfoShowWatermarks, Type: TypeBool, Default: "true", Description: "whether GET /info carries the global watermark", ReadBy: []Component{LiveEngine}},
 	{Name: TimestampCoordinationMode, Type: TypeEnum, Values: []string{CoordinationAuto, CoordinationEnabled, CoordinationDisabled}, Default: CoordinationAuto, Lookup: true,
 		Description: "whether sources' watermarks are coordinated: AUTO, ENABLED or DISABLED", ReadBy: []Component{Core}},
 	{Name: TimerLaneAffinityGuard, Type: TypeEnum, Values: verdicts, FoldCase: true, Default: VerdictError, Lookup: true,

@@ -138,7 +138,15 @@ func dropLate(ctx processor.Context[any, any], reason string, rec processor.Eras
 	}
 	attrs := []any{"node", ctx.NodeName(), "reason", reason, "key", rec.Key, "timestamp", rec.Timestamp,
 		"window_start", w.Start, "window_end", w.End, "close_time", closeTime, "floor", ctx.Floor()}
-	if md, ok := ctx.RecordMetadata(); ok {
+	// The source record, not an in-memory boundary's: the live engine
+	// carries a boundary record's origin across.
+	if src, ok := ctx.(interface {
+		SourceRecord() (string, int32, int64, bool)
+	}); ok {
+		if topic, partition, offset, ok := src.SourceRecord(); ok {
+			attrs = append(attrs, "topic", topic, "partition", partition, "offset", offset)
+		}
+	} else if md, ok := ctx.RecordMetadata(); ok {
 		attrs = append(attrs, "topic", md.Topic, "partition", md.Partition, "offset", md.Offset)
 	}
 	l.Debug("skipping record for a closed window", attrs...)

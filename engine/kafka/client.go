@@ -5,6 +5,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -28,6 +29,10 @@ const (
 	// once, instead of after the transaction timeout. Default "0", which
 	// suits a single instance.
 	InstanceID = "stoatflow.instance.id"
+	// TransactionTimeoutMs is Kafka's transaction.timeout.ms: how long the
+	// transaction coordinator lets a transaction stay open before it
+	// aborts it and fences the producer. Default franz-go's 40 s.
+	TransactionTimeoutMs = "transaction.timeout.ms"
 )
 
 // Processing guarantees, the values of processing.guarantee.
@@ -95,6 +100,16 @@ func ClientOptions(cfg config.Config) ([]kgo.Opt, error) {
 			kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 			kgo.TransactionalID(txnID),
 		)
+		if cfg.IsSet(TransactionTimeoutMs) {
+			ms, err := cfg.Int(TransactionTimeoutMs, 0)
+			if err != nil {
+				return nil, err
+			}
+			if ms < 1000 {
+				return nil, fmt.Errorf("config %s: %d: need at least 1000 ms", TransactionTimeoutMs, ms)
+			}
+			opts = append(opts, kgo.TransactionTimeout(time.Duration(ms)*time.Millisecond))
+		}
 	}
 	return opts, nil
 }

@@ -74,11 +74,21 @@ func TestClientOptionsMapping(t *testing.T) {
 			cfg:  map[string]string{"application.id": "shop", "bootstrap.servers": "k:9092", "stoatflow.instance.id": "east-1"},
 			want: map[string]any{"TransactionalID": "shop-east-1"},
 		},
+		{
+			name: "transaction timeout: franz-go's 40 s unless set",
+			cfg:  map[string]string{"application.id": "shop", "bootstrap.servers": "k:9092", "transaction.timeout.ms": "10000"},
+			want: map[string]any{"TransactionTimeout": 10 * time.Second},
+		},
+		{
+			name: "transaction timeout default",
+			cfg:  map[string]string{"application.id": "shop", "bootstrap.servers": "k:9092"},
+			want: map[string]any{"TransactionTimeout": 40 * time.Second},
+		},
 	}
 	opts := map[string]any{
 		"SeedBrokers": kgo.SeedBrokers, "ClientID": kgo.ClientID, "ConsumerGroup": kgo.ConsumerGroup,
 		"TransactionalID": kgo.TransactionalID, "FetchIsolationLevel": kgo.FetchIsolationLevel,
-		"DisableAutoCommit": kgo.DisableAutoCommit,
+		"DisableAutoCommit": kgo.DisableAutoCommit, "TransactionTimeout": kgo.TransactionTimeout,
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -136,6 +146,8 @@ func TestClientOptionsRefusals(t *testing.T) {
 		{"unknown guarantee", with("processing.guarantee", "exactly_once"), `config processing.guarantee: "exactly_once" is not one of exactly_once_v2, at_least_once`},
 		{"empty client id", with("client.id", ""), "config client.id: set but empty"},
 		{"empty instance id", with("stoatflow.instance.id", " "), "config stoatflow.instance.id: set but empty"},
+		{"transaction timeout too short", with("transaction.timeout.ms", "500"), "config transaction.timeout.ms: 500: need at least 1000 ms"},
+		{"transaction timeout not a number", with("transaction.timeout.ms", "10s"), "transaction.timeout.ms"},
 		{"unknown reset", with("auto.offset.reset", "smallest"), `config auto.offset.reset: "smallest" is not one of earliest, latest, none`},
 	}
 	for _, tc := range tests {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -129,6 +130,9 @@ func readTo(ctx context.Context, seeds []string, topic string, from Positions, f
 	defer cl.Close()
 
 	r := &reader{cl: cl, adm: kadm.NewClient(cl), topic: topic, fn: fn, settled: settled, decompressor: kgo.DefaultDecompressor()}
+	if l, ok := cl.OptValue(kgo.WithLogger).(kgo.Logger); ok && l != nil {
+		r.log = l
+	}
 	pos, err := r.run(ctx, from)
 	if err != nil && ctx.Err() != nil {
 		return nil, ctx.Err()
@@ -147,7 +151,15 @@ type reader struct {
 	// settled reads to the high watermark, not the last stable offset
 	// (ReadToEndSettled).
 	settled bool
+	// log is the client's logger (kgo.WithLogger among the options), for
+	// the warning of a settled read that waits on a transaction.
+	log kgo.Logger
 }
+
+// stallAfter is how long a settled read may wait on an open transaction
+// before it says, once per stallAfter, which transactions it waits for.
+// A variable for the tests.
+var stallAfter = 15 * time.Second
 
 // cursor is where the read of one partition is.
 type cursor struct {
@@ -156,6 +168,8 @@ type cursor struct {
 	// leader and epoch are the partition's leader as last learnt from
 	// metadata; leader is -1 when there is none.
 	leader, epoch int32
+	// lso is the last stable offset the last fetch answered, -1 before.
+	lso int64
 }
 
 func (r *reader) run(ctx context.Context, from Positions) (Positions, error) {
@@ -174,7 +188,9 @@ func (r *reader) run(ctx context.Context, from Positions) (Positions, error) {
 	}
 
 	wait := backoff{}
+	moved, reported := time.Now(), time.Time{}
 	for len(open) > 0 {
+		before := positions(open)
 		refresh := slices.ContainsFunc(open, func(c *cursor) bool { return c.leader < 0 })
 		for _, cs := range byLeader(open) {
 			stale, err := r.fetch(ctx, cs)
@@ -192,6 +208,12 @@ func (r *reader) run(ctx context.Context, from Positions) (Positions, error) {
 			still = append(still, c)
 		}
 		open = still
+		if !slices.Equal(before, positions(open)) || len(before) != len(open) {
+			moved = time.Now()
+		} else if r.settled && time.Since(moved) > stallAfter && time.Since(reported) > stallAfter {
+			reported = time.Now()
+			r.reportStall(ctx, open, time.Since(moved))
+		}
 		if !refresh {
 			wait.reset()
 			continue
@@ -206,13 +228,90 @@ func (r *reader) run(ctx context.Context, from Positions) (Positions, error) {
 	return out, nil
 }
 
+func positions(cs []*cursor) []int64 {
+	out := make([]int64, len(cs))
+	for i, c := range cs {
+		out[i] = c.pos
+	}
+	return out
+}
+
+// reportStall logs what a settled read has been waiting on for waited:
+// per partition its position, the last stable offset and the end, and
+// the open transactions that hold the last stable offset back (their
+// producers, transactional ids and states, from DescribeProducers and
+// ListTransactions), which an operator can abort with
+// kafka-transactions.sh if they hang.
+func (r *reader) reportStall(ctx context.Context, open []*cursor, waited time.Duration) {
+	if r.log == nil || r.log.Level() < kgo.LogLevelWarn {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	ps := make([]int32, len(open))
+	for i, c := range open {
+		ps[i] = c.partition
+	}
+	var held []string
+	var pids []int64
+	set := kadm.TopicsSet{}
+	set.Add(r.topic, ps...)
+	described, err := r.adm.DescribeProducers(ctx, set)
+	if err == nil {
+		described.EachPartition(func(p kadm.DescribedProducersPartition) {
+			for _, d := range p.ActiveProducers.Sorted() {
+				if d.CurrentTxnStartOffset >= 0 {
+					held = append(held, fmt.Sprintf("%d: producer %d epoch %d from offset %d", p.Partition, d.ProducerID, d.ProducerEpoch, d.CurrentTxnStartOffset))
+					pids = append(pids, d.ProducerID)
+				}
+			}
+		})
+	}
+	var txns []string
+	finished := map[int64]string{} // producer id -> transactional id, for coordinators with nothing open
+	if len(pids) > 0 {
+		if listed, err := r.adm.ListTransactions(ctx, pids, nil); err == nil {
+			for _, l := range listed.Sorted() {
+				txns = append(txns, fmt.Sprintf("%s (producer %d) %s", l.TxnID, l.ProducerID, l.State))
+				switch l.State {
+				case "CompleteCommit", "CompleteAbort", "Empty":
+					finished[l.ProducerID] = l.TxnID
+				}
+			}
+		}
+	}
+	var where []string
+	for _, c := range open {
+		where = append(where, fmt.Sprintf("%d at %d, stable to %d, end %d", c.partition, c.pos, c.lso, c.end))
+	}
+	// A partition that still holds a transaction its coordinator has
+	// finished lost the marker (seen on Apache Kafka after a SIGKILL:
+	// the coordinator said CompleteCommit, the changelog had no commit
+	// marker); nothing will ever end it, so say how to.
+	if len(finished) > 0 {
+		described.EachPartition(func(p kadm.DescribedProducersPartition) {
+			for _, d := range p.ActiveProducers.Sorted() {
+				if id, ok := finished[d.ProducerID]; ok && d.CurrentTxnStartOffset >= 0 {
+					r.log.Log(kgo.LogLevelError, "hanging transaction: its coordinator finished it, but the partition has no marker for it, so the read cannot end; "+
+						"inspect with kafka-transactions.sh find-hanging, and end it with kafka-transactions.sh abort (an abort drops its records from this partition)",
+						"topic", r.topic, "partition", p.Partition, "producer_id", d.ProducerID, "producer_epoch", d.ProducerEpoch,
+						"transactional_id", id, "start_offset", d.CurrentTxnStartOffset,
+						"abort", fmt.Sprintf("kafka-transactions.sh --bootstrap-server BROKER abort --topic %s --partition %d --start-offset %d", r.topic, p.Partition, d.CurrentTxnStartOffset))
+				}
+			}
+		})
+	}
+	r.log.Log(kgo.LogLevelWarn, "restoration waits for open transactions to end", "topic", r.topic, "waited", waited.Round(time.Second),
+		"partitions", strings.Join(where, "; "), "open_transactions", strings.Join(held, "; "), "transactional_ids", strings.Join(txns, "; "), "describe_err", err)
+}
+
 // start looks the topic up and returns a cursor for every partition of
 // from, sorted by partition, with its start, its end and its leader.
 func (r *reader) start(ctx context.Context, from Positions) ([]*cursor, error) {
 	cursors := make([]*cursor, 0, len(from))
 	fromStart := false
 	for _, p := range slices.Sorted(maps.Keys(from)) {
-		cursors = append(cursors, &cursor{partition: p, pos: from[p]})
+		cursors = append(cursors, &cursor{partition: p, pos: from[p], lso: -1})
 		fromStart = fromStart || from[p] == LogStart
 	}
 	if err := r.locate(ctx, cursors); err != nil {
@@ -401,6 +500,7 @@ func (r *reader) consume(c *cursor, rp *kmsg.FetchResponseTopicPartition, anyBat
 		return false, fmt.Errorf("read %s[%d] to end: fetch at offset %d: %w", r.topic, c.partition, c.pos, err)
 	}
 
+	c.lso = rp.LastStableOffset
 	if len(rp.RecordBatches) == 0 {
 		// No batch while other partitions got some may just be the
 		// response's size limit. With none anywhere, nothing lies

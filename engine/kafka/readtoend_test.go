@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -395,4 +398,52 @@ func TestReadToEndContext(t *testing.T) {
 			t.Errorf("ReadToEnd(nothing) = %v, %v; want no positions and no error", pos, err)
 		}
 	})
+}
+
+// TestReadToEndSettledNamesWhatHoldsIt holds a settled read on an open
+// transaction past the stall delay: the read must say, through the
+// client's logger, which partition waits and which producer and
+// transactional id hold it, then finish once the transaction ends.
+func TestReadToEndSettledNamesWhatHoldsIt(t *testing.T) {
+	defer kafka.SetStallAfter(300 * time.Millisecond)()
+	b := startBroker(t, map[string]int32{"log": 2})
+	hanging := newWriter(t, b.Addr(), "log", "hanging-txn")
+	hanging.begin()
+	hanging.produce(1, "x")
+
+	var logged strings.Builder
+	var mu sync.Mutex
+	logger := slog.New(slog.NewTextHandler(&lockedWriter{mu: &mu, w: &logged}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	_, fn := collect(t)
+	done := make(chan error, 1)
+	go func() {
+		_, err := kafka.ReadToEndSettled(readCtx(t), []string{b.Addr()}, "log", kafka.FromLogStart(0, 1), fn, kgo.WithLogger(kafka.Logger(logger)))
+		done <- err
+	}()
+	text := func() string { mu.Lock(); defer mu.Unlock(); return logged.String() }
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(text(), "restoration waits for open transactions") && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	got := text()
+	for _, want := range []string{"restoration waits for open transactions", "topic=log", "1 at 0, stable to 0, end 1", "producer ", "hanging-txn"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the stall warning lacks %q:\n%s", want, got)
+		}
+	}
+	hanging.end(false)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

@@ -28,10 +28,21 @@ const (
 type Registry struct {
 	mu       sync.Mutex
 	counters map[string]*atomic.Int64
+	// labels keeps each counter's name and label pairs, for Each.
+	labels map[string]Labelled
+}
+
+// Labelled is a counter's name and its label pairs (key, value, ...) in
+// the order first given.
+type Labelled struct {
+	Name   string
+	Labels []string
 }
 
 // NewRegistry returns an empty registry.
-func NewRegistry() *Registry { return &Registry{counters: map[string]*atomic.Int64{}} }
+func NewRegistry() *Registry {
+	return &Registry{counters: map[string]*atomic.Int64{}, labels: map[string]Labelled{}}
+}
 
 // Counter returns the counter for name and label pairs ("reason", "late"),
 // creating it at zero.
@@ -43,6 +54,7 @@ func (r *Registry) Counter(name string, labels ...string) *atomic.Int64 {
 	if !ok {
 		c = new(atomic.Int64)
 		r.counters[id] = c
+		r.labels[id] = Labelled{Name: name, Labels: slices.Clone(labels)}
 	}
 	return c
 }
@@ -67,6 +79,26 @@ func (r *Registry) Snapshot() map[string]int64 {
 		out[k] = c.Load()
 	}
 	return out
+}
+
+// Each calls fn for every counter with its name, label pairs and value,
+// in no particular order. fn must not call back into r.
+func (r *Registry) Each(fn func(l Labelled, v int64)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for id, c := range r.counters {
+		fn(r.labels[id], c.Load())
+	}
+}
+
+// Label returns the value of label key in pairs, "" when absent.
+func Label(pairs []string, key string) string {
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if pairs[i] == key {
+			return pairs[i+1]
+		}
+	}
+	return ""
 }
 
 // Names returns the counter IDs in sorted order.

@@ -17,3 +17,18 @@ func TestCounterIdentity(t *testing.T) {
 		t.Fatal("Value must not create counters")
 	}
 }
+
+func TestEachKeepsLabels(t *testing.T) {
+	r := NewRegistry()
+	r.Counter(DroppedRecords, "reason", ReasonLateWindow).Add(2)
+	n := 0
+	r.Each(func(l Labelled, v int64) {
+		n++
+		if l.Name != DroppedRecords || Label(l.Labels, "reason") != ReasonLateWindow || Label(l.Labels, "x") != "" || v != 2 {
+			t.Fatalf("Each gave %+v %d", l, v)
+		}
+	})
+	if n != 1 {
+		t.Fatalf("Each visited %d counters, want 1", n)
+	}
+}

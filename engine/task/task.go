@@ -26,6 +26,10 @@ type Input struct {
 	Value     []byte
 	Timestamp int64
 	Headers   processor.Headers
+	// Origin is, for a record that crossed an in-memory boundary, the
+	// source-topic record it descends from; zero for a record read from a
+	// source topic, which is its own origin.
+	Origin Origin
 }
 
 // Output is a record a task writes.
@@ -146,8 +150,10 @@ type partitionKey struct {
 }
 
 type recordContext struct {
-	meta      processor.RecordMetadata
-	hasMeta   bool
+	meta    processor.RecordMetadata
+	hasMeta bool
+	// origin is the source-topic record this one descends from.
+	origin    Origin
 	timestamp int64
 	headers   processor.Headers
 	// key is the key of the record at the node being run (or of the timer
@@ -441,6 +447,7 @@ func (t *Task) processDecoded(src *node, in Input, key, value any) error {
 	t.rc = recordContext{
 		meta:      processor.RecordMetadata{Topic: in.Topic, Partition: in.Partition, Offset: in.Offset},
 		hasMeta:   true,
+		origin:    in.Origin,
 		timestamp: ts,
 		headers:   in.Headers,
 		laneBytes: in.Key,
@@ -686,6 +693,20 @@ func (c *nodeContext) NodeName() string      { return c.node.name }
 func (c *nodeContext) RecordMetadata() (processor.RecordMetadata, bool) {
 	return c.t.rc.meta, c.t.rc.hasMeta
 }
+
+// SourceRecord names the source-topic record the current record descends
+// from (itself, unless it crossed an in-memory boundary); ok is false
+// outside a record.
+func (c *nodeContext) SourceRecord() (topic string, partition int32, offset int64, ok bool) {
+	if !c.t.rc.hasMeta {
+		return "", 0, 0, false
+	}
+	if o := c.t.rc.origin; o.Topic != "" {
+		return o.Topic, o.Partition, o.Offset, true
+	}
+	return c.t.rc.meta.Topic, c.t.rc.meta.Partition, c.t.rc.meta.Offset, true
+}
+
 func (c *nodeContext) CurrentStreamTime() int64 { return c.t.time.StreamTime() }
 func (c *nodeContext) CurrentSystemTime() int64 { return c.t.time.WallClock() }
 func (c *nodeContext) Watermark() int64         { return c.t.time.StreamTime() }

@@ -2,6 +2,7 @@ package topofile
 
 import (
 	"github.com/expr-lang/expr/types"
+	"reflect"
 
 	"github.com/stoatflow/stoatctl/engine/dsl"
 	"github.com/stoatflow/stoatctl/engine/processor"
@@ -153,6 +154,17 @@ type groupedFlow[K any] struct {
 func (g *groupedFlow[K]) kind() string    { return "a grouped stream" }
 func (g *groupedFlow[K]) meta() *flowInfo { return &g.info }
 
+// valueTypeOf is the type expressions see for values an aggregation's
+// serde holds: what the serde reads (int64 for a count's long), or any
+// for serdes of dynamic shapes. The input's value type no longer applies:
+// a filter after a count compares numbers, not the strings counted.
+func valueTypeOf(values *dynSerde) types.Type {
+	if values != nil && values.goType != nil {
+		return types.TypeOf(reflect.Zero(values.goType).Interface())
+	}
+	return types.Any
+}
+
 func materialized[K any](info *flowInfo, store string, values *dynSerde) dsl.Materialized[K, any] {
 	return dsl.MaterializedAs[K, any](store).WithKeySerde(keySerdeFor[K](info)).WithValueSerde(values)
 }
@@ -160,14 +172,14 @@ func materialized[K any](info *flowInfo, store string, values *dynSerde) dsl.Mat
 func (g *groupedFlow[K]) aggregate(init func() any, adder func(key, value, agg any) any, store string, values *dynSerde) anyTable {
 	t := dsl.Aggregate(g.g, init, func(k K, v, agg any) any { return adder(k, v, agg) }, materialized[K](&g.info, store, values))
 	info := g.info
-	info.valueSerde = values
+	info.valueSerde, info.valueType = values, valueTypeOf(values)
 	return &tableFlow[K]{t: t, info: info}
 }
 
 func (g *groupedFlow[K]) reduce(reducer func(agg, value any) any, store string, values *dynSerde) anyTable {
 	t := g.g.Reduce(reducer, materialized[K](&g.info, store, values))
 	info := g.info
-	info.valueSerde = values
+	info.valueSerde, info.valueType = values, valueTypeOf(values)
 	return &tableFlow[K]{t: t, info: info}
 }
 
@@ -207,7 +219,7 @@ func (w *windowedFlow) reduce(reducer func(agg, value any) any, store string, va
 
 func (w *windowedFlow) result(t dsl.KTable[window.Windowed[any], any], values *dynSerde) anyTable {
 	info := w.info
-	info.valueSerde = values
+	info.valueSerde, info.valueType = values, valueTypeOf(values)
 	win := w.win
 	info.win = &win
 	return &tableFlow[window.Windowed[any]]{t: t, info: info}
@@ -225,14 +237,14 @@ func (g *groupedTableFlow) meta() *flowInfo { return &g.info }
 func (g *groupedTableFlow) aggregate(init func() any, adder, subtractor func(key, value, agg any) any, store string, values *dynSerde) anyTable {
 	t := dsl.AggregateTable(g.g, init, adder, subtractor, materialized[any](&g.info, store, values))
 	info := g.info
-	info.valueSerde = values
+	info.valueSerde, info.valueType = values, valueTypeOf(values)
 	return &tableFlow[any]{t: t, info: info}
 }
 
 func (g *groupedTableFlow) reduce(adder, subtractor func(agg, value any) any, store string, values *dynSerde) anyTable {
 	t := g.g.Reduce(adder, subtractor, materialized[any](&g.info, store, values))
 	info := g.info
-	info.valueSerde = values
+	info.valueSerde, info.valueType = values, valueTypeOf(values)
 	return &tableFlow[any]{t: t, info: info}
 }
 

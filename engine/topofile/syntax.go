@@ -246,5 +246,10 @@ func syntaxError(file string, data []byte, err error) *Error {
 			col = len(text) - len(strings.TrimLeft(text, " \t")) + 1
 		}
 	}
+	// Inside a flow collection go-yaml names where the collection's
+	// context starts; the bad token is found here.
+	if l, c, ok := LocateFlowError(data, line, msg); ok {
+		line, col = l, c
+	}
 	return &Error{File: file, Line: line, Column: col, Msg: "invalid YAML: " + msg}
 }

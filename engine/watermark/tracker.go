@@ -91,6 +91,17 @@ func (t *Tracker) Observe(p Partition, eventTime, now int64) {
 	}
 }
 
+// Active records that p delivered records at wall-clock now, whatever
+// their event time: a partition delivering records older than its
+// largest event time is live, not idle, and keeps holding the watermark
+// back (excluding it would drop its records as late).
+func (t *Tracker) Active(p Partition, now int64) {
+	if st, ok := t.parts[p]; ok {
+		st.lastActivity = now
+		st.idle = false
+	}
+}
+
 // Advance recomputes the global watermark at wall-clock now and reports it
 // and whether it moved. When every partition is idle the watermark stays
 // where it is: idleness excludes a partition from the minimum, it does not

@@ -102,3 +102,26 @@ func TestTrackerSeed(t *testing.T) {
 		t.Fatalf("seeded watermark %d, want 9000", w)
 	}
 }
+
+// TestTrackerActiveKeepsOldTimestampsLive: a partition delivering records
+// no newer than its largest event time stays live and holds the minimum;
+// only silence idles it.
+func TestTrackerActiveKeepsOldTimestampsLive(t *testing.T) {
+	tr := NewTracker(time.Second)
+	a, b := Partition{Topic: "in", Partition: 0}, Partition{Topic: "in", Partition: 1}
+	tr.Register(a, ForMonotonousTimestamps(), 0)
+	tr.Register(b, ForMonotonousTimestamps(), 0)
+	tr.Observe(a, 100, 0)
+	tr.Observe(b, 500, 0)
+	for now := int64(200); now <= 3000; now += 200 {
+		tr.Active(a, now) // old timestamps: activity, no new event time
+		tr.Observe(b, 500+now, now)
+		if w, _ := tr.Advance(now); w != 100 {
+			t.Fatalf("at %d the watermark is %d, want 100: the live partition was idled out", now, w)
+		}
+	}
+	tr.Observe(b, 4100, 4100)
+	if w, _ := tr.Advance(4100); w != 4100 {
+		t.Fatalf("after a silence past the timeout the watermark is %d, want 4100", w)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -391,8 +392,37 @@ func StartCrashable(t testing.TB) *Crashable {
 	}
 	c := &Crashable{root: root, dir: filepath.Join(t.TempDir(), "kafka")}
 	c.addr = strings.TrimSpace(c.run(t, "start", "--watch", fmt.Sprint(os.Getpid())))
-	t.Cleanup(func() { c.run(t, "stop") })
+	t.Cleanup(func() {
+		if t.Failed() {
+			c.logWarnings(t)
+		}
+		c.run(t, "stop")
+	})
 	return c
+}
+
+// logWarnings logs the WARN and ERROR lines of every incarnation's broker
+// log (at most 200), for the post-mortem of a failed fault test: the
+// folder goes with the test.
+func (c *Crashable) logWarnings(t testing.TB) {
+	logs, _ := filepath.Glob(filepath.Join(c.dir, "broker*.log"))
+	sort.Strings(logs) // broker.NANOS.log in order, then broker.log
+	var lines []string
+	for _, l := range logs {
+		b, err := os.ReadFile(l)
+		if err != nil {
+			continue
+		}
+		for line := range strings.SplitSeq(string(b), "\n") {
+			if strings.Contains(line, "] WARN ") || strings.Contains(line, "] ERROR ") {
+				lines = append(lines, filepath.Base(l)+": "+line)
+			}
+		}
+	}
+	if len(lines) > 200 {
+		lines = lines[len(lines)-200:]
+	}
+	t.Logf("broker warnings and errors (%d log files):\n%s", len(logs), strings.Join(lines, "\n"))
 }
 
 // Addr is the broker's bootstrap address; it stays the same across

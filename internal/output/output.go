@@ -64,6 +64,7 @@ func (f *Format) Write(w io.Writer, v any, text func(io.Writer) error) error {
 	switch f.value {
 	case JSON:
 		enc := json.NewEncoder(w)
+		enc.SetEscapeHTML(false)
 		enc.SetIndent("", "  ")
 		return enc.Encode(v)
 	case YAML:

@@ -1,0 +1,138 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/stoatflow/stoatctl/engine/watermark"
+	"github.com/stoatflow/stoatctl/inspect"
+)
+
+// The monitor samples the watermark lag once a second (the lag gauge),
+// logs a progress line every ProgressLogIntervalMs, and warns when the
+// watermark stands still for StallWarningMs while records arrive. It
+// reads only Observe, so it runs beside the runtime without touching it.
+
+// Runbook branches (docs/runbook.md) a stall warning names.
+const (
+	BranchIdleEligible  = "idle-eligible"
+	BranchOldTimestamps = "old-timestamps"
+	BranchAlignment     = "alignment"
+	BranchFuture        = "future-timestamp"
+	BranchNoEventTime   = "no-event-time"
+)
+
+// restoreLogEvery is how often a long restoration logs its progress.
+const restoreLogEvery = 5 * time.Second
+
+// sampleEvery is the lag sampling period.
+const sampleEvery = time.Second
+
+type monitorState struct {
+	progressEvery, stallAfter time.Duration
+	lastProgress              time.Time
+	lastIn                    int64
+	// stallSince is when the watermark last moved (or the monitor
+	// started); stallIn and stallOffsets what had arrived then.
+	stallSince   time.Time
+	stallGlobal  int64
+	stallIn      int64
+	stallOffsets map[watermark.Partition]int64
+	warned       bool
+	// lastRestoreLog is when a restoration in progress was last logged.
+	lastRestoreLog time.Time
+}
+
+func (e *Engine) monitor(ctx context.Context) <-chan struct{} {
+	done := make(chan struct{})
+	ms := func(key string, def int64) time.Duration {
+		v, err := e.cfg.Int(key, def)
+		if err != nil || v < 0 {
+			v = def
+		}
+		return time.Duration(v) * time.Millisecond
+	}
+	m := &monitorState{progressEvery: ms(ProgressLogIntervalMs, 30000), stallAfter: ms(StallWarningMs, 60000)}
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(sampleEvery)
+		defer tick.Stop()
+		now := time.Now()
+		m.lastProgress, m.stallSince, m.stallGlobal = now, now, watermark.Unset
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case now = <-tick.C:
+			}
+			e.sample(m, now)
+		}
+	}()
+	return done
+}
+
+func total(m map[string]int64) int64 {
+	var n int64
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+// sample is one tick of the monitor.
+func (e *Engine) sample(m *monitorState, now time.Time) {
+	o := e.Observe()
+	if o.Global == watermark.Unset {
+		e.lagMs.Store(-1)
+	} else {
+		e.lagMs.Store(e.opts.wall() - o.Global)
+	}
+	if o.Restoring && now.Sub(m.lastRestoreLog) >= restoreLogEvery {
+		if !m.lastRestoreLog.IsZero() {
+			e.log.Info("restoring", "restored", o.Restored, "remaining_about", o.RestoreRemaining)
+		}
+		m.lastRestoreLog = now
+	} else if !o.Restoring {
+		m.lastRestoreLog = time.Time{}
+	}
+	in := total(o.RecordsIn)
+	pin, pinned := Pinning(o.Partitions)
+	if m.progressEvery > 0 && now.Sub(m.lastProgress) >= m.progressEvery {
+		rate := float64(in-m.lastIn) / now.Sub(m.lastProgress).Seconds()
+		args := []any{"state", string(o.State), "records_in", in - m.lastIn, "records_per_sec", fmt.Sprintf("%.1f", rate),
+			"records_out", total(o.RecordsOut), "epochs", o.Stats.Committed, "watermark", inspect.Iso(o.Global), "lag", e.lagText()}
+		if pinned {
+			args = append(args, "pinned_by", partitionName(pin.Partition))
+		}
+		for t, n := range o.Lag {
+			args = append(args, "lag."+t, n)
+		}
+		e.log.Info("progress", args...)
+		m.lastProgress, m.lastIn = now, in
+	}
+	if o.Global != m.stallGlobal || o.State != Running || o.Paused || !o.EventTime {
+		m.stallSince, m.stallGlobal, m.stallIn, m.stallOffsets, m.warned = now, o.Global, in, o.Dispatched, false
+		return
+	}
+	if m.stallAfter <= 0 || m.warned || now.Sub(m.stallSince) < m.stallAfter || in == m.stallIn || !pinned {
+		return
+	}
+	m.warned = true
+	branch, hint := BranchIdleEligible, fmt.Sprintf("it delivers nothing; it idles out after its timeout of %s (0 means never): wait, or lower its source's idleness", pin.IdlenessTimeout)
+	if o.Dispatched[pin.Partition] > m.stallOffsets[pin.Partition] {
+		branch, hint = BranchOldTimestamps, "it is live but delivering old timestamps (a producer's clock or a replay); no watermark setting fixes it"
+	}
+	e.log.Warn("watermark has not moved while records arrive", "for", now.Sub(m.stallSince).Round(time.Second),
+		"watermark", inspect.Iso(o.Global), "pinned_by", partitionName(pin.Partition), "partition_watermark", inspect.Iso(pin.Watermark),
+		"last_event_time", inspect.Iso(pin.LastEventTime), "idle", pin.Idle, "runbook", "docs/runbook.md#"+branch, "hint", hint,
+		"records_since", in-m.stallIn)
+}
+
+func (e *Engine) lagText() string {
+	l := e.lagMs.Load()
+	if l < 0 {
+		return "N/A"
+	}
+	return (time.Duration(l) * time.Millisecond).String()
+}

@@ -1,0 +1,227 @@
+package prom
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/stoatflow/stoatctl/engine/metrics"
+	"github.com/stoatflow/stoatctl/engine/watermark"
+)
+
+// Sample is what the engine reports at a scrape.
+type Sample struct {
+	State     string
+	Paused    bool
+	EventTime bool
+	// Global is the global watermark, watermark.Unset before the first.
+	Global     int64
+	Partitions []watermark.PartitionState
+	// LagMs is the last once-a-second lag sample, -1 before the first
+	// watermark.
+	LagMs            int64
+	QueuedBatches    int
+	BarrierInterval  time.Duration
+	Restoring        bool
+	Restored         int64
+	RestoreRemaining int64
+	Committed        int64
+	Aborted          int64
+	Resets           int64
+	RecordsIn        map[string]int64
+	RecordsOut       map[string]int64
+	// Lag is the consumer lag per source topic, in records.
+	Lag map[string]int64
+}
+
+// Meters are one engine's Prometheus meters.
+type Meters struct {
+	level    Level
+	reg      *prometheus.Registry
+	sample   func() Sample
+	counters *metrics.Registry
+	descs    map[string]*prometheus.Desc
+
+	advance prometheus.Counter
+	commit  prometheus.Histogram
+	epoch   prometheus.Histogram
+	late    *prometheus.CounterVec
+}
+
+// New returns the meters of an engine at level. sample is called once
+// per scrape; counters is the engine/metrics registry to bridge.
+func New(level Level, sample func() Sample, counters *metrics.Registry) *Meters {
+	m := &Meters{level: level, reg: prometheus.NewRegistry(), sample: sample, counters: counters, descs: map[string]*prometheus.Desc{}}
+	help := map[string]string{}
+	for _, f := range Families {
+		help[f.Name] = f.Help
+		if f.Level <= level && f.Type != Histogram {
+			m.descs[f.Name] = prometheus.NewDesc(f.Name, f.Help, f.Labels, nil)
+		}
+	}
+	m.advance = prometheus.NewCounter(prometheus.CounterOpts{Name: WatermarkAdvance, Help: help[WatermarkAdvance]})
+	m.commit = prometheus.NewHistogram(prometheus.HistogramOpts{Name: CommitDuration, Help: help[CommitDuration],
+		Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}})
+	m.epoch = prometheus.NewHistogram(prometheus.HistogramOpts{Name: EpochRecords, Help: help[EpochRecords],
+		Buckets: prometheus.ExponentialBuckets(1, 4, 10)})
+	delete(m.descs, WatermarkAdvance)
+	delete(m.descs, LateRecords)
+	m.reg.MustRegister(m.advance, m.commit, m.epoch, collector{m},
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if level >= Debug {
+		m.late = prometheus.NewCounterVec(prometheus.CounterOpts{Name: LateRecords, Help: help[LateRecords]}, []string{"topic", "partition"})
+		m.reg.MustRegister(m.late)
+	}
+	return m
+}
+
+// Level is the recording level.
+func (m *Meters) Level() Level { return m.level }
+
+// Registry is the Prometheus registry holding every family.
+func (m *Meters) Registry() *prometheus.Registry { return m.reg }
+
+// Handler serves the registry in Prometheus' text format.
+func (m *Meters) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
+
+// Committed records an epoch's commit.
+func (m *Meters) Committed(records int64, took time.Duration) {
+	m.commit.Observe(took.Seconds())
+	m.epoch.Observe(float64(records))
+}
+
+// Advanced records a move of the global watermark.
+func (m *Meters) Advanced() { m.advance.Inc() }
+
+// Late records an arrival behind the watermark on p; a no-op below Debug.
+func (m *Meters) Late(p watermark.Partition) {
+	if m.late != nil {
+		m.late.WithLabelValues(p.Topic, strconv.Itoa(int(p.Partition))).Inc()
+	}
+}
+
+// collector emits the families read from a Sample and from the bridged
+// registry.
+type collector struct{ m *Meters }
+
+func (c collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range c.m.descs {
+		ch <- d
+	}
+}
+
+func ms(v int64) float64 {
+	if v == watermark.Unset || v < 0 {
+		return -1
+	}
+	return float64(v)
+}
+
+func (c collector) Collect(ch chan<- prometheus.Metric) {
+	m := c.m
+	s := m.sample()
+	emit := func(name string, t prometheus.ValueType, v float64, labels ...string) {
+		if d := m.descs[name]; d != nil {
+			ch <- prometheus.MustNewConstMetric(d, t, v, labels...)
+		}
+	}
+	gauge := prometheus.GaugeValue
+	counter := prometheus.CounterValue
+	emit(WatermarkCurrent, gauge, ms(s.Global))
+	emit(WatermarkLagMs, gauge, float64(s.LagMs))
+	emit(WatermarkPreview, gauge, 0)
+	emit(EventTimeTracking, gauge, b2f(s.EventTime))
+	emit(ClientState, gauge, StateValue(s.State, s.Paused))
+	emit(BarrierInterval, gauge, s.BarrierInterval.Seconds())
+	emit(LaneQueueBatches, gauge, float64(s.QueuedBatches))
+	emit(Restoring, gauge, b2f(s.Restoring))
+	emit(RestoredRecords, counter, float64(s.Restored))
+	emit(RestoreRemaining, gauge, float64(s.RestoreRemaining))
+	emit(EpochsCommitted, counter, float64(s.Committed))
+	emit(EpochsAborted, counter, float64(s.Aborted))
+	emit(Rebalances, counter, float64(s.Resets))
+	for t, v := range s.RecordsIn {
+		emit(RecordsIn, counter, float64(v), t)
+	}
+	for t, v := range s.RecordsOut {
+		emit(RecordsOut, counter, float64(v), t)
+	}
+	for t, v := range s.Lag {
+		emit(ConsumerLag, gauge, float64(v), t)
+	}
+	active, idle := 0, 0
+	lo, hi, any := int64(0), int64(0), false
+	for _, p := range s.Partitions {
+		if p.Idle {
+			idle++
+		} else {
+			active++
+			if p.Watermark != watermark.Unset {
+				if !any || p.Watermark < lo {
+					lo = p.Watermark
+				}
+				if !any || p.Watermark > hi {
+					hi = p.Watermark
+				}
+				any = true
+			}
+		}
+		part := strconv.Itoa(int(p.Partition.Partition))
+		emit(PartitionWatermark, gauge, ms(p.Watermark), p.Topic, part)
+		emit(PartitionIdle, gauge, b2f(p.Idle), p.Topic, part)
+		emit(PartitionLastEventTime, gauge, ms(p.LastEventTime), p.Topic, part)
+		emit(PartitionIdlenessTimout, gauge, p.IdlenessTimeout.Seconds(), p.Topic, part)
+	}
+	emit(WatermarkPartitions, gauge, float64(active), "active")
+	emit(WatermarkPartitions, gauge, float64(idle), "idle")
+	emit(OutOfOrdernessMax, gauge, float64(hi-lo))
+
+	dropped := map[string]float64{}
+	for _, r := range Reasons {
+		dropped[r] = 0
+	}
+	var mismatch float64
+	if m.counters != nil {
+		m.counters.Each(func(l metrics.Labelled, v int64) {
+			switch l.Name {
+			case metrics.DroppedRecords:
+				dropped[reasonOf(metrics.Label(l.Labels, "reason"))] += float64(v)
+			case timerLaneMismatch:
+				mismatch += float64(v)
+			}
+		})
+	}
+	for r, v := range dropped {
+		emit(DroppedRecords, counter, v, r)
+	}
+	emit(TimerLaneMismatch, counter, mismatch)
+}
+
+// timerLaneMismatch is task.TimerLaneMismatch (not imported: this package
+// stays below the task package).
+const timerLaneMismatch = "timer.lane.mismatch.total"
+
+func reasonOf(r string) string {
+	switch r {
+	case metrics.ReasonDeserialization:
+		return "deserialization"
+	case metrics.ReasonProcessing:
+		return "processing"
+	case "":
+		return "unknown"
+	}
+	return r
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,98 @@
+package prom_test
+
+import (
+	"io"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stoatflow/stoatctl/engine/metrics"
+	"github.com/stoatflow/stoatctl/engine/prom"
+	"github.com/stoatflow/stoatctl/engine/watermark"
+	"github.com/stoatflow/stoatctl/internal/golden"
+)
+
+// TestMetricsDoc keeps docs/metrics.md generated from Families; -update
+// rewrites it.
+func TestMetricsDoc(t *testing.T) {
+	golden.Check(t, "./engine/prom", "../../docs/metrics.md", prom.Markdown())
+}
+
+func scrape(t *testing.T, m *prom.Meters) string {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	b, _ := io.ReadAll(rec.Body)
+	return string(b)
+}
+
+// TestFamiliesAreExported holds the catalogue to the code: at each level
+// exactly the families of that level and below appear in a scrape.
+func TestFamiliesAreExported(t *testing.T) {
+	sample := func() prom.Sample {
+		return prom.Sample{State: "RUNNING", EventTime: true, Global: 1000, LagMs: 5,
+			Partitions: []watermark.PartitionState{{Partition: watermark.Partition{Topic: "in", Partition: 0}, Watermark: 1000, IdlenessTimeout: time.Minute}},
+			RecordsIn:  map[string]int64{"in": 3}, RecordsOut: map[string]int64{"out": 1}, Lag: map[string]int64{"in": 0}}
+	}
+	for _, level := range []prom.Level{prom.Info, prom.Debug} {
+		reg := metrics.NewRegistry()
+		reg.Counter(metrics.DroppedRecords, "reason", metrics.ReasonDeserialization).Add(2)
+		m := prom.New(level, sample, reg)
+		m.Committed(10, 20*time.Millisecond)
+		m.Late(watermark.Partition{Topic: "in", Partition: 0})
+		out := scrape(t, m)
+		for _, f := range prom.Families {
+			has := strings.Contains(out, "# TYPE "+f.Name+" ")
+			if has != (f.Level <= level) {
+				t.Errorf("level %s: %s exported = %v", level, f.Name, has)
+			}
+		}
+		for _, want := range []string{`stoatflow_dropped_records_total{reason="deserialization"} 2`, `stoatflow_dropped_records_total{reason="late_window"} 0`,
+			"stoatflow_client_state 4", "stoatflow_watermark_lag_ms 5", "stoatflow_epoch_records_count 1"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("level %s: scrape lacks %q", level, want)
+			}
+		}
+	}
+}
+
+func TestStateValue(t *testing.T) {
+	for _, tc := range []struct {
+		state  string
+		paused bool
+		want   float64
+	}{{"RUNNING", false, 4}, {"RUNNING", true, 5}, {"REBALANCING", false, 2}, {"ERROR", false, 7}, {"CREATED", false, 0}} {
+		if got := prom.StateValue(tc.state, tc.paused); got != tc.want {
+			t.Errorf("%s paused=%v: %g, want %g", tc.state, tc.paused, got, tc.want)
+		}
+	}
+	if _, err := prom.ParseLevel("verbose"); err == nil {
+		t.Error("ParseLevel accepted verbose")
+	}
+	if l, err := prom.ParseLevel("DEBUG"); err != nil || l != prom.Debug {
+		t.Error("ParseLevel refused DEBUG")
+	}
+}
+
+// BenchmarkScrape is the CPU one /metrics scrape costs at debug level with
+// 64 partitions: scrapes per second times this is the API's share of a
+// core, independent of how busy the machine is.
+func BenchmarkScrape(b *testing.B) {
+	parts := make([]watermark.PartitionState, 64)
+	for i := range parts {
+		parts[i] = watermark.PartitionState{Partition: watermark.Partition{Topic: "in", Partition: int32(i)}, Watermark: int64(i), IdlenessTimeout: time.Minute}
+	}
+	m := prom.New(prom.Debug, func() prom.Sample {
+		return prom.Sample{State: "RUNNING", EventTime: true, Global: 0, Partitions: parts, RecordsIn: map[string]int64{"in": 1}}
+	}, metrics.NewRegistry())
+	for i := range parts {
+		m.Late(parts[i].Partition)
+	}
+	h := m.Handler()
+	b.ReportAllocs()
+	for b.Loop() {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	}
+}
