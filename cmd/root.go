@@ -60,8 +60,9 @@ backed by changelogs, stream time and punctuators.
 Today it runs topologies on Kafka or on an embedded broker (run), replays
 fixtures through the test driver (replay), describes, validates and tries
 topologies (topology), runs a development broker (broker), creates and
-lists topics (topic), reads a running engine's REST API (inspect) and watches
-its event time (watch). Migration from Kafka Streams is not built yet.`,
+lists topics (topic), reads a running engine's REST API (inspect), watches
+its event time (watch), and moves a Kafka Streams application's state,
+offsets and event time over (migrate).`,
 		Args:          cobra.ArbitraryArgs,
 		RunE:          runGroup,
 		SilenceErrors: true,
@@ -82,6 +83,7 @@ its event time (watch). Migration from Kafka Streams is not built yet.`,
 		newConfigCommand(),
 		newWatchCommand(),
 		newInspectCommand(),
+		newMigrateCommand(),
 	)
 	// --version, as most command-line tools have; stoatctl version tells
 	// more.

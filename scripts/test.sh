@@ -117,12 +117,16 @@ real_kafka_tier() {
 	STOATCTL_KAFKA_DIR=$(mktemp -d)/kafka
 	addr=$(scripts/kafka.sh start --watch $$)
 	echo "real Kafka at $addr"
-	# engine and interop run whole (their embedded-only tests skip at
+	# engine, interop and migrate run whole (their embedded-only tests skip at
 	# once); of replay and cmd only the tests that meet a broker run, the
 	# rest ran in the test step already.
 	local rc=0
 	export STOATCTL_TEST_KAFKA=real STOATCTL_TEST_BOOTSTRAP=$addr
 	go test -race -count=1 -p 1 ./engine/ ./interop/ || rc=$?
+	# migrate's Kafka Streams cutovers each wait out a session timeout
+	# (about 45 s) for the stopped Kafka Streams member to leave its group:
+	# some ten minutes together, past go test's default timeout.
+	go test -race -count=1 -timeout 30m ./migrate/ || rc=$?
 	go test -race -count=1 -run '^(TestCapture|TestRecorded)' ./replay/ || rc=$?
 	go test -race -count=1 -run '^(TestRunOnEmbeddedBrokerWithKcat|TestReplayRecordThenReplay|TestTopicReadFollow|TestReplayRecordOut)$' ./cmd/ || rc=$?
 	unset STOATCTL_TEST_KAFKA STOATCTL_TEST_BOOTSTRAP

@@ -1,0 +1,187 @@
+package cmd
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stoatflow/stoatctl/engine/config"
+	"github.com/stoatflow/stoatctl/engine/kafka"
+	"github.com/stoatflow/stoatctl/engine/topofile"
+	"github.com/stoatflow/stoatctl/internal/output"
+	"github.com/stoatflow/stoatctl/migrate"
+)
+
+func newMigrateCommand() *cobra.Command {
+	var (
+		from, to, topo, bootstrap string
+		maps, overrides           []string
+		emitFrontier, dryRun, yes bool
+		verifyOnly                bool
+		batch                     int
+		stateDir                  string
+		waitGroups                time.Duration
+	)
+	format := output.NewFormat(output.Text, output.JSON)
+	c := &cobra.Command{
+		Use:   "migrate",
+		Short: "Move a Kafka Streams application's state, offsets and event time to a topology",
+		Long: `Migrate a stopped Kafka Streams application to a topology of ours: its
+changelogs are translated into our changelogs (our placement, our lane-hash
+header), its committed input offsets are copied to our group, our watermark
+floor is seeded from its partition times, and with --emit-frontier the emit
+frontier of every on-window-close store is seeded so that no window it
+already emitted is emitted again. A verification pass then compares our
+changelogs with the source key by key.
+
+--dry-run prints the plan and writes nothing. A real run asks for -y, or a
+confirmation on a terminal, and refuses while either group has members. It
+can be interrupted and run again: partitions already translated are marked
+and skipped. docs/migration.md walks through a cutover.`,
+		Example: `  stoatctl migrate --from-application-id wordcount -t topology.yaml -b kafka:9092 --dry-run
+  stoatctl migrate --from-application-id clicks --application-id clicks-stoat -t clicks.yaml \
+      --map KSTREAM-AGGREGATE-STATE-STORE-0000000002=clicks-store --emit-frontier -y`,
+		Args: noArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if stateDir != "" {
+				return usageErrorf("--from-state-dir: the offline path (reading a Kafka Streams state directory through RocksDB) is not built yet")
+			}
+			if from == "" {
+				return usageErrorf("--from-application-id is required: the Kafka Streams application's id")
+			}
+			if topo == "" {
+				return usageErrorf("-t/--topology is required: a topology file or a bundled example name")
+			}
+			wd, _ := os.Getwd()
+			file, err := topofile.Resolve(topo, wd)
+			if err != nil {
+				return err
+			}
+			cfg := map[string]string{}
+			for k, v := range file.Config {
+				cfg[k] = v
+			}
+			for _, o := range overrides {
+				k, v, err := config.ParseAssignment(o)
+				if err != nil {
+					return usageErrorf("-X %s", err)
+				}
+				cfg[k] = v
+			}
+			if to != "" {
+				cfg[config.ApplicationID] = to
+			}
+			if bootstrap != "" {
+				cfg[config.BootstrapServers] = bootstrap
+			}
+			if cfg[config.BootstrapServers] == "" {
+				return usageErrorf("-b/--bootstrap-servers is required")
+			}
+			mapping := map[string]string{}
+			for _, m := range maps {
+				ks, ours, ok := strings.Cut(m, "=")
+				if !ok || ks == "" || ours == "" {
+					return usageErrorf("--map %q: want KS_STORE=OUR_STORE", m)
+				}
+				mapping[ks] = ours
+			}
+			conf := config.New(cfg)
+			built, err := file.Topology.Build(conf)
+			if err != nil {
+				return fmt.Errorf("build topology %s: %w", topo, err)
+			}
+			clientOpts, err := kafka.ClientOptions(conf)
+			if err != nil {
+				return err
+			}
+			opts := migrate.Options{From: from, To: built.ApplicationID, Built: built, Seeds: strings.Split(cfg[config.BootstrapServers], ","),
+				ClientOpts: clientOpts, Map: mapping, EmitFrontier: emitFrontier, BatchRecords: batch, WaitForGroups: waitGroups}
+			ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			if verifyOnly {
+				rep, err := migrate.VerifyOnly(ctx, opts)
+				if rep != nil {
+					if werr := format.Write(c.OutOrStdout(), rep, rep.WriteText); werr != nil {
+						return werr
+					}
+				}
+				return err
+			}
+			plan, err := migrate.MakePlan(ctx, opts)
+			if err != nil {
+				return err
+			}
+			if dryRun {
+				return format.Write(c.OutOrStdout(), plan, plan.WriteText)
+			}
+			if !yes {
+				if !isTerminal(os.Stdin) {
+					return usageErrorf("a migration writes to the cluster: pass -y, or run it on a terminal to confirm (--dry-run shows the plan)")
+				}
+				if err := plan.WriteText(c.ErrOrStderr()); err != nil {
+					return err
+				}
+				fmt.Fprintf(c.ErrOrStderr(), "\nmigrate %s to %s? type yes: ", from, opts.To)
+				answer, _ := bufio.NewReader(c.InOrStdin()).ReadString('\n')
+				if strings.TrimSpace(answer) != "yes" {
+					return fmt.Errorf("migrate: not confirmed; nothing written")
+				}
+			}
+			opts.Progress = progressLines(c.ErrOrStderr(), isTerminal(os.Stderr))
+			rep, err := migrate.Run(ctx, opts)
+			if rep != nil {
+				if werr := format.Write(c.OutOrStdout(), rep, rep.WriteText); werr != nil {
+					return werr
+				}
+			}
+			if err != nil && ctx.Err() != nil {
+				return fmt.Errorf("interrupted: run the same command again to finish (partitions done are marked and skipped): %w", err)
+			}
+			return err
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&from, "from-application-id", "", "the Kafka Streams application's `ID`")
+	f.StringVar(&to, "application-id", "", "our application `ID` (default: the topology's application-id)")
+	f.StringVarP(&topo, "topology", "t", "", "our `TOPOLOGY`: a YAML topology file or a bundled example name")
+	f.StringVarP(&bootstrap, "bootstrap-servers", "b", "", "Kafka `HOST:PORT` list")
+	f.StringArrayVarP(&overrides, "set", "X", nil, "configuration `KEY=VALUE` (repeatable)")
+	f.StringArrayVar(&maps, "map", nil, "map a Kafka Streams store to ours: `KS_STORE=OUR_STORE` (repeatable)")
+	f.BoolVar(&emitFrontier, "emit-frontier", false, "seed the emit frontier of on-window-close stores, so already emitted windows are not emitted again")
+	f.BoolVar(&dryRun, "dry-run", false, "print the plan and write nothing")
+	f.BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation")
+	f.BoolVar(&verifyOnly, "verify-only", false, "only compare our changelogs and offsets with the source")
+	f.IntVar(&batch, "batch-records", 50_000, "records per transaction, at most `N`")
+	f.DurationVar(&waitGroups, "wait-for-groups", 0, "wait up to `DURATION` for both groups to have no members (a stopped Kafka Streams instance stays one until its session times out)")
+	f.StringVar(&stateDir, "from-state-dir", "", "read a Kafka Streams state `DIR` instead of its changelogs (not built yet)")
+	f.VarP(format, "output", "o", "output `format`: "+format.Usage())
+	return c
+}
+
+// progressLines reports translation progress: one line per committed batch,
+// rewritten in place on a terminal.
+func progressLines(w io.Writer, tty bool) func(migrate.Progress) {
+	return func(p migrate.Progress) {
+		pct := 100
+		if p.Total > 0 {
+			pct = int(100 * p.Done / p.Total)
+		}
+		if tty {
+			bar := strings.Repeat("#", pct/5) + strings.Repeat(".", 20-pct/5)
+			end := ""
+			if p.Done >= p.Total {
+				end = "\n"
+			}
+			fmt.Fprintf(w, "\r%s[%d] [%s] %d/%d%s", p.Topic, p.Partition, bar, p.Done, p.Total, end)
+			return
+		}
+		fmt.Fprintf(w, "migrate: %s[%d]: %d/%d records (%d%%)\n", p.Topic, p.Partition, p.Done, p.Total, pct)
+	}
+}

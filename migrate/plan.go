@@ -1,0 +1,739 @@
+package migrate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/stoatflow/stoatctl/engine/kafka"
+	"github.com/stoatflow/stoatctl/engine/topology"
+)
+
+// Options say what to migrate from and to.
+type Options struct {
+	// From is the Kafka Streams application id; To is ours.
+	From, To string
+	// Built is our topology, built with our configuration.
+	Built *topology.Built
+	// Seeds are the bootstrap servers; ClientOpts connect to them (TLS,
+	// SASL), they are not for consuming.
+	Seeds      []string
+	ClientOpts []kgo.Opt
+	// Map maps Kafka Streams store names to ours, for stores whose names
+	// differ (generated names such as KSTREAM-AGGREGATE-STATE-STORE-0000000002).
+	Map map[string]string
+	// EmitFrontier seeds the emit frontier companion of every
+	// on-window-close store.
+	EmitFrontier bool
+	// BatchRecords is how many records one transaction carries at most
+	// (default 50 000).
+	BatchRecords int
+	// WaitForGroups is how long a run waits for both groups to have no
+	// members before it refuses. A stopped Kafka Streams instance does not
+	// leave its group (its consumers close without LeaveGroup); its member
+	// goes after the session timeout, 45 s by default.
+	WaitForGroups time.Duration
+	// Progress, when set, is told after every committed batch.
+	Progress func(Progress)
+}
+
+// Progress is where a translation stands on one source partition.
+type Progress struct {
+	Topic     string
+	Partition int32
+	Done      int64
+	Total     int64
+}
+
+// windowedChangelogExtraRetention is the day Kafka Streams adds to a
+// windowed store's retention for its changelog's retention.ms
+// (windowstore.changelog.additional.retention.ms).
+const windowedChangelogExtraRetention = 24 * 60 * 60 * 1000
+
+// Plan is what a migration does; see the package comment.
+type Plan struct {
+	From     string         `json:"from_application_id"`
+	To       string         `json:"application_id"`
+	Stores   []*StorePlan   `json:"stores"`
+	Unmapped []Unmapped     `json:"unmapped"`
+	Offsets  []OffsetCopy   `json:"offsets"`
+	Floor    *Floor         `json:"floor,omitempty"`
+	Groups   []GroupMembers `json:"groups"`
+	// EmitFrontier says whether emit frontiers are seeded.
+	EmitFrontier bool `json:"emit_frontier"`
+
+	ourPartitions int32
+}
+
+// StorePlan is one mapped store.
+type StorePlan struct {
+	Source      string          `json:"source_store"`
+	Store       string          `json:"store"`
+	Kind        Kind            `json:"kind"`
+	SourceTopic string          `json:"source_topic"`
+	Topic       string          `json:"topic"`
+	Partitions  []PartitionPlan `json:"partitions"`
+	// Frontier is set for an on-window-close store.
+	Frontier *FrontierPlan `json:"frontier,omitempty"`
+
+	keyCheck, valueCheck func([]byte) error
+	liveWindows          map[int32]map[string]Entry
+	windowSize, grace    int64
+}
+
+// partitionsOf is the partition count of one of our internal topics: one
+// for the stamp topic, our changelogs' count otherwise.
+func (p *Plan) partitionsOf(topic string) int32 {
+	if p.Floor != nil && topic == p.Floor.Topic {
+		return 1
+	}
+	return p.ourPartitions
+}
+
+// Records is the store's record count over its partitions.
+func (s *StorePlan) Records() int64 {
+	var n int64
+	for _, p := range s.Partitions {
+		n += p.Records
+	}
+	return n
+}
+
+// PartitionPlan is one partition of a source changelog.
+type PartitionPlan struct {
+	Partition  int32 `json:"partition"`
+	Records    int64 `json:"records"`
+	Tombstones int64 `json:"tombstones"`
+	// End is the offset the partition is read to.
+	End int64 `json:"end_offset"`
+	// Done is set when a marker says an earlier run translated the
+	// partition up to End.
+	Done bool `json:"done"`
+}
+
+// FrontierPlan is the emit frontier of an on-window-close store.
+type FrontierPlan struct {
+	Store string `json:"store"`
+	Topic string `json:"topic"`
+	// Value is the frontier seeded under --emit-frontier: windows closing
+	// at or before it count as emitted.
+	Value int64 `json:"value"`
+	// From says where Value comes from: "processor metadata" (Kafka
+	// Streams' last emitted window close time plus the grace), "partition
+	// time" or "max changelog timestamp".
+	From string `json:"from"`
+	// ReEmitted is how many windows Kafka Streams already emitted would be
+	// emitted again without --emit-frontier.
+	ReEmitted int64 `json:"re_emitted_without_frontier"`
+	// ReEmittedWithFrontier is how many would be even with it: windows of
+	// source partitions whose stream time ran ahead of the slowest one's.
+	ReEmittedWithFrontier int64 `json:"re_emitted_with_frontier"`
+}
+
+// Unmapped is an internal topic of the source that is not migrated.
+type Unmapped struct {
+	Topic  string `json:"topic"`
+	Reason string `json:"reason"`
+}
+
+// OffsetCopy is one committed input offset copied to our group.
+type OffsetCopy struct {
+	Topic         string `json:"topic"`
+	Partition     int32  `json:"partition"`
+	Offset        int64  `json:"offset"`
+	PartitionTime int64  `json:"partition_time"`
+	metadata      string
+}
+
+// Floor is the watermark stamp seeded for our lanes.
+type Floor struct {
+	Topic string `json:"topic"`
+	Value int64  `json:"value"`
+	From  string `json:"from"`
+}
+
+// GroupMembers is a consumer group and its active members.
+type GroupMembers struct {
+	Group   string `json:"group"`
+	Members int    `json:"members"`
+}
+
+// ErrActiveMembers is a group with members: a migration would race them.
+var ErrActiveMembers = errors.New("group has active members")
+
+// MarkerTopic is the topic of our application's migration markers.
+func MarkerTopic(app string) string { return app + "-stoatflow-migrate-markers" }
+
+// StampTopic is our application's watermark stamp topic.
+func StampTopic(app string) string { return app + "-stoatflow-watermark-changelog" }
+
+// session holds the clients one plan or run uses.
+type session struct {
+	opts Options
+	cl   *kgo.Client
+	adm  *kadm.Client
+}
+
+func newSession(o Options) (*session, error) {
+	if o.From == "" || o.To == "" || o.Built == nil {
+		return nil, errors.New("migrate: both application ids and our topology are required")
+	}
+	if o.From == o.To {
+		return nil, fmt.Errorf("migrate: the Kafka Streams application id and ours are both %q", o.From)
+	}
+	if o.BatchRecords <= 0 {
+		o.BatchRecords = 50_000
+	}
+	cl, err := kgo.NewClient(append(slices.Clone(o.ClientOpts), kgo.SeedBrokers(o.Seeds...))...)
+	if err != nil {
+		return nil, fmt.Errorf("migrate: client: %w", err)
+	}
+	return &session{opts: o, cl: cl, adm: kadm.NewClient(cl)}, nil
+}
+
+func (s *session) close() { s.cl.Close() }
+
+// MakePlan reads, and writes nothing. A corrupt record, offset metadata of
+// an unknown version, a kind or window mismatch, or a repartition topic
+// Kafka Streams has not drained is an error, naming what is at fault.
+func MakePlan(ctx context.Context, o Options) (*Plan, error) {
+	s, err := newSession(o)
+	if err != nil {
+		return nil, err
+	}
+	defer s.close()
+	return s.plan(ctx)
+}
+
+func (s *session) plan(ctx context.Context) (*Plan, error) {
+	o := s.opts
+	p := &Plan{From: o.From, To: o.To, EmitFrontier: o.EmitFrontier, Unmapped: []Unmapped{}, Offsets: []OffsetCopy{}}
+	topics, err := s.adm.ListTopics(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("migrate: list topics: %w", err)
+	}
+	if err := topics.Error(); err != nil {
+		return nil, fmt.Errorf("migrate: list topics: %w", err)
+	}
+	// Our changelogs take the partition count of our most partitioned
+	// source topic, as the engine's do.
+	var sources []string
+	for t, node := range o.Built.SourceTopics {
+		if n := o.Built.Nodes[node]; n != nil && n.Source != nil && n.Boundary == nil && !isGlobal(o.Built, node) {
+			sources = append(sources, t)
+		}
+	}
+	slices.Sort(sources)
+	for _, t := range sources {
+		d, ok := topics[t]
+		if !ok {
+			return nil, fmt.Errorf("migrate: source topic %s of our topology does not exist", t)
+		}
+		p.ourPartitions = max(p.ourPartitions, int32(len(d.Partitions)))
+	}
+	p.ourPartitions = max(p.ourPartitions, 1)
+
+	offsets, err := s.adm.FetchOffsets(ctx, o.From)
+	if errors.Is(err, kerr.GroupIDNotFound) {
+		// Kafka Streams never committed: there is state, perhaps, but no
+		// offsets or time to carry over.
+		offsets, err = kadm.OffsetResponses{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("migrate: committed offsets of group %s: %w", o.From, err)
+	}
+	meta := map[string]map[int32]kafka.TopicPartitionMetadata{}
+	var metaErr error
+	offsets.Each(func(r kadm.OffsetResponse) {
+		if r.Err != nil || metaErr != nil {
+			return
+		}
+		m, err := DecodeOffsetMetadata(o.From, r.Topic, r.Partition, r.Metadata)
+		if err != nil {
+			metaErr = err
+			return
+		}
+		if meta[r.Topic] == nil {
+			meta[r.Topic] = map[int32]kafka.TopicPartitionMetadata{}
+		}
+		meta[r.Topic][r.Partition] = m
+	})
+	if metaErr != nil {
+		return nil, fmt.Errorf("migrate: %w", metaErr)
+	}
+
+	prefix := o.From + "-"
+	used := map[string]string{}
+	seen := map[string]bool{}
+	var repartition []string
+	for _, t := range slices.Sorted(maps.Keys(topics)) {
+		if !strings.HasPrefix(t, prefix) {
+			continue
+		}
+		name := strings.TrimPrefix(t, prefix)
+		switch {
+		case strings.HasSuffix(name, "-repartition"):
+			repartition = append(repartition, t)
+			p.Unmapped = append(p.Unmapped, Unmapped{t, "repartition topic: our engine re-keys in memory; it must be drained (checked)"})
+			continue
+		case !strings.HasSuffix(name, "-changelog"):
+			p.Unmapped = append(p.Unmapped, Unmapped{t, "not a changelog or repartition topic of Kafka Streams (a foreign-key join's subscription topics are not migrated)"})
+			continue
+		}
+		store := strings.TrimSuffix(name, "-changelog")
+		seen[store] = true
+		if reason := joinBuffer(store); reason != "" {
+			p.Unmapped = append(p.Unmapped, Unmapped{t, reason})
+			continue
+		}
+		if strings.Contains(store, "SUPPRESS") || strings.HasSuffix(store, "-store") && s.isSuppress(ctx, t, topics[t]) {
+			live, err := s.suppressLive(ctx, t, topics[t])
+			if err != nil {
+				return nil, err
+			}
+			if live > 0 {
+				return nil, fmt.Errorf("migrate: %s: %d records buffered: %w", t, live, ErrSuppressBuffer)
+			}
+			p.Unmapped = append(p.Unmapped, Unmapped{t, "suppress buffer, empty: nothing to move (ours starts empty)"})
+			continue
+		}
+		ours, mapped := o.Map[store]
+		if !mapped {
+			ours = store
+		}
+		info, ok := o.Built.Stores[ours]
+		if !ok {
+			why := fmt.Sprintf("no store %s in our topology; map it with --map %s=OUR_STORE", ours, store)
+			if mapped {
+				return nil, fmt.Errorf("migrate: --map %s=%s: our topology has no store %s", store, ours, ours)
+			}
+			p.Unmapped = append(p.Unmapped, Unmapped{t, why})
+			continue
+		}
+		if prev, dup := used[ours]; dup {
+			return nil, fmt.Errorf("migrate: stores %s and %s of %s both map to our store %s", prev, store, o.From, ours)
+		}
+		used[ours] = store
+		sp, err := s.planStore(ctx, p, store, ours, info, t, topics[t], meta)
+		if err != nil {
+			return nil, err
+		}
+		p.Stores = append(p.Stores, sp)
+	}
+	for _, name := range slices.Sorted(maps.Keys(o.Built.Stores)) {
+		info := o.Built.Stores[name]
+		if _, ok := used[name]; ok || info.ChangelogTopic == "" || info.Global || strings.HasSuffix(name, "-emitfrontier") {
+			continue
+		}
+		p.Unmapped = append(p.Unmapped, Unmapped{info.ChangelogTopic, fmt.Sprintf("our store %s has no Kafka Streams changelog to come from: it starts empty", name)})
+	}
+	for ks, ours := range o.Map {
+		if !seen[ks] {
+			return nil, fmt.Errorf("migrate: --map %s=%s: %s has no changelog topic %s", ks, ours, o.From, topology.ChangelogTopic(o.From, ks))
+		}
+	}
+	if err := s.checkDrained(ctx, repartition, offsets); err != nil {
+		return nil, err
+	}
+
+	// Offsets of our source topics, with Kafka Streams' partition times.
+	for _, t := range sources {
+		for part := range topics[t].Partitions {
+			r, ok := offsets.Lookup(t, part)
+			if !ok || r.Err != nil || r.At < 0 {
+				continue
+			}
+			p.Offsets = append(p.Offsets, OffsetCopy{Topic: t, Partition: part, Offset: r.At, PartitionTime: meta[t][part].PartitionTime, metadata: r.Metadata})
+		}
+	}
+	slices.SortFunc(p.Offsets, func(a, b OffsetCopy) int {
+		if c := strings.Compare(a.Topic, b.Topic); c != 0 {
+			return c
+		}
+		return int(a.Partition - b.Partition)
+	})
+	if err := s.checkNotRun(ctx, p); err != nil {
+		return nil, err
+	}
+
+	// The floor: Kafka Streams' stream time, the smallest partition time
+	// of the partitions its aggregations read (the repartition topics when
+	// it re-keys, else the input), so that what it would have dropped as
+	// late we drop.
+	if o.Built.EventTime {
+		from := repartition
+		what := "partition time of the repartition topics"
+		if len(from) == 0 {
+			from, what = sources, "partition time of the input topics"
+		}
+		floor := int64(math.MaxInt64)
+		for _, t := range from {
+			for _, m := range meta[t] {
+				if m.PartitionTime >= 0 {
+					floor = min(floor, m.PartitionTime)
+				}
+			}
+		}
+		if floor != math.MaxInt64 {
+			p.Floor = &Floor{Topic: StampTopic(o.To), Value: floor, From: "smallest " + what + " committed by " + o.From}
+		}
+	}
+	for _, sp := range p.Stores {
+		if sp.Frontier != nil {
+			if err := s.planFrontier(ctx, p, sp, meta, repartition, sources); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if p.Groups, err = s.groups(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.readMarkers(ctx, p); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// ErrAlreadyRunning is our group having committed offsets other than the
+// ones a migration copies: our application has processed input since, and
+// migrating again would rewind it and regress its state.
+var ErrAlreadyRunning = errors.New("our application has run since it was migrated")
+
+// checkNotRun refuses when our group's committed offsets differ from Kafka
+// Streams': a re-run is only safe before our application processes
+// anything (the same offsets: the copy is then a no-op).
+func (s *session) checkNotRun(ctx context.Context, p *Plan) error {
+	ours, err := s.adm.FetchOffsets(ctx, s.opts.To)
+	if errors.Is(err, kerr.GroupIDNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("migrate: committed offsets of group %s: %w", s.opts.To, err)
+	}
+	want := map[string]map[int32]int64{}
+	for _, oc := range p.Offsets {
+		if want[oc.Topic] == nil {
+			want[oc.Topic] = map[int32]int64{}
+		}
+		want[oc.Topic][oc.Partition] = oc.Offset
+	}
+	var bad error
+	ours.Each(func(r kadm.OffsetResponse) {
+		if bad != nil || r.Err != nil || r.At < 0 {
+			return
+		}
+		if w, ok := want[r.Topic][r.Partition]; !ok || w != r.At {
+			ks := "none"
+			if ok {
+				ks = strconv.FormatInt(w, 10)
+			}
+			bad = fmt.Errorf("migrate: group %s has committed %s[%d] at %d, %s at %s: %w; migrating again would rewind it",
+				s.opts.To, r.Topic, r.Partition, r.At, s.opts.From, ks, ErrAlreadyRunning)
+		}
+	})
+	return bad
+}
+
+// groups counts the members of both groups.
+func (s *session) groups(ctx context.Context) ([]GroupMembers, error) {
+	groups, err := s.adm.DescribeGroups(ctx, s.opts.From, s.opts.To)
+	if err != nil {
+		return nil, fmt.Errorf("migrate: describe groups: %w", err)
+	}
+	var out []GroupMembers
+	for _, g := range []string{s.opts.From, s.opts.To} {
+		d := groups[g]
+		if d.Err != nil && !errors.Is(d.Err, kerr.GroupIDNotFound) {
+			return nil, fmt.Errorf("migrate: describe group %s: %w", g, d.Err)
+		}
+		out = append(out, GroupMembers{Group: g, Members: len(d.Members)})
+	}
+	return out, nil
+}
+
+func isGlobal(b *topology.Built, node string) bool {
+	return b.Global != nil && slices.ContainsFunc(b.Global.Sources, func(n *topology.Node) bool { return n.Name == node })
+}
+
+// joinBuffer says why a store of a join is not migrated, or "".
+func joinBuffer(store string) string {
+	for _, s := range []string{"KSTREAM-JOINTHIS", "KSTREAM-JOINOTHER", "KSTREAM-OUTERTHIS", "KSTREAM-OUTEROTHER", "KSTREAM-OUTERSHARED", "-shared-join-store", "-this-join-store", "-other-join-store"} {
+		if strings.Contains(store, s) {
+			return "stream-stream join window store: not translated (its windows are re-filled by the join's input within the join window)"
+		}
+	}
+	return ""
+}
+
+func (s *session) read(ctx context.Context, topic string, from kafka.Positions, fn func(*kgo.Record) error) (kafka.Positions, error) {
+	return kafka.ReadToEnd(ctx, s.opts.Seeds, topic, from, fn, s.opts.ClientOpts...)
+}
+
+func partitionsOf(d kadm.TopicDetail) []int32 { return slices.Sorted(maps.Keys(d.Partitions)) }
+
+// isSuppress tells a suppress buffer named by Suppressed.withName from a
+// store: its records carry the buffer's version header.
+func (s *session) isSuppress(ctx context.Context, topic string, d kadm.TopicDetail) bool {
+	found := false
+	errStop := errors.New("stop")
+	_, _ = s.read(ctx, topic, kafka.FromLogStart(partitionsOf(d)...), func(r *kgo.Record) error {
+		_, found = SuppressVersion(headerMap(r))
+		return errStop
+	})
+	return found
+}
+
+// suppressLive counts the keys a suppress buffer still holds.
+func (s *session) suppressLive(ctx context.Context, topic string, d kadm.TopicDetail) (int, error) {
+	live := map[string]bool{}
+	_, err := s.read(ctx, topic, kafka.FromLogStart(partitionsOf(d)...), func(r *kgo.Record) error {
+		if r.Value == nil {
+			delete(live, string(r.Key))
+		} else {
+			live[string(r.Key)] = true
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("migrate: read suppress buffer %s: %w", topic, err)
+	}
+	return len(live), nil
+}
+
+func headerMap(r *kgo.Record) map[string][]byte {
+	if len(r.Headers) == 0 {
+		return nil
+	}
+	m := make(map[string][]byte, len(r.Headers))
+	for _, h := range r.Headers {
+		m[h.Key] = h.Value
+	}
+	return m
+}
+
+// checkDrained refuses a repartition topic holding records Kafka Streams
+// has not processed: we re-key in memory, and they would be lost.
+func (s *session) checkDrained(ctx context.Context, topics []string, offsets kadm.OffsetResponses) error {
+	if len(topics) == 0 {
+		return nil
+	}
+	ends, err := s.adm.ListEndOffsets(ctx, topics...)
+	if err != nil {
+		return fmt.Errorf("migrate: end offsets of %s: %w", strings.Join(topics, ", "), err)
+	}
+	for _, t := range topics {
+		from := kafka.Positions{}
+		ends.Each(func(l kadm.ListedOffset) {
+			if l.Topic != t || l.Err != nil {
+				return
+			}
+			at := kafka.LogStart
+			if r, ok := offsets.Lookup(t, l.Partition); ok && r.Err == nil && r.At >= 0 {
+				at = r.At
+			}
+			if at < l.Offset {
+				from[l.Partition] = at
+			}
+		})
+		pending := map[int32]int64{}
+		if _, err := s.read(ctx, t, from, func(r *kgo.Record) error { pending[r.Partition]++; return nil }); err != nil {
+			return fmt.Errorf("migrate: read repartition topic %s: %w", t, err)
+		}
+		for _, part := range slices.Sorted(maps.Keys(pending)) {
+			return fmt.Errorf("migrate: repartition topic %s[%d] holds %d records %s has not processed (from offset %d): stop its input and let it drain first",
+				t, part, pending[part], s.opts.From, from[part])
+		}
+	}
+	return nil
+}
+
+// windowed is what our window and session store builders tell.
+type windowed interface {
+	Retention() int64
+}
+
+type sized interface {
+	WindowSize() int64
+}
+
+func (s *session) planStore(ctx context.Context, p *Plan, ksStore, ours string, info *topology.StoreInfo, topic string, d kadm.TopicDetail, meta map[string]map[int32]kafka.TopicPartitionMetadata) (*StorePlan, error) {
+	o := s.opts
+	kind, ok := kindOf(info.Builder.Kind())
+	if !ok {
+		return nil, fmt.Errorf("migrate: store %s: our store kind %s cannot be migrated", ours, info.Builder.Kind())
+	}
+	if info.ChangelogTopic == "" {
+		return nil, fmt.Errorf("migrate: store %s: our store has logging disabled; there is no changelog to write", ours)
+	}
+	sp := &StorePlan{Source: ksStore, Store: ours, Kind: kind, SourceTopic: topic, Topic: info.ChangelogTopic,
+		keyCheck: serdeCheck(info.Builder.KeySerdeName()), valueCheck: serdeCheck(info.Builder.ValueSerdeName())}
+	cfgs, err := s.adm.DescribeTopicConfigs(ctx, topic)
+	if err != nil {
+		return nil, fmt.Errorf("migrate: configs of %s: %w", topic, err)
+	}
+	rc, err := cfgs.On(topic, nil)
+	if err != nil {
+		return nil, fmt.Errorf("migrate: configs of %s: %w", topic, err)
+	}
+	conf := map[string]string{}
+	for _, c := range rc.Configs {
+		if c.Value != nil {
+			conf[c.Key] = *c.Value
+		}
+	}
+	windowedTopic := strings.Contains(conf["cleanup.policy"], "delete")
+	if windowedTopic != (kind != KeyValue) {
+		what := "a key-value store's (compact)"
+		if windowedTopic {
+			what = "a window or session store's (compact,delete)"
+		}
+		return nil, fmt.Errorf("migrate: store %s: %s's cleanup.policy %q is %s, and our store %s is a %s store",
+			ksStore, topic, conf["cleanup.policy"], what, ours, info.Builder.Kind())
+	}
+	if w, ok := info.Builder.(windowed); ok && kind != KeyValue {
+		if ret, err := strconv.ParseInt(conf["retention.ms"], 10, 64); err == nil && ret != w.Retention()+windowedChangelogExtraRetention {
+			return nil, fmt.Errorf("migrate: store %s: window size or grace mismatch: %s's retention.ms %d is a store retention of %d ms, ours (%s) keeps %d ms (window size + grace, or its retention)",
+				ksStore, topic, ret, ret-windowedChangelogExtraRetention, ours, w.Retention())
+		}
+		if z, ok := info.Builder.(sized); ok {
+			sp.windowSize = z.WindowSize()
+			sp.grace = w.Retention() - z.WindowSize()
+		} else {
+			sp.grace = w.Retention() // a session store's: gap + grace
+		}
+	}
+	if fr, ok := o.Built.Stores[ours+"-emitfrontier"]; ok && kind == Window {
+		sp.Frontier = &FrontierPlan{Store: ours + "-emitfrontier", Topic: fr.ChangelogTopic}
+	}
+	parts := partitionsOf(d)
+	counts := make(map[int32]*PartitionPlan, len(parts))
+	for _, part := range parts {
+		counts[part] = &PartitionPlan{Partition: part}
+	}
+	var live map[int32]map[string]Entry
+	if sp.Frontier != nil {
+		live = map[int32]map[string]Entry{}
+	}
+	ends, err := s.read(ctx, topic, kafka.FromLogStart(parts...), func(r *kgo.Record) error {
+		e, err := s.decode(sp, r)
+		if err != nil {
+			return err
+		}
+		c := counts[r.Partition]
+		c.Records++
+		if e.Value == nil {
+			c.Tombstones++
+		}
+		if live != nil {
+			if live[r.Partition] == nil {
+				live[r.Partition] = map[string]Entry{}
+			}
+			if e.Value == nil {
+				delete(live[r.Partition], string(e.Key))
+			} else {
+				live[r.Partition][string(e.Key)] = Entry{Start: e.Start, Timestamp: e.Timestamp}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("migrate: read %s: %w", topic, err)
+	}
+	for _, part := range parts {
+		counts[part].End = ends[part]
+		sp.Partitions = append(sp.Partitions, *counts[part])
+	}
+	if sp.Frontier != nil {
+		sp.liveWindows = live
+	}
+	return sp, nil
+}
+
+// decode decodes a record of sp's source changelog, positioned.
+func (s *session) decode(sp *StorePlan, r *kgo.Record) (Entry, error) {
+	e, err := Decode(sp.Kind, r.Key, r.Value, r.Timestamp.UnixMilli(), sp.valueCheck)
+	if err == nil && sp.keyCheck != nil {
+		if kerr := sp.keyCheck(e.LaneKey); kerr != nil {
+			err = fmt.Errorf("key: %w", kerr)
+		}
+	}
+	if err != nil {
+		return e, &RecordError{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Store: sp.Source, Err: err}
+	}
+	return e, nil
+}
+
+// planFrontier computes an on-window-close store's frontier and the
+// windows a cutover without it would emit again. Kafka Streams emitted,
+// per task, every window whose end plus grace is at or before its stream
+// time when it last emitted: its processor metadata (keyed by the store
+// name) holds that stream time less the grace.
+func (s *session) planFrontier(_ context.Context, p *Plan, sp *StorePlan, meta map[string]map[int32]kafka.TopicPartitionMetadata, repartition, sources []string) error {
+	fp := sp.Frontier
+	bound := map[int32]int64{}
+	from := map[int32]string{}
+	for t, ms := range meta {
+		for part, m := range ms {
+			if v, ok := m.Processor[sp.Source]; ok {
+				b := v + sp.grace
+				if cur, seen := bound[part]; !seen || from[part] != "processor metadata" || b < cur {
+					bound[part], from[part] = b, "processor metadata"
+				}
+				continue
+			}
+			if from[part] == "processor metadata" || m.PartitionTime < 0 {
+				continue
+			}
+			if !slices.Contains(repartition, t) && (len(repartition) > 0 || !slices.Contains(sources, t)) {
+				continue
+			}
+			if cur, seen := bound[part]; !seen || m.PartitionTime < cur {
+				bound[part], from[part] = m.PartitionTime, "partition time"
+			}
+		}
+	}
+	fp.Value, fp.From = math.MaxInt64, ""
+	var maxTs int64 = -1
+	for _, pp := range sp.Partitions {
+		for _, e := range sp.liveWindows[pp.Partition] {
+			maxTs = max(maxTs, e.Timestamp)
+		}
+		if b, ok := bound[pp.Partition]; ok && pp.Records > 0 {
+			if b < fp.Value {
+				fp.Value, fp.From = b, from[pp.Partition]
+			}
+		}
+	}
+	if fp.From == "" {
+		fp.Value, fp.From = maxTs, "max changelog timestamp"
+		for _, pp := range sp.Partitions {
+			bound[pp.Partition] = maxTs
+		}
+	}
+	for part, ws := range sp.liveWindows {
+		b, ok := bound[part]
+		if !ok {
+			continue
+		}
+		for _, e := range ws {
+			closeTime := e.Start + sp.windowSize + sp.grace
+			if closeTime <= b {
+				fp.ReEmitted++
+				if closeTime > fp.Value {
+					fp.ReEmittedWithFrontier++
+				}
+			}
+		}
+	}
+	return nil
+}

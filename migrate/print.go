@@ -1,0 +1,88 @@
+package migrate
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+)
+
+// WriteText prints the plan for people: topics found and skipped with
+// reasons, the store mapping, record counts per partition, the frontier
+// and floor values, and the offsets to copy.
+func (p *Plan) WriteText(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "migrate %s (Kafka Streams) to %s\n\n", p.From, p.To)
+	fmt.Fprintln(tw, "STORE\tKIND\tFROM\tTO\tPARTITION\tRECORDS\tTOMBSTONES\tEND OFFSET\tSTATE")
+	for _, s := range p.Stores {
+		for _, pp := range s.Partitions {
+			state := "to copy"
+			if pp.Done {
+				state = "done"
+			}
+			fmt.Fprintf(tw, "%s <- %s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\n", s.Store, s.Source, s.Kind, s.SourceTopic, s.Topic, pp.Partition, pp.Records, pp.Tombstones, pp.End, state)
+		}
+	}
+	if len(p.Stores) == 0 {
+		fmt.Fprintln(tw, "(no store mapped)")
+	}
+	fmt.Fprintln(tw)
+	for _, s := range p.Stores {
+		if f := s.Frontier; f != nil {
+			if p.EmitFrontier {
+				fmt.Fprintf(tw, "emit frontier of %s: seeded to %d (%s) in %s; windows emitted again: %d\n", s.Store, f.Value, f.From, f.Topic, f.ReEmittedWithFrontier)
+			} else {
+				fmt.Fprintf(tw, "emit frontier of %s: not seeded (--emit-frontier would seed %d, from %s); windows emitted again: %d\n", s.Store, f.Value, f.From, f.ReEmitted)
+			}
+		}
+	}
+	if p.Floor != nil {
+		fmt.Fprintf(tw, "watermark floor: %d (%s) in %s\n", p.Floor.Value, p.Floor.From, p.Floor.Topic)
+	} else {
+		fmt.Fprintln(tw, "watermark floor: not seeded (our topology has no event time, or no partition time is committed)")
+	}
+	fmt.Fprintln(tw)
+	fmt.Fprintln(tw, "OFFSET\tPARTITION\tCOMMITTED\tPARTITION TIME")
+	for _, o := range p.Offsets {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\n", o.Topic, o.Partition, o.Offset, o.PartitionTime)
+	}
+	if len(p.Offsets) == 0 {
+		fmt.Fprintln(tw, "(no committed offsets of our input topics)")
+	}
+	fmt.Fprintln(tw)
+	if len(p.Unmapped) > 0 {
+		fmt.Fprintln(tw, "NOT MIGRATED\tREASON")
+		for _, u := range p.Unmapped {
+			fmt.Fprintf(tw, "%s\t%s\n", u.Topic, u.Reason)
+		}
+		fmt.Fprintln(tw)
+	}
+	for _, g := range p.Groups {
+		fmt.Fprintf(tw, "group %s: %d active members\n", g.Group, g.Members)
+	}
+	return tw.Flush()
+}
+
+// WriteText prints the report.
+func (r *Report) WriteText(w io.Writer) error {
+	if err := r.Plan.WriteText(w); err != nil {
+		return err
+	}
+	if r.VerifyOnly {
+		fmt.Fprintln(w)
+	} else {
+		fmt.Fprintf(w, "\ntranslated %d records (%d partitions already done)\n", r.Translated, r.Skipped)
+	}
+	for _, s := range r.Verify.Stores {
+		fmt.Fprintf(w, "verified %s: %d keys, %d differences\n", s.Store, s.Keys, s.Differences)
+		for _, e := range s.Examples {
+			fmt.Fprintf(w, "  %s\n", e)
+		}
+	}
+	for _, o := range r.Verify.Offsets {
+		fmt.Fprintf(w, "offset differs: %s\n", o)
+	}
+	for _, d := range r.Verify.Time {
+		fmt.Fprintf(w, "time differs: %s\n", d)
+	}
+	return nil
+}

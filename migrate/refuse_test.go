@@ -1,0 +1,152 @@
+package migrate_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/stoatflow/stoatctl/internal/golden"
+	"github.com/stoatflow/stoatctl/internal/kafkatest"
+	"github.com/stoatflow/stoatctl/migrate"
+)
+
+func TestDryRunPlanGolden(t *testing.T) {
+	addr := kafkatest.Start(t, map[string]int32{"lines": 2, "word-counts": 2})
+	fakeWordCount(t, addr, 20)
+	_, built := load(t, "word-count", "ours")
+	p, err := migrate.MakePlan(context.Background(), migrate.Options{From: "ks", To: "ours", Built: built, Seeds: []string{addr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := p.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	golden.Check(t, "./migrate", "testdata/word-count-plan.golden", b.String())
+	// A plan writes nothing.
+	topics, err := kadm.NewClient(client(t, addr)).ListTopics(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name := range topics {
+		if strings.HasPrefix(name, "ours-") {
+			t.Errorf("the plan created %s", name)
+		}
+	}
+}
+
+// TestRefusals: what cannot be migrated is reported, naming the record,
+// the offset or the store at fault, and nothing is written.
+func TestRefusals(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		spoil func(t *testing.T, addr string)
+		want  string
+		is    error
+	}{
+		{name: "corrupt record", want: "ks-counts-changelog[1] offset 0 (store counts): value: 3 bytes, a long is 8 (serde int64)", is: migrate.ErrCorrupt,
+			spoil: func(t *testing.T, addr string) {
+				produceTo(t, addr, &kgo.Record{Topic: "ks-counts-changelog", Partition: 1, Key: []byte("bad"), Value: []byte("abc")})
+			}},
+		{name: "unknown metadata version", want: `group ks: committed offset of lines[0]: offset metadata "AwAAAAAAAAPo": byte 0: version 3 is not supported (want 1 or 2)`, is: migrate.ErrMetadata,
+			spoil: func(t *testing.T, addr string) {
+				var offs kadm.Offsets
+				offs.Add(kadm.Offset{Topic: "lines", Partition: 0, At: 3, LeaderEpoch: -1, Metadata: "AwAAAAAAAAPo"})
+				if _, err := kadm.NewClient(client(t, addr)).CommitOffsets(context.Background(), "ks", offs); err != nil {
+					t.Fatal(err)
+				}
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			addr := kafkatest.Start(t, map[string]int32{"lines": 2, "word-counts": 2})
+			adm := kadm.NewClient(client(t, addr))
+			if _, err := adm.CreateTopic(context.Background(), 2, -1, map[string]*string{"cleanup.policy": ptr("compact")}, "ks-counts-changelog"); err != nil {
+				t.Fatal(err)
+			}
+			tc.spoil(t, addr)
+			_, built := load(t, "word-count", "ours")
+			_, err := migrate.Run(context.Background(), migrate.Options{From: "ks", To: "ours", Built: built, Seeds: []string{addr}})
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !errors.Is(err, tc.is) {
+				t.Fatalf("err = %v\nwant it to contain %q", err, tc.want)
+			}
+			assertNothingWritten(t, adm)
+		})
+	}
+}
+
+func TestWindowSizeMismatch(t *testing.T) {
+	addr := kafkatest.Start(t, map[string]int32{"clicks": 1, "clicks-per-minute": 1})
+	adm := kadm.NewClient(client(t, addr))
+	// A five-minute window with ten seconds of grace: retention 310 s.
+	if _, err := adm.CreateTopic(context.Background(), 1, -1, map[string]*string{"cleanup.policy": ptr("compact,delete"), "retention.ms": ptr("86710000")},
+		"ks-clicks-per-minute-store-changelog"); err != nil {
+		t.Fatal(err)
+	}
+	_, built := load(t, "window-close", "ours")
+	_, err := migrate.Run(context.Background(), migrate.Options{From: "ks", To: "ours", Built: built, Seeds: []string{addr}, EmitFrontier: true})
+	want := "migrate: store clicks-per-minute-store: window size or grace mismatch: ks-clicks-per-minute-store-changelog's retention.ms 86710000 is a store retention of 310000 ms, ours (clicks-per-minute-store) keeps 70000 ms"
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("err = %v\nwant %q", err, want)
+	}
+	assertNothingWritten(t, adm)
+}
+
+func produceTo(t *testing.T, addr string, recs ...*kgo.Record) {
+	t.Helper()
+	cl := client(t, addr, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	for _, r := range recs {
+		if r.Timestamp.IsZero() {
+			r.Timestamp = time.UnixMilli(1000)
+		}
+	}
+	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func assertNothingWritten(t *testing.T, adm *kadm.Client) {
+	t.Helper()
+	topics, err := adm.ListTopics(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name := range topics {
+		if strings.HasPrefix(name, "ours-") {
+			t.Errorf("a refused migration created %s", name)
+		}
+	}
+	offs, err := adm.FetchOffsets(context.Background(), "ours")
+	if err == nil && len(offs) > 0 {
+		t.Errorf("a refused migration committed offsets: %v", offs)
+	}
+}
+
+// TestUnmappedListsBothSides: a topic of Kafka Streams with no store of
+// ours, and a store of ours with no changelog of Kafka Streams, are both
+// listed with the reason.
+func TestUnmappedListsBothSides(t *testing.T) {
+	addr := kafkatest.Start(t, map[string]int32{"clicks": 1, "clicks-per-minute": 1})
+	adm := kadm.NewClient(client(t, addr))
+	if _, err := adm.CreateTopic(context.Background(), 1, -1, map[string]*string{"cleanup.policy": ptr("compact")},
+		"ks-KSTREAM-AGGREGATE-STATE-STORE-0000000002-changelog"); err != nil {
+		t.Fatal(err)
+	}
+	_, built := load(t, "window-close", "ours")
+	p, err := migrate.MakePlan(context.Background(), migrate.Options{From: "ks", To: "ours", Built: built, Seeds: []string{addr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []migrate.Unmapped{
+		{Topic: "ks-KSTREAM-AGGREGATE-STATE-STORE-0000000002-changelog",
+			Reason: "no store KSTREAM-AGGREGATE-STATE-STORE-0000000002 in our topology; map it with --map KSTREAM-AGGREGATE-STATE-STORE-0000000002=OUR_STORE"},
+		{Topic: "ours-clicks-per-minute-store-changelog", Reason: "our store clicks-per-minute-store has no Kafka Streams changelog to come from: it starts empty"},
+	}
+	if len(p.Unmapped) != len(want) || p.Unmapped[0] != want[0] || p.Unmapped[1] != want[1] {
+		t.Errorf("unmapped:\n%+v\nwant\n%+v", p.Unmapped, want)
+	}
+}
