@@ -222,8 +222,9 @@ func (e *Engine) setState(s State) {
 	}
 }
 
-// Pause stops processing: nothing more is fetched or dispatched until
-// Resume; barriers keep committing what was already dispatched.
+// Pause stops processing: nothing more is dispatched until Resume (what
+// a poll in flight returns waits for it); barriers keep committing what
+// was already dispatched.
 func (e *Engine) Pause() { e.paused.Store(true) }
 
 // Resume undoes Pause.

@@ -84,6 +84,8 @@ type runner struct {
 	gen       *generation
 	global    *globalRunner
 	committer chan struct{}
+	// held are records polled as a pause began, dispatched on resume.
+	held kgo.Fetches
 	// abandonCommit cancels the committer's context: only a shutdown
 	// past its deadline does, so that Run returns with the broker gone.
 	abandonCommit context.CancelFunc
@@ -618,6 +620,12 @@ func (r *runner) recoverSession(ctx context.Context, cause error) error {
 }
 
 func (r *runner) pollAndDispatch(ctx context.Context) error {
+	if r.held != nil {
+		// Polled as a pause began: dispatched now that it ended.
+		fetches := r.held
+		r.held = nil
+		return r.dispatchMerged(fetches)
+	}
 	pctx, cancel := context.WithTimeout(ctx, 25*time.Millisecond)
 	fetches := r.sess.poll(pctx)
 	cancel()
@@ -642,6 +650,13 @@ func (r *runner) pollAndDispatch(ctx context.Context) error {
 		return fatal
 	}
 	r.drained = fetches.NumRecords() == 0
+	if r.e.paused.Load() && !r.drained {
+		// A pause that began during the poll: nothing is dispatched
+		// after Pause returns, so these wait for Resume (or are
+		// dropped by a reset, which fetches them again).
+		r.held = fetches
+		return nil
+	}
 	return r.dispatchMerged(fetches)
 }
 
@@ -946,6 +961,7 @@ func (r *runner) resetOnce(ctx context.Context) error {
 	}
 	r.commitFailed.Store(nil)
 	r.rebalanced.Store(false)
+	r.held = nil // the reset rewinds to the committed offsets
 	assigned := r.assignment()
 	if reason := r.singleInstanceReason(); reason != "" {
 		for _, t := range r.sources {

@@ -101,7 +101,10 @@ func (b *lines) String() string {
 func startKS(t *testing.T, j *interop.Java, addr string, m interop.Mirror, app string) *ksProc {
 	t.Helper()
 	cmd := j.Runner(context.Background(), "run", "--topology", m.Name, "--application-id", app, "--bootstrap-servers", addr,
-		"--state-dir", t.TempDir(), "--cache-max-bytes", "0", "--commit-interval-ms", "100", "--emit-interval-ms", "0")
+		"--state-dir", t.TempDir(), "--cache-max-bytes", "0", "--commit-interval-ms", "100", "--emit-interval-ms", "0",
+		// A stopped Kafka Streams stays in its group for this long
+		// (it does not leave on close); the cutover waits it out.
+		"--session-timeout-ms", "6000")
 	p := &ksProc{out: &lines{}, exited: make(chan error, 1)}
 	ready := make(chan struct{})
 	pr, pw := io.Pipe()

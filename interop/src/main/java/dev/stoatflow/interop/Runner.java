@@ -31,6 +31,7 @@ import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.OffsetSpec;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
@@ -145,7 +146,7 @@ public final class Runner {
             case "run":
                 return run(Args.parse(rest, Set.of("--topology", "--application-id", "--bootstrap-servers",
                         "--state-dir", "--processing-guarantee", "--threads", "--cache-max-bytes",
-                        "--commit-interval-ms", "--emit-interval-ms", "--timeout-ms"), Set.of("--until-consumed")));
+                        "--commit-interval-ms", "--emit-interval-ms", "--timeout-ms", "--session-timeout-ms"), Set.of("--until-consumed")));
             case "driver":
                 return driver(Args.parse(rest, Set.of("--topology", "--input", "--output"), Set.of()));
             case "produce":
@@ -222,6 +223,12 @@ public final class Runner {
         }
         if (a.has("--emit-interval-ms")) {
             p.put(EMIT_INTERVAL_CONFIG, a.getLong("--emit-interval-ms", 0L));
+        }
+        // Kafka Streams does not leave its group when it closes, so the next
+        // owner of its partitions waits out this timeout (a cutover test
+        // does, once per stop); the broker's minimum is 6000.
+        if (a.has("--session-timeout-ms")) {
+            p.put(StreamsConfig.consumerPrefix(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG), (int) a.getLong("--session-timeout-ms", 45_000L));
         }
 
         // Kafka Streams creates its internal topics but not its sinks; with a
