@@ -279,7 +279,10 @@ func TestRunServesWatermarks(t *testing.T) {
 	}
 	before := in()
 	r.produce(0, last+1000)
-	time.Sleep(600 * time.Millisecond)
+	// Nothing may be read for 600 ms: a wait that should time out.
+	for deadline := time.Now().Add(600 * time.Millisecond); time.Now().Before(deadline) && in() == before; {
+		time.Sleep(20 * time.Millisecond)
+	}
 	if after := in(); after != before {
 		t.Errorf("a paused engine read records: %s, then %s", before, after)
 	}

@@ -114,16 +114,7 @@ func killBrokerUnderLoad(t *testing.T, addr, app string, rng *rand.Rand, kill, r
 	}
 	produce(t, addr, "in", slice(kills))
 	got := readCommitted(t, addr, "out", len(in), 3*time.Minute)
-	stopped := make(chan error, 1)
-	go func() { stopped <- stop() }()
-	select {
-	case err := <-stopped:
-		if err != nil {
-			t.Fatalf("engine: %v", err)
-		}
-	case <-time.After(35 * time.Second):
-		t.Fatalf("the engine did not stop within its 30 s shutdown deadline (+5 s)")
-	}
+	stopsInTime(t, stop)
 	checkCounts(t, got, keys, per)
 	checkCountsWithKcat(t, addr, keys, per)
 }
@@ -152,6 +143,23 @@ func TestBrokerKillExactlyOnce(t *testing.T) {
 	killBrokerUnderLoad(t, "127.0.0.1:"+strconv.Itoa(port), "broker-kill", rng,
 		func() { _ = b.Process.Kill(); _ = b.Wait() },
 		func() { b = startBrokerChild(t, dir, port) })
+}
+
+// stopsInTime calls stop (Run's stop, or the wait for a child engine
+// sent SIGTERM) and fails t unless it returns nil within the engine's
+// 30 s shutdown deadline plus 5 s.
+func stopsInTime(t *testing.T, stop func() error) {
+	t.Helper()
+	stopped := make(chan error, 1)
+	go func() { stopped <- stop() }()
+	select {
+	case err := <-stopped:
+		if err != nil {
+			t.Fatalf("engine: %v", err)
+		}
+	case <-time.After(35 * time.Second):
+		t.Fatal("the engine did not stop within its 30 s shutdown deadline (+5 s)")
+	}
 }
 
 // checkCountsWithKcat reads the output read-committed with kcat, a client

@@ -75,11 +75,15 @@ func TestInjectedTransactionErrors(t *testing.T) {
 			for i := range keys * per {
 				in = append(in, kv{Key: "k" + strconv.Itoa(i%keys), Value: "x"})
 			}
-			_, stop := runEngine(t, counts(), cfg(b.Addr(), "injected-"+f.key.Name()))
+			e, stop := runEngine(t, counts(), cfg(b.Addr(), "injected-"+f.key.Name()))
+			// Chunk by chunk, each processed before the next, so that
+			// there are epochs to fail.
 			const chunks = 15
 			for i := range chunks {
-				produce(t, b.Addr(), "in", in[i*len(in)/chunks:(i+1)*len(in)/chunks])
-				time.Sleep(150 * time.Millisecond)
+				chunk := in[i*len(in)/chunks : (i+1)*len(in)/chunks]
+				at := e.Stats().Records + int64(len(chunk))
+				produce(t, b.Addr(), "in", chunk)
+				waitUntil(5*time.Second, func() bool { return e.Stats().Records >= at })
 			}
 			got := readCommitted(t, b.Addr(), "out", len(in), 2*time.Minute)
 			// The stop is not under test: a final commit that fails is

@@ -87,16 +87,7 @@ func TestEnginePausedPastTransactionTimeout(t *testing.T) {
 	produce(t, addr, "in", slice(pauses))
 	got := readCommitted(t, addr, "out", len(in), 3*time.Minute)
 	_ = cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("engine: %v", err)
-		}
-	case <-time.After(35 * time.Second):
-		t.Fatal("the engine did not stop within its 30 s shutdown deadline (+5 s)")
-	}
+	stopsInTime(t, cmd.Wait)
 	checkCounts(t, got, keys, per)
 	checkCountsWithKcat(t, addr, keys, per)
 	var committed, aborted, resets int
@@ -146,7 +137,9 @@ func TestBrokerPausedPastTransactionTimeout(t *testing.T) {
 				time.Sleep(60 * time.Millisecond)
 			}
 		}()
-		time.Sleep(time.Duration(300+rng.IntN(1000)) * time.Millisecond)
+		// The crash point: a seeded share of the slice processed.
+		at := e.Stats().Records + int64(rng.IntN(len(slice(i))))
+		waitUntil(5*time.Second, func() bool { return e.Stats().Records >= at })
 		if err := b.Process.Signal(syscall.SIGSTOP); err != nil {
 			t.Fatal(err)
 		}
@@ -159,16 +152,7 @@ func TestBrokerPausedPastTransactionTimeout(t *testing.T) {
 	}
 	produce(t, addr, "in", slice(pauses))
 	got := readCommitted(t, addr, "out", len(in), 2*time.Minute)
-	stopped := make(chan error, 1)
-	go func() { stopped <- stop() }()
-	select {
-	case err := <-stopped:
-		if err != nil {
-			t.Fatalf("engine: %v", err)
-		}
-	case <-time.After(35 * time.Second):
-		t.Fatal("the engine did not stop within its 30 s shutdown deadline (+5 s)")
-	}
+	stopsInTime(t, stop)
 	checkCounts(t, got, keys, per)
 	checkCountsWithKcat(t, addr, keys, per)
 }
