@@ -95,7 +95,10 @@ func runCrashChild(addr string) int {
 // TestCrashExactlyOnce kills the engine with SIGKILL at random moments
 // while it counts, restarts it each time, and requires the read-committed
 // output to hold every count of every key exactly once.
-func TestCrashExactlyOnce(t *testing.T) { crashStores(t, crashCounts) }
+func TestCrashExactlyOnce(t *testing.T) {
+	kafkatest.Parallel(t)
+	crashStores(t, crashCounts)
+}
 
 // crashStores runs a crash test over each store backend: the in-memory
 // stores, rebuilt from the changelogs at every start, and RocksDB's,
@@ -186,6 +189,7 @@ func crashAndRestart(t *testing.T, addr, topo, store string, kills int, in []kv,
 // end is committed exactly once with its full count, the set the driver
 // emits for the same records.
 func TestCrashWindowsExactlyOnce(t *testing.T) {
+	kafkatest.Parallel(t)
 	crashStores(t, func(t *testing.T, store string) { crashWindowed(t, "windows", store, windowedCounts()) })
 }
 
@@ -194,6 +198,7 @@ func TestCrashWindowsExactlyOnce(t *testing.T) {
 // close: the buffer's releases and their deletes must survive the kills
 // together, so no window is released twice or never.
 func TestCrashSuppressExactlyOnce(t *testing.T) {
+	kafkatest.Parallel(t)
 	crashStores(t, func(t *testing.T, store string) { crashWindowed(t, "suppress", store, suppressedCounts()) })
 }
 
@@ -230,7 +235,10 @@ func head(s []string) []string { return s[:min(len(s), 5)] }
 // re-keyed through an in-memory boundary: records crossing between lanes,
 // barrier alignment and the restore of the downstream sub-topology must
 // keep every count exactly once.
-func TestCrashRekeyExactlyOnce(t *testing.T) { crashStores(t, crashRekey) }
+func TestCrashRekeyExactlyOnce(t *testing.T) {
+	kafkatest.Parallel(t)
+	crashStores(t, crashRekey)
+}
 
 func crashRekey(t *testing.T, store string) {
 	words, per, kills := 500, 100, 6

@@ -16,6 +16,7 @@ import (
 
 	"github.com/stoatflow/stoatctl/engine"
 	"github.com/stoatflow/stoatctl/fixtures/examples"
+	"github.com/stoatflow/stoatctl/internal/kafkatest"
 	"github.com/stoatflow/stoatctl/testdriver"
 )
 
@@ -31,6 +32,7 @@ import (
 // meet in either order (Kafka Streams has the same race, which
 // max.task.idle.ms narrows).
 func TestDifferentialDriverVsEngine(t *testing.T) {
+	kafkatest.Parallel(t)
 	for _, ex := range examples.All() {
 		want := driverOutput(t, ex)
 		for _, lanes := range []int{1, 4, 16} {

@@ -26,6 +26,7 @@ import (
 // aborted a transaction itself. The engine must retry or recover each,
 // and every count come out exactly once.
 func TestInjectedTransactionErrors(t *testing.T) {
+	kafkatest.Parallel(t)
 	kafkatest.EmbeddedOnly(t)
 	type fault struct {
 		key   kmsg.Key

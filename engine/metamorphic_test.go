@@ -73,6 +73,7 @@ func (c metaConfig) settings() map[string]string {
 // same draw. Fixtures that move time by hand are left out (see
 // TestDifferentialFixtures).
 func TestMetamorphic(t *testing.T) {
+	kafkatest.Parallel(t)
 	if testing.Short() {
 		t.Skip("runs the engine once per example and fixture; skipped with -short")
 	}

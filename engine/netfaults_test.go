@@ -10,6 +10,7 @@ import (
 
 	"github.com/stoatflow/stoatctl/engine"
 	"github.com/stoatflow/stoatctl/internal/faultproxy"
+	"github.com/stoatflow/stoatctl/internal/kafkatest"
 )
 
 // TestNetworkFaultsExactlyOnce puts a faulty network between the engine
@@ -20,6 +21,7 @@ import (
 // engine must ride each out, and the committed output, read around the
 // proxy, be exact; kcat checks it too.
 func TestNetworkFaultsExactlyOnce(t *testing.T) {
+	kafkatest.Parallel(t)
 	addr := startKafka(t, map[string]int32{"in": 4, "out": 4})
 	px, err := faultproxy.Start()
 	if err != nil {

@@ -34,6 +34,7 @@ const pauseFor = 6 * time.Second
 // count exactly once, checked by franz-go and by kcat, and every pause
 // noticed.
 func TestEnginePausedPastTransactionTimeout(t *testing.T) {
+	kafkatest.Parallel(t)
 	kafkatest.EmbeddedOnly(t)
 	b, err := broker.Start(context.Background(), broker.Options{Port: broker.RandomPort, SeedTopics: map[string]int32{"in": 4, "out": 4}})
 	if err != nil {
@@ -112,6 +113,7 @@ func TestEnginePausedPastTransactionTimeout(t *testing.T) {
 // must ride it out: every count exactly once, checked by franz-go and
 // kcat, and Run still stops cleanly.
 func TestBrokerPausedPastTransactionTimeout(t *testing.T) {
+	kafkatest.Parallel(t)
 	kafkatest.EmbeddedOnly(t)
 	rng := rand.New(rand.NewPCG(crashSeed(t), 23))
 	dir, port := t.TempDir(), freePort(t)

@@ -5,7 +5,7 @@
 # and a short fuzz run of every Fuzz target.
 # Installs the Debian packages the tests need when they are missing.
 #
-#   FUZZTIME=5s      how long each fuzz target runs (0 skips fuzzing)
+#   FUZZTIME=3s      how long each fuzz target runs (0 skips fuzzing)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
@@ -14,7 +14,7 @@ find_go
 # staticcheck's release for Go 1.26 (2026.2.2); `go run pkg@version` needs
 # no change to go.mod.
 STATICCHECK=honnef.co/go/tools/cmd/staticcheck@v0.8.2
-FUZZTIME=${FUZZTIME:-5s}
+FUZZTIME=${FUZZTIME:-3s}
 
 start=$SECONDS
 declare -a timings=()
@@ -120,16 +120,18 @@ real_kafka_tier() {
 	# engine, interop and migrate run whole (their embedded-only tests skip at
 	# once); of replay and cmd only the tests that meet a broker run, the
 	# rest ran in the test step already.
+	#
+	# The tier runs without the race detector: the test step ran every one
+	# of these tests under it already, and what this tier adds is the real
+	# broker's behaviour, not another schedule of the same goroutines.
+	# Without it the tier takes about half the CPU, which on two cores is
+	# most of its time. The timeout leaves room for a slow machine
+	# (migrate's Kafka Streams cutovers start Kafka Streams twice each).
 	local rc=0
 	export STOATCTL_TEST_KAFKA=real STOATCTL_TEST_BOOTSTRAP=$addr
-	go test -race -count=1 -p 1 ./engine/ ./interop/ || rc=$?
-	# migrate's Kafka Streams cutovers (about 4.5 min: each starts Kafka
-	# Streams twice and waits out its 6 s session once) run without the
-	# race detector, which the test step ran migrate under already; the
-	# timeout leaves room for a slow machine.
-	go test -count=1 -timeout 30m ./migrate/ || rc=$?
-	go test -race -count=1 -run '^(TestCapture|TestRecorded)' ./replay/ || rc=$?
-	go test -race -count=1 -run '^(TestRunOnEmbeddedBrokerWithKcat|TestReplayRecordThenReplay|TestTopicReadFollow|TestReplayRecordOut)$' ./cmd/ || rc=$?
+	go test -count=1 -p 1 -timeout 30m ./engine/ ./interop/ ./migrate/ || rc=$?
+	go test -count=1 -run '^(TestCapture|TestRecorded)' ./replay/ || rc=$?
+	go test -count=1 -run '^(TestRunOnEmbeddedBrokerWithKcat|TestReplayRecordThenReplay|TestTopicReadFollow|TestReplayRecordOut)$' ./cmd/ || rc=$?
 	unset STOATCTL_TEST_KAFKA STOATCTL_TEST_BOOTSTRAP
 	local pid
 	pid=$(<"$STOATCTL_KAFKA_DIR/broker.pid")
@@ -163,8 +165,13 @@ step staticcheck go run "$STATICCHECK" ./...
 step rules promtool_rules
 # The tests' summary lists every skipped test with its reason, so that a
 # run that skipped some (a tool missing) does not read as a clean ok.
+#
+# -parallel 4: the long engine tests that may run side by side
+# (kafkatest.Parallel) mostly wait, on a child process, a broker or a
+# transaction timeout; two at a time (GOMAXPROCS) left most of that wait
+# unshared.
 run_tests() {
-	go test -race -count=1 -json ./... | go run ./scripts/testsummary
+	go test -race -count=1 -parallel 4 -json ./... | go run ./scripts/testsummary
 }
 
 step test run_tests

@@ -52,6 +52,19 @@ func EmbeddedOnly(t testing.TB) {
 	}
 }
 
+// Parallel marks t as one that may run beside other parallel tests, on
+// the embedded broker only: there each test has a broker of its own, while
+// the real tier's tests share one broker that Start clears, so there they
+// stay sequential. The long engine tests spend most of their time waiting
+// on the broker, a child process or a timeout, so running them side by
+// side shortens the suite without adding CPU.
+func Parallel(t *testing.T) {
+	t.Helper()
+	if !Real() {
+		t.Parallel()
+	}
+}
+
 // Start returns the address of a broker on which topics exist, with the
 // partition counts given, and nothing else the test did not make itself.
 func Start(t testing.TB, topics map[string]int32) string {
