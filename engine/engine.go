@@ -110,6 +110,10 @@ type Engine struct {
 	api    atomic.Pointer[rest.Server]
 	lagMs  atomic.Int64
 
+	// instanceFrom says where stoatflow.instance.id came from, for the
+	// start summary (instance.go).
+	instanceFrom string
+
 	statsMu sync.Mutex
 	stats   Stats
 	// assignment is what the running lanes process (under statsMu).
@@ -379,6 +383,11 @@ func (s settings) nextInterval(took time.Duration) time.Duration {
 func (e *Engine) Run(ctx context.Context) error {
 	if e.State() != Created {
 		return errors.New("engine: Run called twice")
+	}
+	if err := e.resolveInstance(); err != nil {
+		e.setState(Error)
+		e.log.Error("engine stopped", "err", err)
+		return err
 	}
 	stopAPI, err := e.startAPI()
 	if err != nil {

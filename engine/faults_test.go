@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/stoatflow/stoatctl/engine"
@@ -197,65 +198,45 @@ func TestOversizedOutput(t *testing.T) {
 	})
 }
 
-// TestSameTransactionalIDIsFenced runs two instances with one application
-// id and the same stoatflow.instance.id, so one transactional id: each
-// start fences the other. An instance fenced again and again must stop
-// with ErrFenced, saying what to change; the other goes on, and every
-// record comes out exactly once.
-func TestSameTransactionalIDIsFenced(t *testing.T) {
+// TestSecondInstanceWithSameIDIsRefused runs two instances with one
+// application id and the same stoatflow.instance.id, so one
+// transactional id. The second must not fence the first: it finds a live
+// member with its own id, waits a session timeout for it to leave (as a
+// crashed predecessor would), and refuses to start, naming the member.
+// The first goes on, and every record comes out exactly once.
+func TestSecondInstanceWithSameIDIsRefused(t *testing.T) {
 	addr := startKafka(t, map[string]int32{"in": 4, "out": 4})
 	var in []kv
-	for i := range 4000 {
+	for i := range 2000 {
 		in = append(in, kv{Key: "k" + strconv.Itoa(i%97), Value: strconv.Itoa(i)})
 	}
-	type run struct {
-		e    *engine.Engine
-		done chan error
-	}
-	start := func() run {
-		e := engine.New(uppercase(), cfg(addr, "same-id", "stoatflow.instance.id", "twin"), engine.WithLogger(testLogger(t)))
-		ctx, cancel := context.WithCancel(context.Background())
-		t.Cleanup(cancel)
-		r := run{e, make(chan error, 1)}
-		go func() { r.done <- e.Run(ctx) }()
-		return r
-	}
-	a := start()
+	c := cfg(addr, "same-id", "stoatflow.instance.id", "twin", "session.timeout.ms", "6000")
+	a, stopA := runEngine(t, uppercase(), c)
 	produce(t, addr, "in", in[:1000])
-	b := start()
-	var fenced error
-	var survivor run
-	next := 1000 // the input produced so far
-	for i := 1; fenced == nil; i++ {
-		if next < len(in) {
-			produce(t, addr, "in", in[next:next+250])
-			next += 250
-		}
-		select {
-		case err := <-a.done:
-			fenced, survivor = err, b
-		case err := <-b.done:
-			fenced, survivor = err, a
-		case <-time.After(250 * time.Millisecond):
-		}
-		if i > 400 {
-			t.Fatal("neither instance stopped within 100 s while both use one transactional id")
+	readCommitted(t, addr, "out", 1000, 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	began := time.Now()
+	err := engine.New(uppercase(), c, engine.WithLogger(testLogger(t))).Run(ctx)
+	var inUse *engine.InstanceInUseError
+	if !errors.As(err, &inUse) || !errors.Is(err, engine.ErrInstanceInUse) {
+		t.Fatalf("the second instance returned %v, want an InstanceInUseError", err)
+	}
+	if took := time.Since(began); took < 6*time.Second {
+		t.Errorf("refused after %s, before the session timeout (6 s) a crashed predecessor's member could take to leave", took)
+	}
+	for _, want := range []string{"stoatflow.instance.id=twin", "transactional id same-id-twin", "client same-id-twin", inUse.Member} {
+		if want == "" || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
 		}
 	}
-	if !errors.Is(fenced, engine.ErrFenced) {
-		t.Fatalf("the stopped instance returned %v, want ErrFenced", fenced)
+	produce(t, addr, "in", in[1000:])
+	got := readCommitted(t, addr, "out", len(in), 60*time.Second)
+	if err := stopA(); err != nil {
+		t.Fatalf("the first instance: %v", err)
 	}
-	for _, want := range []string{"transactional id same-id-twin", "stoatflow.instance.id"} {
-		if !strings.Contains(fenced.Error(), want) {
-			t.Errorf("error %q does not say %q", fenced, want)
-		}
-	}
-	produce(t, addr, "in", in[next:])
-	got := readCommitted(t, addr, "out", len(in), 90*time.Second)
-	select {
-	case err := <-survivor.done:
-		t.Fatalf("the other instance stopped too: %v", err)
-	default:
+	if n := a.Stats().Aborted; n != 0 {
+		t.Errorf("the first instance aborted %d epochs; the refused start must not fence it", n)
 	}
 	seen := map[string]int{}
 	for _, r := range got {
@@ -264,6 +245,87 @@ func TestSameTransactionalIDIsFenced(t *testing.T) {
 	for _, r := range in {
 		if n := seen["<"+r.Value+">"]; n != 1 {
 			t.Fatalf("value %s came out %d times, want once", r.Value, n)
+		}
+	}
+}
+
+// TestFencedAgainAndAgainStops fences a running instance from outside
+// its group: a producer with the instance's transactional id initialises
+// it three times, each once the instance recovered from the one before.
+// The instance must stop with ErrFenced, saying that no member of its
+// group holds the id and what to change, and what it committed must hold
+// each record at most once.
+func TestFencedAgainAndAgainStops(t *testing.T) {
+	addr := startKafka(t, map[string]int32{"in": 4, "out": 4})
+	var in []kv
+	for i := range 4000 {
+		in = append(in, kv{Key: "k" + strconv.Itoa(i%97), Value: strconv.Itoa(i)})
+	}
+	e := engine.New(uppercase(), cfg(addr, "fenced", "stoatflow.instance.id", "solo"), engine.WithLogger(testLogger(t)))
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	produce(t, addr, "in", in[:100])
+	readCommitted(t, addr, "out", 100, 30*time.Second)
+	var err error
+	for fence, next := 0, 100; err == nil; fence++ {
+		if fence > 10 {
+			t.Fatal("fenced ten times and still running; want ErrFenced after three")
+		}
+		// Fence only once the instance runs again on a session of its own
+		// (a commit since the last reset): a producer initialised while it
+		// still recovers is fenced by it, not the other way round.
+		for committed := e.Stats().Committed; e.Stats().Committed == committed && err == nil; {
+			if next+60 > len(in) {
+				t.Fatalf("fence %d: the instance committed nothing over %d records", fence+1, next)
+			}
+			produce(t, addr, "in", in[next:next+10])
+			next += 10
+			select {
+			case err = <-done:
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+		if err != nil {
+			break
+		}
+		resets := e.Stats().Resets
+		cl, cerr := kgo.NewClient(kgo.SeedBrokers(addr), kgo.TransactionalID("fenced-solo"))
+		if cerr != nil {
+			t.Fatal(cerr)
+		}
+		if _, _, perr := cl.ProducerID(context.Background()); perr != nil {
+			t.Fatalf("outside producer: %v", perr)
+		}
+		cl.Close()
+		// The instance meets the fence at its next transaction.
+		produce(t, addr, "in", in[next:next+50])
+		next += 50
+		deadline := time.After(30 * time.Second)
+	wait:
+		for e.Stats().Resets == resets {
+			select {
+			case err = <-done:
+				break wait
+			case <-deadline:
+				t.Fatalf("fence %d: the instance neither reset nor stopped within 30 s", fence+1)
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}
+	if !errors.Is(err, engine.ErrFenced) {
+		t.Fatalf("the instance returned %v, want ErrFenced", err)
+	}
+	for _, want := range []string{"transactional id fenced-solo", "a producer outside the group", "stoatflow.instance.id"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	seen := map[string]int{}
+	for _, r := range readCommitted(t, addr, "out", len(in)+1, 3*time.Second) {
+		if seen[r.Value]++; seen[r.Value] > 1 {
+			t.Fatalf("value %s came out twice", r.Value)
 		}
 	}
 }

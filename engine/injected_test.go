@@ -63,7 +63,7 @@ func TestInjectedTransactionErrors(t *testing.T) {
 				if code == kerr.InvalidProducerEpoch.Code || code == kerr.ProducerFenced.Code {
 					// Three fences within a minute mean another
 					// instance holds the transactional id, and the
-					// engine stops by design (TestSameTransactionalIDIsFenced).
+					// engine stops by design (TestFencedAgainAndAgainStops).
 					if fences++; fences > 2 {
 						return nil, nil, false
 					}

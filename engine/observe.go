@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/stoatflow/stoatctl/engine/kafka"
 	"github.com/stoatflow/stoatctl/engine/topology"
 	"github.com/stoatflow/stoatctl/engine/watermark"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -212,7 +213,8 @@ func (e *Engine) started(s settings, built *topology.Built) {
 	if a := e.HTTPAddr(); a != "" {
 		api = "http://" + a
 	}
-	e.log.Info("engine starting", "application.id", s.appID, "guarantee", guarantee, "lanes_per_subtopology", s.lanes,
+	e.log.Info("engine starting", "application.id", s.appID, "instance", e.cfg.String(kafka.InstanceID), "instance_from", e.instanceFrom,
+		"guarantee", guarantee, "lanes_per_subtopology", s.lanes,
 		"subtopologies", len(built.Subtopologies), "lane_queue", s.queue, "barrier_interval", s.interval,
 		"event_time", built.EventTime, "metrics_level", e.meters.Level().String(), "rest_api", api)
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -45,12 +47,16 @@ func TestRebalanceExactlyOnce(t *testing.T) {
 			func() bool { ps = e.Assignment()["in"]; return len(ps) == n })
 		return ps
 	}
-	a, stopA := runEngine(t, counts(), cfg(addr, "rebalance", "stoatflow.instance.id", "a"))
+	// Default instance ids: each instance keeps its own in its state
+	// directory, so the two neither share a transactional id nor fence
+	// each other.
+	dirA, dirB := t.TempDir(), t.TempDir()
+	a, stopA := runEngine(t, counts(), cfg(addr, "rebalance", "state.dir", dirA))
 	owned("a", a, 6)
 	produce(t, addr, "in", batch(0))
 	waitRecords(a, int64(keys*per/6))
 	produce(t, addr, "in", batch(1))
-	b, stopB := runEngine(t, counts(), cfg(addr, "rebalance", "stoatflow.instance.id", "b"))
+	b, stopB := runEngine(t, counts(), cfg(addr, "rebalance", "state.dir", dirB))
 	produce(t, addr, "in", batch(2))
 	// The group splits the partitions: each instance runs three, none
 	// both, so state really moved to b (restored from the changelogs).
@@ -71,6 +77,16 @@ func TestRebalanceExactlyOnce(t *testing.T) {
 		t.Fatalf("second instance: %v", err)
 	}
 	checkCounts(t, got, keys, per)
+	idA, errA := os.ReadFile(filepath.Join(dirA, "rebalance", "instance.id"))
+	idB, errB := os.ReadFile(filepath.Join(dirB, "rebalance", "instance.id"))
+	if errA != nil || errB != nil || len(idA) == 0 || string(idA) == string(idB) {
+		t.Errorf("kept instance ids %q (%v) and %q (%v): want two different ids", idA, errA, idB, errB)
+	}
+	if n := a.Stats().Aborted + b.Stats().Aborted; n > 2 {
+		// A rebalance can abort an epoch in flight; a shared
+		// transactional id would abort one at every start of the other.
+		t.Errorf("%d epochs aborted between the instances", n)
+	}
 }
 
 // TestRevocationWhileIdleAbortsNothing: an instance that gives partitions

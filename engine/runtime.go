@@ -273,10 +273,8 @@ func (r *runner) connect(ctx context.Context) error {
 	if len(missing) > 0 {
 		return &MissingTopicError{Topics: missing, Hint: "create it first, or check bootstrap.servers"}
 	}
-	if reason := r.singleInstanceReason(); reason != "" {
-		if err := r.refuseSecondInstance(ctx, reason); err != nil {
-			return err
-		}
+	if err := r.awaitGroup(ctx, r.singleInstanceReason()); err != nil {
+		return err
 	}
 	// Changelogs take the partition count of the most partitioned source,
 	// as Kafka Streams' do.
@@ -378,53 +376,6 @@ func (r *runner) singleInstanceReason() string {
 		return "the topology closes windows on event time, and its watermark floor and emit frontiers are kept per application, not per partition, so a second instance could emit a closed window again; run one instance"
 	}
 	return ""
-}
-
-// refuseSecondInstance refuses to join a group that already has live
-// members when the topology must run as one instance. A member left by a
-// crashed predecessor stays in the group until its session times out, so
-// the check waits that long for members to leave before refusing; a
-// static member with this instance's group.instance.id is this instance's
-// own predecessor and does not count.
-func (r *runner) refuseSecondInstance(ctx context.Context, reason string) error {
-	session := 45 * time.Second
-	if ms, err := r.e.cfg.Int("session.timeout.ms", 0); err == nil && ms > 0 {
-		session = time.Duration(ms) * time.Millisecond
-	}
-	self := strings.TrimSpace(r.e.cfg.String("group.instance.id"))
-	deadline := time.Now().Add(session + 2*time.Second)
-	logged := false
-	for {
-		groups, err := r.adm.DescribeGroups(ctx, r.s.appID)
-		if err != nil {
-			return fmt.Errorf("engine: describe group %s: %w", r.s.appID, err)
-		}
-		others := 0
-		if g, ok := groups[r.s.appID]; ok && g.Err == nil {
-			for _, m := range g.Members {
-				if self == "" || m.InstanceID == nil || *m.InstanceID != self {
-					others++
-				}
-			}
-		}
-		if others == 0 {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("engine: %w: group %s still has %d active member(s) after %s; %s",
-				ErrSplitBoundary, r.s.appID, others, session+2*time.Second, reason)
-		}
-		if !logged {
-			r.e.log.Warn("group has members; waiting for them to leave (a crashed predecessor leaves when its session times out)",
-				"group", r.s.appID, "members", others, "session.timeout", session)
-			logged = true
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
 }
 
 func (r *runner) onAssign(how string, m map[string][]int32, add bool) {
@@ -567,9 +518,13 @@ func (r *runner) recoverSession(ctx context.Context, cause error) error {
 		r.fenced = append(slices.DeleteFunc(r.fenced, func(t time.Time) bool { return now.Sub(t) > fencedWindow }), now)
 		if len(r.fenced) >= maxFenced {
 			id, _ := kafka.TransactionalID(r.e.cfg)
-			r.e.log.Error("fenced again and again; another instance runs with this transactional id", "transactional.id", id, "times", len(r.fenced), "within", fencedWindow)
-			return fmt.Errorf("engine: %w: fenced %d times within %s: another instance runs with transactional id %s; give each instance its own %s: %w",
-				ErrFenced, len(r.fenced), fencedWindow, id, kafka.InstanceID, cause)
+			holder := r.holderOf(ctx)
+			if holder == "" {
+				holder = "no other member of the group has this instance's client id, so a producer outside the group, or an instance with another client.id"
+			}
+			r.e.log.Error("fenced again and again; another producer uses this transactional id", "transactional.id", id, "times", len(r.fenced), "within", fencedWindow, "holder", holder)
+			return fmt.Errorf("engine: %w: fenced %d times within %s: another producer uses transactional id %s (%s); give each instance its own %s: %w",
+				ErrFenced, len(r.fenced), fencedWindow, id, holder, kafka.InstanceID, cause)
 		}
 	}
 	r.uncertain++

@@ -26,8 +26,10 @@ const (
 	// so it must be unique among instances that run at once and should
 	// stay the same across restarts of one instance: a restart then
 	// fences its predecessor and aborts the transaction it left open at
-	// once, instead of after the transaction timeout. Default "0", which
-	// suits a single instance.
+	// once, instead of after the transaction timeout. The live engine
+	// keeps a generated one in the application's state directory when it
+	// is not set (engine/instance.go); this package's default, for clients
+	// made outside the engine, is "0".
 	InstanceID = "stoatflow.instance.id"
 	// TransactionTimeoutMs is Kafka's transaction.timeout.ms: how long the
 	// transaction coordinator lets a transaction stay open before it
@@ -46,7 +48,7 @@ const (
 //
 //   - bootstrap.servers (required): the seed brokers, host:port[,host:port].
 //   - application.id (required): the consumer group.
-//   - client.id: the client id; default application.id.
+//   - client.id: the client id; default DefaultClientID(cfg).
 //   - processing.guarantee: exactly_once_v2 (default) reads committed
 //     records only and makes the producer transactional with
 //     TransactionalID(cfg); at_least_once reads uncommitted records and
@@ -67,7 +69,7 @@ func ClientOptions(cfg config.Config) ([]kgo.Opt, error) {
 	if err != nil {
 		return nil, err
 	}
-	clientID := appID
+	clientID := DefaultClientID(cfg)
 	if cfg.IsSet(ClientID) {
 		if clientID = strings.TrimSpace(cfg.String(ClientID)); clientID == "" {
 			return nil, fmt.Errorf("config %s: set but empty", ClientID)
@@ -132,6 +134,19 @@ func TransactionalID(cfg config.Config) (string, error) {
 		}
 	}
 	return appID + "-" + instance, nil
+}
+
+// DefaultClientID is the client id when client.id is not set: the
+// transactional id's form, "<application.id>-<stoatflow.instance.id>",
+// so that the brokers' logs and the group's member list tell the
+// instances apart, and a start can find a live member with its own
+// instance id.
+func DefaultClientID(cfg config.Config) string {
+	id, err := TransactionalID(cfg)
+	if err != nil {
+		return strings.TrimSpace(cfg.String(config.ApplicationID))
+	}
+	return id
 }
 
 func bootstrapServers(cfg config.Config) ([]string, error) {

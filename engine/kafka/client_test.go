@@ -50,7 +50,7 @@ func TestClientOptionsMapping(t *testing.T) {
 			cfg:  map[string]string{"application.id": "shop", "bootstrap.servers": "k1:9092, k2:9093"},
 			want: map[string]any{
 				"SeedBrokers":         []string{"k1:9092", "k2:9093"},
-				"ClientID":            "shop",
+				"ClientID":            "shop-0",
 				"ConsumerGroup":       "shop",
 				"TransactionalID":     "shop-0",
 				"FetchIsolationLevel": int8(1), // read_committed
