@@ -8,6 +8,7 @@ import (
 	"github.com/stoatflow/stoatctl/engine/dsl"
 	"github.com/stoatflow/stoatctl/engine/metrics"
 	"github.com/stoatflow/stoatctl/engine/processor"
+	"github.com/stoatflow/stoatctl/engine/topology"
 	"github.com/stoatflow/stoatctl/engine/window"
 	"github.com/stoatflow/stoatctl/testdriver"
 )
@@ -75,4 +76,57 @@ func TestPunctuatorAfterEmissionPass(t *testing.T) {
 	if n := d.Metrics().Value(metrics.DroppedRecords, "reason", metrics.ReasonLateWindow); n != 3 {
 		t.Errorf("%d late drops, want 3", n)
 	}
+}
+
+// emitting forwards, at each emission pass, one record stamped with the
+// pass's frontier.
+type emitting struct {
+	processor.Base[string, string]
+}
+
+func (p *emitting) Process(processor.Record[string, string]) error { return nil }
+
+func (p *emitting) OnWatermark(frontier int64) error {
+	p.Ctx.Forward(processor.Record[string, string]{Key: "k", Value: "x", Timestamp: frontier})
+	return nil
+}
+
+// arming is a timed processor that arms an event-time timer at each
+// emission pass's frontier.
+type arming struct{ *timed }
+
+func (p arming) OnWatermark(frontier int64) error {
+	return p.timers.Register(processor.Timer[string]{Key: "t", Time: frontier, Domain: processor.EventTime})
+}
+
+// The emission pass drains what it re-queues, and (committing per pipe)
+// each drained record crosses a barrier, so the lane's floor moves during
+// the pass. Timers due after the pass are judged against the floor the
+// lane has then, the stamp of the last barrier crossed, not the one it had
+// when the watermark moved: the driver asks the protocol again for the
+// rest of the work.
+func TestTimersAfterPassThatCrossedBarriers(t *testing.T) {
+	topo := topology.New().
+		AddSource("src", topology.ConsumedWith(str, str).Spec(), "in").
+		AddProcessor("emit", processor.Supply(func() processor.Processor[string, string, string, string] { return &emitting{} }), "src").
+		AddSink("to-mid", topology.ProducedWith(str, str).Spec("mid"), "mid", "emit").
+		AddSource("z-mid", topology.ConsumedWith(str, str).Spec(), "mid").
+		AddProcessor("timed", processor.Supply(func() processor.Processor[string, string, string, string] {
+			return arming{&timed{eventTime: true}}
+		}), "z-mid").
+		AddSink("out", topology.ProducedWith(str, str).Spec("out"), "out", "timed")
+	d, err := testdriver.New(topo, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if err := testdriver.CreateInputTopic(d, "in", str, str).PipeInputAt("a", "x", 10); err != nil {
+		t.Fatal(err)
+	}
+	// Sub-topologies flush in the order of their source names: "src"
+	// (emit) before "z-mid" (timed).
+	// The pass at 10 sends k@10 to "mid"; processing it crosses the
+	// barrier stamped 10. Then the pass reaches "timed", which arms t@10:
+	// due now, judged against floor 10 (it was -1 when the record came).
+	expectOut(t, d, "t=EVENT_TIME@10 floor=10 meta=false @10")
 }
