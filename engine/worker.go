@@ -409,7 +409,7 @@ func (l *worker) step(s barrier.Step, b *marker) error {
 		l.epoch, l.floor = s.Epoch, s.Floor
 	case barrier.EventTimers:
 		if l.task.HasTimers() {
-			_, err = l.task.FireEventTimers(s.Floor, s.Floor)
+			_, err = l.task.FireEventTimers(s.Due, s.Floor)
 		}
 	case barrier.ProcessingTimers:
 		if l.task.HasTimers() {

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/stoatflow/stoatctl/engine/barrier"
 	"github.com/stoatflow/stoatctl/engine/config"
 	"github.com/stoatflow/stoatctl/engine/lane"
 	"github.com/stoatflow/stoatctl/engine/metrics"
@@ -49,15 +50,17 @@ type Driver struct {
 	// its backing array is reused pipe after pipe.
 	queue []queued
 	qhead int
-	// flushed is the watermark the last advance flushed windows up to;
-	// barrierMark the watermark at the last commit barrier.
-	flushed     int64
-	barrierMark int64
-	pending     []task.Output
-	outputs     map[string][]task.Output
-	produced    map[string]bool
-	offsets     map[string]int64
-	closed      bool
+	// lane is the driver's side of the barrier protocol: one solo lane
+	// (engine/barrier), whose floor is the watermark at the last commit
+	// barrier and whose frontier the watermark of the last emission pass.
+	// The order of the work, and those two numbers, are the protocol's;
+	// the driver only runs its steps (step).
+	lane     *barrier.Lane
+	pending  []task.Output
+	outputs  map[string][]task.Output
+	produced map[string]bool
+	offsets  map[string]int64
+	closed   bool
 }
 
 // Option configures a Driver.
@@ -152,8 +155,7 @@ func New(topo *topology.Topology, cfg map[string]string, opts ...Option) (*Drive
 		outputs:       map[string][]task.Output{},
 		produced:      map[string]bool{},
 		offsets:       map[string]int64{},
-		flushed:       task.Unknown,
-		barrierMark:   task.Unknown,
+		lane:          barrier.NewSoloLane(barrier.Unknown),
 	}
 	d.clock = task.NewStreamClock(func() int64 { return d.wall })
 	collector := task.CollectorFunc(func(out task.Output) error {
@@ -294,9 +296,9 @@ func (d *Driver) enqueue(in task.Input, floor int64) {
 
 // drain processes queued records until none is left. Each record is
 // followed, as in Kafka Streams' driver, by the work its time allows: the
-// watermark flush (final results, synchronously), stream-time punctuation,
-// a commit barrier when committing per pipe, and the capture of everything
-// written.
+// solo lane's Advance (the emission pass, synchronously, event-time timers,
+// stream-time punctuation), a commit barrier when committing per pipe, and
+// the capture of everything written.
 func (d *Driver) drain() error {
 	for d.qhead < len(d.queue) {
 		q := d.queue[d.qhead]
@@ -336,65 +338,111 @@ func (d *Driver) drain() error {
 	return nil
 }
 
-// advance runs what the event-time clock has made due: if the watermark
-// moved past what was last flushed, every task's final emissions, then the
-// event-time timers, then the stream-time punctuators. Final emissions and
-// punctuators are judged against the watermark the previous advance
-// flushed, timers against the watermark of the last commit barrier, as in
-// the engine.
+// advance runs what the event-time clock has made due: the solo lane's
+// Advance at the watermark now (barrier.Lane.Advance has the order and the
+// floor of each piece).
+//
+// The emission pass drains what it re-queues, and with commit-per-pipe
+// each drained record crosses a barrier: the lane has then moved on, and
+// the rest of the work (timers against the floor) is asked for again.
+// Asked again at the same watermark, Advance leaves out the pass already
+// made.
 func (d *Driver) advance() error {
-	floor := d.flushed
 	w := d.clock.StreamTime()
-	if w > d.flushed {
-		// Marked flushed first: the records processed below come back here
-		// and must not flush again.
-		d.flushed = w
+	steps := d.lane.Advance(w)
+	if len(steps) > 0 && steps[0].Kind == barrier.Flush {
+		epoch := d.lane.Epoch
+		if err := d.step(steps[0]); err != nil {
+			return err
+		}
+		steps = steps[1:]
+		if d.lane.Epoch != epoch {
+			steps = d.lane.Advance(w)
+		}
+	}
+	return d.run(steps)
+}
+
+// barrier is a commit barrier, stamped with the watermark now: the solo
+// lane's Cross (barrier listeners judged against the last barrier's
+// stamp, then the stores' commit; the clock work has run as the clock
+// moved).
+func (d *Driver) barrier() error {
+	return d.run(d.lane.Cross(barrier.Barrier{Epoch: d.lane.Epoch, Stamp: d.clock.StreamTime()}))
+}
+
+// run does the protocol's steps in the order given.
+func (d *Driver) run(steps []barrier.Step) error {
+	for _, s := range steps {
+		if err := d.step(s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// step does one piece of the protocol's work on the driver's tasks. What
+// it writes that the topology reads again is re-queued pinned to the floor
+// the step ran under, so that a result is not late downstream by the
+// frontier that emitted it.
+func (d *Driver) step(s barrier.Step) error {
+	switch s.Kind {
+	case barrier.Listen:
+		for _, t := range d.tasks {
+			if err := t.Barrier(s.Floor); err != nil {
+				return err
+			}
+		}
+	case barrier.Flush:
 		for _, t := range d.flushOrder {
-			if err := t.AdvanceWatermark(w, floor); err != nil {
+			if err := t.AdvanceWatermark(s.Frontier, s.Floor); err != nil {
 				return err
 			}
 			// Final results crossing a boundary reach the downstream
 			// sub-topology before the same watermark closes its windows,
 			// so a window over a window loses nothing. (The engine gets
-			// the same order from its barrier lag per hop.)
-			d.capture(floor)
+			// the same order from its barrier lag per hop.) The lane is
+			// already marked flushed: the records processed here come
+			// back through advance and do not flush again.
+			d.capture(s.Floor)
 			if err := d.drain(); err != nil {
 				return err
 			}
 		}
-	}
-	if w != task.Unknown {
-		d.capture(floor)
+	case barrier.Commit:
+		if err := d.commit(); err != nil {
+			return err
+		}
+	case barrier.Report, barrier.Forward, barrier.Enter:
+		// One lane, written as it goes: what it wrote is already in the
+		// output topics, no lane downstream waits for its marker, and
+		// the epoch it enters is the protocol's state, not the driver's.
+	case barrier.EventTimers:
 		for _, t := range d.timed {
-			if _, err := t.FireEventTimers(w, d.barrierMark); err != nil {
+			if _, err := t.FireEventTimers(s.Due, s.Floor); err != nil {
 				return err
 			}
 		}
-		d.capture(d.barrierMark)
-	}
-	for _, t := range d.tasks {
-		if _, err := t.PunctuateStreamTime(floor); err != nil {
-			return err
+	case barrier.ProcessingTimers:
+		for _, t := range d.timed {
+			if _, err := t.FireProcessingTimers(d.wall, s.Floor); err != nil {
+				return err
+			}
+		}
+	case barrier.PunctuateStreamTime:
+		for _, t := range d.tasks {
+			if _, err := t.PunctuateStreamTime(s.Floor); err != nil {
+				return err
+			}
+		}
+	case barrier.PunctuateWallClock:
+		for _, t := range d.tasks {
+			if _, err := t.PunctuateWallClock(s.Floor); err != nil {
+				return err
+			}
 		}
 	}
-	d.capture(floor)
-	return nil
-}
-
-// barrier is a commit barrier: barrier listeners act (judged against the
-// last barrier's watermark), then stores flush and the epoch commits.
-func (d *Driver) barrier() error {
-	floor := d.barrierMark
-	for _, t := range d.tasks {
-		if err := t.Barrier(floor); err != nil {
-			return err
-		}
-	}
-	d.barrierMark = d.clock.StreamTime()
-	if err := d.commit(); err != nil {
-		return err
-	}
-	d.capture(floor)
+	d.capture(s.Floor)
 	return nil
 }
 
@@ -493,20 +541,10 @@ func (d *Driver) AdvanceWallClockTime(by time.Duration) error {
 		return fmt.Errorf("advance wall clock by %s: negative duration", by)
 	}
 	d.wall += by.Milliseconds()
-	for _, t := range d.timed {
-		if _, err := t.FireProcessingTimers(d.wall, d.barrierMark); err != nil {
-			d.abort()
-			return err
-		}
+	if err := d.run(d.lane.Tick()); err != nil {
+		d.abort()
+		return err
 	}
-	d.capture(d.barrierMark)
-	for _, t := range d.tasks {
-		if _, err := t.PunctuateWallClock(d.flushed); err != nil {
-			d.abort()
-			return err
-		}
-	}
-	d.capture(d.flushed)
 	if err := d.barrier(); err != nil {
 		d.abort()
 		return err

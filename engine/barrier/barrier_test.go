@@ -19,6 +19,9 @@ import (
 // Commands:
 //
 //	lane producers=N [floor=T]          a fresh lane (and aligner)
+//	solo [floor=T]                      a fresh solo lane (one producer)
+//	advance watermark=T                 the lane's watermark is T: what it owes
+//	tick                                the lane's wall clock moved: what it owes
 //	record from=P id=X                  a record from producer P
 //	marker from=P epoch=N stamp=T [final]  producer P's marker of barrier N
 //	late close=T                        is a window closing at T late at the lane's floor?
@@ -46,6 +49,14 @@ func TestProtocol(t *testing.T) {
 				lane = barrier.NewLane(tm(t, args, "floor"))
 				aligner = barrier.NewAligner[string](num(t, args, "producers"))
 				return state(lane)
+			case "solo":
+				lane = barrier.NewSoloLane(tm(t, args, "floor"))
+				aligner = barrier.NewAligner[string](1)
+				return state(lane)
+			case "advance":
+				return steps(lane.Advance(tm(t, args, "watermark"))) + state(lane)
+			case "tick":
+				return steps(lane.Tick()) + state(lane)
 			case "record":
 				id := args["id"]
 				if !aligner.Offer(num(t, args, "from"), id) {
@@ -64,9 +75,7 @@ func TestProtocol(t *testing.T) {
 				}
 				var out strings.Builder
 				fmt.Fprintf(&out, "cross epoch %d stamp %s%s\n", b.Epoch, ts(b.Stamp), map[bool]string{true: " (final)"}[final])
-				for _, s := range lane.Cross(b) {
-					fmt.Fprintf(&out, "  %s\n", step(s))
-				}
+				out.WriteString(steps(lane.Cross(b)))
 				if len(released) > 0 {
 					fmt.Fprintf(&out, "release %s\n", strings.Join(released, " "))
 				}
@@ -134,8 +143,24 @@ func ts(v int64) string {
 	return strconv.FormatInt(v, 10)
 }
 
+// steps lists steps one a line, indented, or says there are none.
+func steps(ss []barrier.Step) string {
+	if len(ss) == 0 {
+		return "  (nothing)\n"
+	}
+	var out strings.Builder
+	for _, s := range ss {
+		fmt.Fprintf(&out, "  %s\n", step(s))
+	}
+	return out.String()
+}
+
 func step(s barrier.Step) string {
 	switch s.Kind {
+	case barrier.EventTimers:
+		if s.Due != s.Floor {
+			return fmt.Sprintf("%s due=%s floor=%s", s.Kind, ts(s.Due), ts(s.Floor))
+		}
 	case barrier.Flush:
 		return fmt.Sprintf("%s frontier=%s floor=%s", s.Kind, ts(s.Frontier), ts(s.Floor))
 	case barrier.Report, barrier.Forward:
@@ -149,7 +174,7 @@ func step(s barrier.Step) string {
 }
 
 func state(l *barrier.Lane) string {
-	return fmt.Sprintf("lane: epoch=%d floor=%s frontier=%s", l.Epoch, ts(l.Floor), ts(l.Flushed))
+	return fmt.Sprintf("lane: epoch=%d floor=%s frontier=%s%s", l.Epoch, ts(l.Floor), ts(l.Flushed), map[bool]string{true: " (solo)"}[l.Solo])
 }
 
 func cut(c *barrier.Cutter) string {

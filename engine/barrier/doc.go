@@ -27,6 +27,14 @@
 //     next epoch, the emission pass up to the frontier, timers and
 //     punctuators. On the final (shutdown) barrier every window up to its
 //     own stamp is flushed inside the epoch it closes, and nothing follows.
+//   - A lane is stamped or solo. A stamped lane (the live engine's) learns
+//     the watermark and the wall clock only from the barriers it crosses,
+//     and does all its clock work there, its frontier one stamp behind its
+//     floor. A solo lane (the test driver's) is the only lane and is told
+//     every move of its clock: its frontier is the watermark itself, its
+//     clock work follows each move (Lane.Advance, Lane.Tick) in the same
+//     order, and its barriers only close epochs. The floor, the frontier
+//     and the order of the work are the same rules for both.
 //   - One epoch is in flight at a time: barrier N+1 is cut only after
 //     transaction N committed (Cutter). The idle rule skips a barrier when
 //     there is nothing for it to commit or settle.
