@@ -58,7 +58,8 @@ engine's clocks, the engine settles after every step and stops with a
 final barrier, and what it committed is compared. A fixture that differs
 from the expectations only in the steps that wrote its records prints
 TIMING (the live engine emits at barriers, the driver per step) and counts
-as passed. Stores are not compared under --engine.`,
+as passed. Key-value stores are rebuilt from their changelogs and
+compared; windowed and session stores are not compared under --engine.`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usageErrorf("missing argument: fixture PATH (a file or a directory)")

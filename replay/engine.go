@@ -23,6 +23,7 @@ import (
 	"github.com/stoatflow/stoatctl/engine/kafka"
 	"github.com/stoatflow/stoatctl/engine/metrics"
 	"github.com/stoatflow/stoatctl/engine/processor"
+	"github.com/stoatflow/stoatctl/engine/state"
 	"github.com/stoatflow/stoatctl/testdriver"
 )
 
@@ -69,8 +70,9 @@ var appSeq atomic.Int64
 // A fixture whose outputs match in everything but the steps that wrote
 // them (`after`) is TimingOnly: the live engine emits at barriers, the
 // driver per step, and that is the design's divergence, reported apart
-// from a failure. Stores are not compared (they live in the engine's
-// lanes); drops are, from the engine's metrics.
+// from a failure. Drops are compared from the engine's metrics, key-value
+// stores after rebuilding them from their changelogs (restoreStores);
+// windowed and session stores are not compared.
 func RunEngine(ctx context.Context, f *Fixture, o EngineOptions) *Result {
 	res := &Result{Path: f.Path, fixture: f, Engine: true}
 	r, err := newEngineRun(ctx, f, o)
@@ -78,6 +80,7 @@ func RunEngine(ctx context.Context, f *Fixture, o EngineOptions) *Result {
 		res.Status, res.Err = Errored, err
 		return res
 	}
+	defer r.close()
 	runErr := r.run(ctx)
 	if stopErr := r.stop(); runErr == nil && stopErr != nil {
 		runErr = &RunError{Code: CodeStep, Err: fmt.Errorf("%s: engine: %w", f.Path, stopErr)}
@@ -89,12 +92,84 @@ func RunEngine(ctx context.Context, f *Fixture, o EngineOptions) *Result {
 		res.Status, res.Err = Errored, runErr
 		return res
 	}
+	if len(f.Expect.Stores) > 0 {
+		if err := r.restoreStores(ctx); err != nil {
+			res.Status, res.Err = Errored, err
+			return res
+		}
+		defer r.d.Close()
+	}
 	if err := r.compare(res); err != nil {
 		res.Status, res.Err = Errored, err
 		return res
 	}
 	res.finish()
 	return res
+}
+
+// restoreStores rebuilds the stores the fixture checks from the changelogs
+// the engine committed, in a test driver's tasks that run nothing: the
+// engine's own stores lived in its lanes, one share of the keys each, and
+// are gone. A store without a changelog cannot be rebuilt; the comparison
+// then says it is not checked.
+func (r *engineRun) restoreStores(ctx context.Context) *RunError {
+	topo, _, err := resolveTopology(r.f.Topology, filepath.Dir(r.f.Path))
+	if err != nil {
+		return &RunError{Code: CodeTopology, Err: r.f.at(r.f.topoNode, err)}
+	}
+	d, err := testdriver.New(topo, r.cfg)
+	if err != nil {
+		return &RunError{Code: CodeTopology, Err: r.f.at(r.f.topoNode, fmt.Errorf("topology %s: %w", r.f.Topology, err))}
+	}
+	r.d = d
+	r.unlogged = map[string]string{}
+	for _, se := range r.f.Expect.Stores {
+		info, ok := r.built.Stores[se.Store]
+		st, found := d.StateStore(se.Store)
+		if !ok || !found {
+			continue // compareStore names the stores there are
+		}
+		restorer, canRestore := st.(state.Restorer)
+		switch kind := info.Builder.Kind(); {
+		case info.ChangelogTopic == "" || !canRestore:
+			r.unlogged[se.Store] = "it has no changelog to rebuild it from"
+			continue
+		case kind != state.KindKeyValue && kind != state.KindTimestampedKeyValue:
+			// A windowed store drops what expired by stream time, which
+			// its changelog does not record: rebuilt, it would hold every
+			// window ever written.
+			r.unlogged[se.Store] = fmt.Sprintf("a %s store's expiry is not in its changelog", kind)
+			continue
+		}
+		var recs []state.ChangelogRecord
+		n, err := r.changelogParts(ctx, info.ChangelogTopic)
+		if err == nil {
+			// Every write of one key is in one partition, in order.
+			_, err = kafka.ReadToEnd(ctx, r.seeds, info.ChangelogTopic, kafka.FromLogStart(partitionList(n)...), func(rec *kgo.Record) error {
+				recs = append(recs, state.ChangelogRecord{Key: rec.Key, Value: rec.Value, Timestamp: rec.Timestamp.UnixMilli()})
+				return nil
+			})
+		}
+		if err == nil {
+			err = restorer.Restore(recs)
+		}
+		if err != nil {
+			return &RunError{Code: CodeOutput, Err: fmt.Errorf("%s: store %s: restore from %s: %w", r.f.Path, se.Store, info.ChangelogTopic, err)}
+		}
+	}
+	return nil
+}
+
+// changelogParts is a changelog's partition count.
+func (r *engineRun) changelogParts(ctx context.Context, topic string) (int32, error) {
+	td, err := r.adm.ListTopics(ctx, topic)
+	if err == nil {
+		err = td[topic].Err
+	}
+	if err != nil {
+		return 0, fmt.Errorf("list %s: %w", topic, err)
+	}
+	return int32(len(td[topic].Partitions)), nil
 }
 
 // RunEngineFile loads the fixture at path and runs it with RunEngine.
@@ -122,6 +197,7 @@ type engineRun struct {
 	pos     map[string]kafka.Positions
 	ends    map[string]map[int32]int64
 	pending []*kgo.Record
+	cfg     map[string]string
 	cancel  context.CancelFunc
 	done    chan error
 }
@@ -172,6 +248,7 @@ func newEngineRun(ctx context.Context, f *Fixture, o EngineOptions) (*engineRun,
 	}
 	r := &engineRun{runner: newComparer(f, built), o: o, seeds: []string{o.Bootstrap}, et: engine.NewEventTime(), reg: metrics.NewRegistry(),
 		sinks: sinks, parts: map[string]int32{}, pos: map[string]kafka.Positions{}, ends: map[string]map[int32]int64{}}
+	r.cfg = cfg
 	r.clock.Store(f.Driver.WallClock)
 	r.wall = r.clock.Load
 	r.send = r.produce
@@ -404,13 +481,11 @@ func (r *engineRun) readOutputs(ctx context.Context, step int) *RunError {
 	return nil
 }
 
-// stop stops the engine (its final barrier commits) and closes the
-// clients.
+// stop stops the engine (its final barrier commits).
 func (r *engineRun) stop() error {
 	r.cancel()
 	err := <-r.done
 	r.done <- err
-	r.close()
 	return err
 }
 

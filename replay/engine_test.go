@@ -57,6 +57,7 @@ func TestEngineStatuses(t *testing.T) {
 		"testdata/fail/altered.fixture.yaml":           replay.Fail,
 		"testdata/fail/missing-topic.fixture.yaml":     replay.Fail,
 		"testdata/fail/timing.fixture.yaml":            replay.Fail,
+		"testdata/engine/store-altered.fixture.yaml":   replay.Fail,
 		"testdata/engine/timing-only.fixture.yaml":     replay.TimingOnly,
 		"testdata/error/unknown-topology.fixture.yaml": replay.Errored,
 	}
