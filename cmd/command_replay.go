@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stoatflow/stoatctl/engine/broker"
 	"github.com/stoatflow/stoatctl/engine/topofile"
 	"github.com/stoatflow/stoatctl/internal/output"
 	"github.com/stoatflow/stoatctl/replay"
@@ -21,6 +22,7 @@ func newReplayCommand() *cobra.Command {
 		strict     bool
 		update     string
 		countAbove int
+		onEngine   bool
 	)
 	var junit string
 	c := &cobra.Command{
@@ -47,7 +49,17 @@ Before any fixture runs, the configuration each runs with (its topology's
 config: block and its driver config) is checked against the catalogue
 (stoatctl config list): an unknown key is a warning on stderr naming the
 closest known key, an error under --strict (exit 2); a value that does not
-parse is an error.`,
+parse is an error.
+
+--engine runs every fixture through the live engine instead, on an
+embedded broker started for the run: records are produced with their
+timestamps, the watermark and the wall clock are driven through the
+engine's clocks, the engine settles after every step and stops with a
+final barrier, and what it committed is compared. A fixture that differs
+from the expectations only in the steps that wrote its records prints
+TIMING (the live engine emits at barriers, the driver per step) and counts
+as passed. Key-value stores are rebuilt from their changelogs and
+compared; windowed and session stores are not compared under --engine.`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usageErrorf("missing argument: fixture PATH (a file or a directory)")
@@ -58,6 +70,9 @@ parse is an error.`,
 			uopts, err := updateOptions(update, countAbove)
 			if err != nil {
 				return err
+			}
+			if onEngine && update != "" {
+				return usageErrorf("--update goes without --engine: expectations are written from the test driver")
 			}
 			paths, err := replay.Expand(args)
 			if err != nil {
@@ -80,9 +95,15 @@ parse is an error.`,
 			if err := report.finish(c); err != nil {
 				return err
 			}
-			for i, f := range fixtures {
-				if f != nil {
-					results[i] = replay.Run(f)
+			if onEngine {
+				if err := runOnEngine(c, fixtures, results); err != nil {
+					return err
+				}
+			} else {
+				for i, f := range fixtures {
+					if f != nil {
+						results[i] = replay.Run(f)
+					}
 				}
 			}
 			var updated map[string]bool
@@ -118,6 +139,7 @@ parse is an error.`,
 	c.Flags().Lookup("update").NoOptDefVal = "records"
 	c.Flags().IntVar(&countAbove, "update-count-above", 0, "with --update, write an output of more than `N` records as {count: N} (0: never)")
 	c.Flags().StringVar(&junit, "junit", "", "also write a JUnit XML report to `FILE`")
+	c.Flags().BoolVar(&onEngine, "engine", false, "run the fixtures through the live engine on an embedded broker, not the test driver")
 	// Fixture files and the directories holding them.
 	c.ValidArgsFunction = func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		return []cobra.Completion{"yaml", "yml"}, cobra.ShellCompDirectiveFilterFileExt
@@ -126,6 +148,22 @@ parse is an error.`,
 	addOutputFlag(c, format)
 	c.AddCommand(newReplayRecordCommand())
 	return c
+}
+
+// runOnEngine runs the loaded fixtures through the live engine, on one
+// embedded broker for all.
+func runOnEngine(c *cobra.Command, fixtures []*replay.Fixture, results []*replay.Result) error {
+	b, err := broker.Start(c.Context(), broker.Options{Port: broker.RandomPort})
+	if err != nil {
+		return fmt.Errorf("--engine: start the embedded broker: %w", err)
+	}
+	defer b.Close()
+	for i, f := range fixtures {
+		if f != nil {
+			results[i] = replay.RunEngine(c.Context(), f, replay.EngineOptions{Bootstrap: b.Addr()})
+		}
+	}
+	return nil
 }
 
 // checkFixtureConfig checks the configuration f runs with: its

@@ -239,18 +239,36 @@ func comparePerKey(t *testing.T, want, got map[string]perKey) {
 // example: its topology, configuration, raw inputs and output topics. skip
 // says why a fixture cannot be one.
 func fixtureExample(path string) (ex examples.Example, skip string, err error) {
-	f, err := replay.Load(path)
-	if err != nil {
-		return ex, "", err
+	tc, skip, err := fixtureCase(path)
+	if err != nil || skip != "" {
+		return ex, skip, err
 	}
-	for _, s := range f.Steps {
-		if s.Kind == replay.StepAdvanceWatermark || s.Kind == replay.StepAdvanceWallClock || s.Kind == replay.StepRecordsFile {
-			return ex, fmt.Sprintf("step %d is %s: time is moved by hand, which only the driver can do", s.Index, s.Kind), nil
+	for _, s := range tc.f.Steps {
+		if s.Kind == replay.StepAdvanceWatermark || s.Kind == replay.StepAdvanceWallClock {
+			return ex, fmt.Sprintf("step %d is %s: time is moved by hand (TestMetamorphic drives it through engine.EventTime)", s.Index, s.Kind), nil
 		}
 	}
+	return tc.ex, "", nil
+}
+
+// fixtureCase reads a fixture as an example (its inputs are its record
+// steps) and its steps. skip says why a fixture cannot be one: a records
+// file, which no fixture under fixtures/ has.
+func fixtureCase(path string) (tc timedCase, skip string, err error) {
+	f, err := replay.Load(path)
+	if err != nil {
+		return tc, "", err
+	}
+	tc.f = f
+	for _, s := range f.Steps {
+		if s.Kind == replay.StepRecordsFile {
+			return tc, fmt.Sprintf("step %d is %s, which the engine tests do not read", s.Index, s.Kind), nil
+		}
+	}
+	ex := &tc.ex
 	file, err := topofile.Resolve(f.Topology, filepath.Dir(path))
 	if err != nil {
-		return ex, "", err
+		return tc, "", err
 	}
 	conf := maps.Clone(file.Config)
 	maps.Copy(conf, f.Driver.Config)
@@ -259,7 +277,7 @@ func fixtureExample(path string) (ex examples.Example, skip string, err error) {
 	}
 	built, err := file.Topology.Build(config.New(conf))
 	if err != nil {
-		return ex, "", err
+		return tc, "", err
 	}
 	ex.Name = "fixture-" + strings.NewReplacer("/", "-", ".", "-").Replace(filepath.Base(path))
 	ex.Config = conf
@@ -272,34 +290,53 @@ func fixtureExample(path string) (ex examples.Example, skip string, err error) {
 		}
 		return fresh.Topology
 	}
+	wall := f.Driver.WallClock
 	for _, s := range f.Steps {
-		if s.Kind != replay.StepRecord {
+		switch s.Kind {
+		case replay.StepAdvanceWatermark:
+			tc.steps = append(tc.steps, timedStep{kind: s.Kind, ts: s.Time, wall: wall})
+			continue
+		case replay.StepAdvanceWallClock:
+			if s.Absolute {
+				wall = max(wall, s.Time)
+			} else {
+				wall += s.By.Milliseconds()
+			}
+			tc.steps = append(tc.steps, timedStep{kind: s.Kind, wall: wall})
+			continue
+		case replay.StepCommitBarrier:
+			tc.steps = append(tc.steps, timedStep{kind: s.Kind, wall: wall})
 			continue
 		}
 		src, ok := built.SourceNodeFor(s.Record.Topic)
 		if !ok {
-			return ex, "", fmt.Errorf("%s: step %d: no source reads %s", path, s.Index, s.Record.Topic)
+			return tc, "", fmt.Errorf("%s: step %d: no source reads %s", path, s.Index, s.Record.Topic)
 		}
 		k, err := replay.Serialize(src.Source.KeySerde, s.Record.Topic, s.Record.Key)
 		if err != nil {
-			return ex, "", err
+			return tc, "", err
 		}
 		v, err := replay.Serialize(src.Source.ValueSerde, s.Record.Topic, s.Record.Value)
 		if err != nil {
-			return ex, "", err
+			return tc, "", err
 		}
+		ts := s.Record.Timestamp
+		if !s.Record.HasTimestamp {
+			ts = wall
+		}
+		tc.steps = append(tc.steps, timedStep{kind: s.Kind, input: len(ex.Inputs), wall: wall})
 		if v == nil {
 			if nullValues[ex.Name] == nil {
 				nullValues[ex.Name] = map[int]bool{}
 			}
 			nullValues[ex.Name][len(ex.Inputs)] = true
 		}
-		ex.Inputs = append(ex.Inputs, examples.Input{Topic: s.Record.Topic, Key: string(k), Value: string(v), Timestamp: s.Record.Timestamp})
+		ex.Inputs = append(ex.Inputs, examples.Input{Topic: s.Record.Topic, Key: string(k), Value: string(v), Timestamp: ts})
 	}
 	for _, n := range built.Nodes {
 		if n.Sink != nil && n.Boundary == nil && n.Sink.Topic != "" {
 			ex.Outputs = append(ex.Outputs, examples.Output{Topic: n.Sink.Topic})
 		}
 	}
-	return ex, "", buildErr
+	return tc, "", buildErr
 }

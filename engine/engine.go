@@ -149,6 +149,9 @@ type options struct {
 	dial    func(ctx context.Context, network, host string) (net.Conn, error)
 	http    *HTTP
 	version string
+	// eventTime and barrierClock are eventtime.go's.
+	eventTime    *EventTime
+	barrierClock func() int64
 }
 
 // WithLogger sets the logger (default: discard).

@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -63,15 +64,17 @@ func (c metaConfig) settings() map[string]string {
 	return s
 }
 
-// TestMetamorphic runs every Go example and every record-only fixture under
-// fixtures/ on the live engine under one configuration each, drawn by the
-// seed from lanes {1, 4, 16} x barrier interval {50 ms, 500 ms, adaptive}
-// x crashes {0, 1, 3 SIGKILLs}, and requires the committed output after
-// the final flush to be the test driver's, per key and in order. Every
-// configuration must give the same output, so each run of the suite checks
-// another corner of the matrix; the seed is logged and -seed N replays the
-// same draw. Fixtures that move time by hand are left out (see
-// TestDifferentialFixtures).
+// TestMetamorphic runs every Go example and every fixture under fixtures/
+// on the live engine under one configuration each, drawn by the seed from
+// lanes {1, 4, 16} x barrier interval {50 ms, 500 ms, adaptive} x crashes
+// {0, 1, 3 SIGKILLs}, and requires the committed output after the final
+// flush to be the test driver's, per key and in order. Every configuration
+// must give the same output, so each run of the suite checks another
+// corner of the matrix; the seed is logged and -seed N replays the same
+// draw. Fixtures that move time by hand (advance-watermark,
+// advance-wall-clock) run step by step under an engine.EventTime, settled
+// after every step, with the watermark driven the same way in every
+// configuration: the driver's (metamorphic_time_test.go).
 func TestMetamorphic(t *testing.T) {
 	kafkatest.Parallel(t)
 	if testing.Short() {
@@ -90,13 +93,19 @@ func TestMetamorphic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var timed []timedCase
 	for _, path := range paths {
-		ex, skip, err := fixtureExample(path)
+		tc, skip, err := fixtureCase(path)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if skip == "" {
-			cases = append(cases, metaCase{ref: "fixture:" + path, ex: ex})
+		switch {
+		case skip != "":
+			t.Logf("%s: %s", path, skip)
+		case tc.movesTime():
+			timed = append(timed, tc)
+		default:
+			cases = append(cases, metaCase{ref: "fixture:" + path, ex: tc.ex})
 		}
 	}
 	for _, c := range cases {
@@ -104,6 +113,17 @@ func TestMetamorphic(t *testing.T) {
 		t.Run(c.ex.Name+"/"+mc.String(), func(t *testing.T) {
 			want := driverOutput(t, c.ex)
 			got := metamorphicRun(t, c.ref, c.ex, mc, rng, total(want))
+			comparePerKey(t, want, got)
+		})
+	}
+	// Fixtures that move time by hand run step by step under an
+	// engine.EventTime, which holds the watermark to the driver's in
+	// every configuration: their output must be the driver's too.
+	for _, tc := range timed {
+		mc := metaConfig{lanes: metaLanes[rng.IntN(3)], barrier: metaBarriers[rng.IntN(3)], kills: metaKills[rng.IntN(3)]}
+		t.Run(tc.ex.Name+"/"+mc.String(), func(t *testing.T) {
+			want := driverTimedOutput(t, tc)
+			got := metamorphicTimedRun(t, "fixture:"+tc.f.Path, tc, mc, rng, total(want))
 			comparePerKey(t, want, got)
 		})
 	}
@@ -196,7 +216,9 @@ func metamorphicRun(t *testing.T, ref string, ex examples.Example, mc metaConfig
 func runMetaChild(addr string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	os.Stdout.WriteString("ready\n")
+	if os.Getenv(metaControlEnv) == "" {
+		os.Stdout.WriteString("ready\n")
+	}
 	ref := os.Getenv(metaCaseEnv)
 	var ex examples.Example
 	switch kind, name, _ := strings.Cut(ref, ":"); kind {
@@ -207,11 +229,12 @@ func runMetaChild(addr string) int {
 			return 1
 		}
 	case "fixture":
-		var err error
-		if ex, _, err = fixtureExample(name); err != nil {
+		tc, _, err := fixtureCase(name)
+		if err != nil {
 			fmt.Fprintf(os.Stderr, "meta child: %v\n", err)
 			return 1
 		}
+		ex = tc.ex
 	}
 	c := cfg(addr, os.Getenv(metaAppEnv), "group.instance.id", "meta-1", "session.timeout.ms", "6000")
 	for k, v := range ex.Config {
@@ -223,6 +246,19 @@ func runMetaChild(addr string) int {
 		if k, v, ok := strings.Cut(setting, "="); ok {
 			c[k] = v
 		}
+	}
+	if w := os.Getenv(metaControlEnv); w != "" {
+		var wall atomic.Int64
+		ms, err := strconv.ParseInt(w, 10, 64)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "meta child: %s: %v\n", metaControlEnv, err)
+			return 1
+		}
+		wall.Store(ms)
+		et := engine.NewEventTime()
+		return runControlled(ctx, func() *engine.Engine {
+			return engine.New(ex.Build(), c, engine.WithLogger(testLogger(nil)), engine.WithEventTime(et), engine.WithWallClock(wall.Load))
+		}, et, &wall)
 	}
 	if err := engine.New(ex.Build(), c, engine.WithLogger(testLogger(nil))).Run(ctx); err != nil {
 		fmt.Fprintf(os.Stderr, "meta child: %v\n", err)

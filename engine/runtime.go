@@ -105,12 +105,14 @@ type runner struct {
 	uncertain           int
 	committedAtRecovery int64
 	// fenced are the times of the recent fences (recoverSession).
-	fenced      []time.Time
-	cutOffsets  map[string]map[int32]int64
-	partTimes   map[watermark.Partition]int64
-	dispatched  int64
-	lastBarrier time.Time
-	rr          atomic.Uint32
+	fenced     []time.Time
+	cutOffsets map[string]map[int32]int64
+	partTimes  map[watermark.Partition]int64
+	dispatched int64
+	// lastBarrierAt is when the last barrier was cut, on the barrier
+	// clock (eventtime.go).
+	lastBarrierAt int64
+	rr            atomic.Uint32
 	// drained says the last poll returned no record.
 	drained bool
 	// inCount caches the records-in counter of each source topic
@@ -217,6 +219,11 @@ func (e *Engine) run(ctx context.Context) error {
 	if len(r.sources) == 0 && len(r.patterns) == 0 {
 		return errors.New("engine: the topology reads no topic")
 	}
+	detach, err := r.attachEventTime()
+	if err != nil {
+		return err
+	}
+	defer detach()
 	if err := r.connect(ctx); err != nil {
 		return err
 	}
@@ -581,7 +588,7 @@ func (r *runner) pollAndDispatch(ctx context.Context) error {
 		r.held = nil
 		return r.dispatchMerged(fetches)
 	}
-	pctx, cancel := context.WithTimeout(ctx, 25*time.Millisecond)
+	pctx, cancel := context.WithTimeout(ctx, r.pollWait(r.settleForces()))
 	fetches := r.sess.poll(pctx)
 	cancel()
 	if r.rebalanced.Load() {
@@ -720,7 +727,7 @@ func (r *runner) watermarkNow() int64 {
 	if w == watermark.Unset || w < task.Unknown {
 		w = task.Unknown
 	}
-	w = max(w, r.cutter.Stamp)
+	w = max(r.controlledWatermark(w), r.cutter.Stamp)
 	r.gen.watermark.Store(w)
 	return w
 }
@@ -743,13 +750,14 @@ func (r *runner) maybeBarrier(final bool) error {
 	if r.cutter.InFlight() {
 		return nil
 	}
+	forced := r.settleForces()
 	// A drained input cuts the epoch at the minimum interval: waiting out
 	// the full interval would only delay the last records' commit.
 	wait := r.interval()
 	if r.drained {
 		wait = r.s.minInterval
 	}
-	if !final && time.Since(r.lastBarrier) < wait {
+	if !final && !forced && r.sinceBarrier() < wait {
 		return nil
 	}
 	w := r.watermarkNow()
@@ -759,11 +767,12 @@ func (r *runner) maybeBarrier(final bool) error {
 	// meanwhile, and the idle rule could then skip a barrier they needed.)
 	outputs := r.gen.outputs.Swap(0)
 	act := barrier.Activity{Records: r.dispatched, Outputs: outputs, Watermark: w, WallClockWork: r.gen.wallClock}
-	if !r.cutter.Due(act, final) {
+	if !r.cutter.Due(act, final) && !forced {
 		// Not due means nothing was counted: nothing to put back.
 		return nil
 	}
 	bc := r.cutter.Cut(w, final)
+	r.noteCut(bc, r.dispatched, outputs)
 	b := &marker{epoch: bc.Epoch, stamp: bc.Stamp, final: bc.Final}
 	c := epochCut{epoch: bc.Epoch, stamp: bc.Stamp, final: bc.Final, records: r.dispatched, offsets: cloneOffsets(r.cutOffsets)}
 	if err := r.gen.cut(b); err != nil {
@@ -775,7 +784,7 @@ func (r *runner) maybeBarrier(final bool) error {
 		return r.gen.ctx.Err()
 	}
 	r.dispatched = 0
-	r.lastBarrier = time.Now()
+	r.lastBarrierAt = r.barrierNow()
 	return nil
 }
 
@@ -973,6 +982,7 @@ func (r *runner) resetOnce(ctx context.Context) error {
 	// emission pass a crash may have lost (the emit frontiers keep it
 	// from emitting anything twice).
 	r.cutter = barrier.NewCutter(floor)
+	r.resetEventTime()
 	restoreStart, restoredBefore := time.Now(), r.e.obs.restored.Load()
 	r.e.obs.restoreBase.Store(restoredBefore)
 	r.e.obs.restoreTarget.Store(0)
@@ -988,7 +998,7 @@ func (r *runner) resetOnce(ctx context.Context) error {
 	r.cuts = make(chan epochCut, 4)
 	r.committedEpoch.Store(0)
 	r.dispatched = 0
-	r.lastBarrier = time.Now()
+	r.lastBarrierAt = r.barrierNow()
 	r.committer = make(chan struct{})
 	gen.start()
 	cctx, ccancel := context.WithCancel(context.WithoutCancel(gen.ctx))

@@ -13,8 +13,8 @@ import (
 	"github.com/stoatflow/stoatctl/engine/processor"
 )
 
-// context is how many matching records a diff shows around a difference.
-const context = 2
+// diffContext is how many matching records a diff shows around a difference.
+const diffContext = 2
 
 // TextOptions style the text report.
 type TextOptions struct {
@@ -46,6 +46,9 @@ type Summary struct {
 	Failed  int `json:"failed"`
 	Errors  int `json:"errors"`
 	Updated int `json:"updated,omitempty"`
+	// Timing counts the passed fixtures that differ from the driver only
+	// in timing (engine mode's TimingOnly).
+	Timing int `json:"timing,omitempty"`
 }
 
 // Summarize counts results by status.
@@ -55,6 +58,9 @@ func Summarize(results []*Result) Summary {
 		switch r.Status {
 		case Pass:
 			s.Passed++
+		case TimingOnly:
+			s.Passed++
+			s.Timing++
 		case Fail:
 			s.Failed++
 		default:
@@ -80,6 +86,12 @@ func WriteText(w io.Writer, results []*Result, o TextOptions) error {
 			fmt.Fprintf(&b, "%s %s\n", p.paint(green, "UPDATED"), r.Path)
 		case r.Status == Pass:
 			fmt.Fprintf(&b, "%s %s\n", p.paint(green, "PASS"), r.Path)
+			r.writeSkipped(&b)
+		case r.Status == TimingOnly:
+			fmt.Fprintf(&b, "%s %s\n", p.paint(green, "TIMING"), r.Path)
+			b.WriteString("  differs from the driver only in timing: the live engine emits at barriers, the driver per step\n")
+			r.writeMismatches(&b, p)
+			r.writeSkipped(&b)
 		case r.Status == Fail:
 			fmt.Fprintf(&b, "%s %s\n", p.paint(red+";"+bold, "FAIL"), r.Path)
 			r.writeMismatches(&b, p)
@@ -94,9 +106,21 @@ func WriteText(w io.Writer, results []*Result, o TextOptions) error {
 	if updated > 0 {
 		fmt.Fprintf(&b, ", %d updated", updated)
 	}
+	if s.Timing > 0 {
+		fmt.Fprintf(&b, " (%d of the passed only in timing)", s.Timing)
+	}
 	b.WriteString("\n")
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeSkipped lists the stores engine mode did not compare.
+func (r *Result) writeSkipped(b *strings.Builder) {
+	for _, s := range r.Stores {
+		if s.Skipped {
+			fmt.Fprintf(b, "  store %s: %s\n", s.Store, s.Note)
+		}
+	}
 }
 
 func indent(s, by string) string { return strings.ReplaceAll(s, "\n", "\n"+by) }
@@ -179,7 +203,7 @@ func (r *Result) writeDiff(b *strings.Builder, p painter, exp []ExpectedRecord, 
 	show := make([]bool, len(ops))
 	for k, o := range ops {
 		if o.kind != ' ' {
-			for c := max(0, k-context); c <= min(len(ops)-1, k+context); c++ {
+			for c := max(0, k-diffContext); c <= min(len(ops)-1, k+diffContext); c++ {
 				show[c] = true
 			}
 		}
@@ -337,7 +361,7 @@ func WriteJSON(w io.Writer, results []*Result, updated map[string]bool) error {
 		if r.Err != nil {
 			jf.Error = &jsonError{Code: r.Err.Code, Message: r.Err.Error()}
 		}
-		if r.Status == Fail && !updated[r.Path] {
+		if (r.Status == Fail || r.Status == TimingOnly) && !updated[r.Path] {
 			jf.Mismatches = r.jsonMismatches()
 		}
 		rep.Fixtures = append(rep.Fixtures, jf)

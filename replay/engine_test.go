@@ -1,0 +1,84 @@
+package replay_test
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stoatflow/stoatctl/internal/kafkatest"
+	"github.com/stoatflow/stoatctl/replay"
+)
+
+// TestFixturesDirEngine runs every fixture under fixtures/ through the
+// live engine, on one embedded broker shared by all, as `stoatctl replay
+// --engine fixtures/` does, and fails on any that neither passes nor
+// differs from the driver only in timing. Each fixture's time is logged.
+func TestFixturesDirEngine(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the engine once per fixture; skipped with -short")
+	}
+	kafkatest.EmbeddedOnly(t)
+	addr := kafkatest.Start(t, nil)
+	paths, err := replay.Expand([]string{fixturesDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range paths {
+		rel, err := filepath.Rel(fixturesDir, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Run(filepath.ToSlash(rel), func(t *testing.T) {
+			start := time.Now()
+			r := replay.RunEngineFile(context.Background(), path, replay.EngineOptions{Bootstrap: addr})
+			t.Logf("%s in %s", r.Status, time.Since(start).Round(time.Millisecond))
+			if r.Status != replay.Pass && r.Status != replay.TimingOnly {
+				t.Errorf("%s under --engine\n%s", r.Status, report(t, r))
+			}
+		})
+	}
+}
+
+// TestEngineStatuses checks that engine mode can fail, and tells a
+// difference only in timing from a failure: the same fixtures as
+// TestStatuses, on the engine.
+func TestEngineStatuses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the engine once per fixture; skipped with -short")
+	}
+	kafkatest.EmbeddedOnly(t)
+	addr := kafkatest.Start(t, nil)
+	want := map[string]replay.Status{
+		"testdata/pass/uppercase.fixture.yaml":         replay.Pass,
+		"testdata/pass/timing.fixture.yaml":            replay.Pass,
+		"testdata/pass/multiset.fixture.yaml":          replay.Pass,
+		"testdata/fail/altered.fixture.yaml":           replay.Fail,
+		"testdata/fail/missing-topic.fixture.yaml":     replay.Fail,
+		"testdata/fail/timing.fixture.yaml":            replay.Fail,
+		"testdata/engine/store-altered.fixture.yaml":   replay.Fail,
+		"testdata/engine/timing-only.fixture.yaml":     replay.TimingOnly,
+		"testdata/error/unknown-topology.fixture.yaml": replay.Errored,
+	}
+	for path, status := range want {
+		t.Run(path, func(t *testing.T) {
+			r := replay.RunEngineFile(context.Background(), path, replay.EngineOptions{Bootstrap: addr})
+			if r.Status != status {
+				t.Errorf("%s, want %s\n%s", r.Status, status, report(t, r))
+			}
+			if status == replay.TimingOnly {
+				// The driver, which has no such excuse, fails it.
+				if d := replay.RunFile(path); d.Status != replay.Fail {
+					t.Errorf("driver: %s, want fail", d.Status)
+				}
+				got := report(t, r)
+				for _, s := range []string{"TIMING " + path, "differs from the driver only in timing", "(1 of the passed only in timing)"} {
+					if !strings.Contains(got, s) {
+						t.Errorf("report lacks %q:\n%s", s, got)
+					}
+				}
+			}
+		})
+	}
+}
