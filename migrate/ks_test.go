@@ -1,7 +1,6 @@
 package migrate_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -12,7 +11,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -79,128 +77,13 @@ func topicsFor(m interop.Mirror) map[string]int32 {
 	return ts
 }
 
-// ksProc is a running Kafka Streams application.
-type ksProc struct {
-	out    *lines
-	exited chan error
-	stop   func(t *testing.T)
-}
-
-type lines struct {
-	mu sync.Mutex
-	l  []string
-}
-
-func (b *lines) add(s string) { b.mu.Lock(); b.l = append(b.l, s); b.mu.Unlock() }
-func (b *lines) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return strings.Join(b.l, "\n")
-}
-
-func startKS(t *testing.T, j *interop.Java, addr string, m interop.Mirror, app string) *ksProc {
+// startKS runs m's Kafka Streams application as app, its state in
+// stateDir (a temporary directory when empty). A stopped Kafka Streams
+// stays in its group for its session timeout (it does not leave on close),
+// which a cutover waits out: 6 s, the broker's minimum.
+func startKS(t *testing.T, j *interop.Java, addr string, m interop.Mirror, app, stateDir string) *interop.Proc {
 	t.Helper()
-	cmd := j.Runner(context.Background(), "run", "--topology", m.Name, "--application-id", app, "--bootstrap-servers", addr,
-		"--state-dir", t.TempDir(), "--cache-max-bytes", "0", "--commit-interval-ms", "100", "--emit-interval-ms", "0",
-		// A stopped Kafka Streams stays in its group for this long
-		// (it does not leave on close); the cutover waits it out.
-		"--session-timeout-ms", "6000")
-	p := &ksProc{out: &lines{}, exited: make(chan error, 1)}
-	ready := make(chan struct{})
-	pr, pw := io.Pipe()
-	cmd.Stdout, cmd.Stderr = pw, pw
-	go func() {
-		sc := bufio.NewScanner(pr)
-		var once sync.Once
-		for sc.Scan() {
-			p.out.add(sc.Text())
-			if strings.Contains(sc.Text(), "RUNNING") {
-				once.Do(func() { close(ready) })
-			}
-		}
-	}()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { p.exited <- cmd.Wait(); pw.Close() }()
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
-	select {
-	case <-ready:
-	case err := <-p.exited:
-		t.Fatalf("Kafka Streams exited before RUNNING: %v\n%s", err, p.out)
-	case <-time.After(2 * time.Minute):
-		t.Fatalf("Kafka Streams: not RUNNING within 2 minutes\n%s", p.out)
-	}
-	p.stop = func(t *testing.T) {
-		t.Helper()
-		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-			t.Fatal(err)
-		}
-		select {
-		case err := <-p.exited:
-			if err != nil {
-				t.Fatalf("Kafka Streams after SIGTERM: %v\n%s", err, p.out)
-			}
-		case <-time.After(90 * time.Second):
-			t.Fatalf("Kafka Streams did not stop within 90s of SIGTERM\n%s", p.out)
-		}
-	}
-	return p
-}
-
-func feed(t *testing.T, addr string, recs []interop.Record) {
-	t.Helper()
-	cl := client(t, addr, kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)))
-	var rs []*kgo.Record
-	for _, r := range recs {
-		rec := &kgo.Record{Topic: r.Topic, Timestamp: time.UnixMilli(r.Timestamp)}
-		if r.Key != nil {
-			rec.Key = []byte(fmt.Sprint(r.Key))
-		}
-		if r.Value != nil {
-			rec.Value = []byte(fmt.Sprint(r.Value))
-		}
-		rs = append(rs, rec)
-	}
-	if err := cl.ProduceSync(context.Background(), rs...).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// awaitConsumed waits until group has committed its input and every other
-// topic it commits (Kafka Streams' repartition topics) to their ends, and
-// the offsets have stood still for a second.
-func awaitConsumed(t *testing.T, addr, group string, topics []string, out fmt.Stringer) {
-	t.Helper()
-	adm := kadm.NewClient(client(t, addr))
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	var last string
-	still := time.Now()
-	for {
-		all := slices.Clone(topics)
-		if committed, err := adm.FetchOffsets(ctx, group); err == nil {
-			for topic := range committed {
-				if !slices.Contains(all, topic) {
-					all = append(all, topic)
-				}
-			}
-		}
-		done, committed, err := kafkatest.CommittedToEnd(ctx, adm, group, all...)
-		if err == nil {
-			if now := fmt.Sprint(committed.Sorted()); now != last {
-				last, still = now, time.Now()
-			}
-			if done && time.Since(still) > time.Second {
-				return
-			}
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("group %s did not commit %v to the end within 2 minutes (%s)\n%s", group, topics, last, out)
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+	return j.StartKafkaStreams(t, m, app, addr, interop.RunOptions{StateDir: stateDir, SessionTimeoutMs: 6000})
 }
 
 // outputEnds is where each output partition ends now.
@@ -323,13 +206,13 @@ func runCutover(t *testing.T, j *interop.Java, m interop.Mirror, first, second [
 		c.reference = ref
 	} else {
 		addr := kafkatest.Start(t, topicsFor(m))
-		ks := startKS(t, j, addr, m, "ks-ref-"+m.Name)
-		feed(t, addr, first)
-		awaitConsumed(t, addr, "ks-ref-"+m.Name, m.Topics(), ks.out)
+		ks := startKS(t, j, addr, m, "ks-ref-"+m.Name, "")
+		interop.Produce(t, addr, first)
+		interop.AwaitConsumed(t, addr, "ks-ref-"+m.Name, m.Topics(), ks.Out)
 		mid := outputEnds(t, addr, m)
-		feed(t, addr, second)
-		awaitConsumed(t, addr, "ks-ref-"+m.Name, m.Topics(), ks.out)
-		ks.stop(t)
+		interop.Produce(t, addr, second)
+		interop.AwaitConsumed(t, addr, "ks-ref-"+m.Name, m.Topics(), ks.Out)
+		ks.Stop(t)
 		c.reference = readFrom(t, addr, m, mid)
 		references[m.Name] = c.reference
 	}
@@ -337,10 +220,11 @@ func runCutover(t *testing.T, j *interop.Java, m interop.Mirror, first, second [
 	// The cutover: Kafka Streams over the first half, stopped, migrated.
 	addr := kafkatest.Start(t, topicsFor(m))
 	from, ours := "ks-"+m.Name, "stoat-"+m.Name
-	ks := startKS(t, j, addr, m, from)
-	feed(t, addr, first)
-	awaitConsumed(t, addr, from, m.Topics(), ks.out)
-	ks.stop(t)
+	stateDir := t.TempDir()
+	ks := startKS(t, j, addr, m, from, stateDir)
+	interop.Produce(t, addr, first)
+	interop.AwaitConsumed(t, addr, from, m.Topics(), ks.Out)
+	ks.Stop(t)
 	zero := map[string]kafka.Positions{}
 	for _, o := range m.Outputs {
 		zero[o.Topic] = kafka.FromLogStart(0, 1)
@@ -361,8 +245,8 @@ func runCutover(t *testing.T, j *interop.Java, m interop.Mirror, first, second [
 		t.Fatal(err)
 	}
 	stop := runOurs(t, addr, m, ours)
-	feed(t, addr, second)
-	awaitConsumed(t, addr, ours, m.Topics(), &lines{})
+	interop.Produce(t, addr, second)
+	interop.AwaitConsumed(t, addr, ours, m.Topics(), &interop.Lines{})
 	settle(t, addr, m, 2*time.Second)
 	stop()
 	c.after = readFrom(t, addr, m, mid)
@@ -440,10 +324,10 @@ func TestKafkaStreamsSuppressRefused(t *testing.T) {
 	}
 	first, _ := halves(shift(in))
 	addr := kafkatest.Start(t, topicsFor(m))
-	ks := startKS(t, j, addr, m, "ks-suppress")
-	feed(t, addr, first)
-	awaitConsumed(t, addr, "ks-suppress", m.Topics(), ks.out)
-	ks.stop(t)
+	ks := startKS(t, j, addr, m, "ks-suppress", "")
+	interop.Produce(t, addr, first)
+	interop.AwaitConsumed(t, addr, "ks-suppress", m.Topics(), ks.Out)
+	ks.Stop(t)
 	_, built := loadMirror(t, m, "ours")
 	_, err = migrate.Run(context.Background(), migrate.Options{From: "ks-suppress", To: "ours", Built: built, Seeds: []string{addr}, WaitForGroups: 90 * time.Second})
 	if !errors.Is(err, migrate.ErrSuppressBuffer) || !strings.Contains(err.Error(), "ks-suppress-KTABLE-SUPPRESS-STATE-STORE") {
