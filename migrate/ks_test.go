@@ -198,7 +198,13 @@ type cutover struct {
 // half, by mirror: the window subtests share one.
 var references = map[string][]interop.Record{}
 
-func runCutover(t *testing.T, j *interop.Java, m interop.Mirror, first, second []interop.Record, emitFrontier bool) cutover {
+// how a cutover migrates: with --emit-frontier, and from the stopped Kafka
+// Streams' state directory with its changelog topics deleted first.
+type how struct {
+	emitFrontier, fromStateDir bool
+}
+
+func runCutover(t *testing.T, j *interop.Java, m interop.Mirror, first, second []interop.Record, h how) cutover {
 	t.Helper()
 	var c cutover
 	// The reference: Kafka Streams over both halves.
@@ -220,6 +226,11 @@ func runCutover(t *testing.T, j *interop.Java, m interop.Mirror, first, second [
 	// The cutover: Kafka Streams over the first half, stopped, migrated.
 	addr := kafkatest.Start(t, topicsFor(m))
 	from, ours := "ks-"+m.Name, "stoat-"+m.Name
+	if h.fromStateDir {
+		// Application ids are not shared between tests: a group whose
+		// member's session is still on cannot be deleted.
+		from, ours = "ks-sd-"+m.Name, "stoat-sd-"+m.Name
+	}
 	stateDir := t.TempDir()
 	ks := startKS(t, j, addr, m, from, stateDir)
 	interop.Produce(t, addr, first)
@@ -233,7 +244,11 @@ func runCutover(t *testing.T, j *interop.Java, m interop.Mirror, first, second [
 	mid := outputEnds(t, addr, m)
 
 	_, built := loadMirror(t, m, ours)
-	opts := migrate.Options{From: from, To: ours, Built: built, Seeds: []string{addr}, EmitFrontier: emitFrontier, WaitForGroups: 90 * time.Second}
+	opts := migrate.Options{From: from, To: ours, Built: built, Seeds: []string{addr}, EmitFrontier: h.emitFrontier, WaitForGroups: 90 * time.Second}
+	if h.fromStateDir {
+		deleteChangelogs(t, addr, from)
+		opts.StateDir, opts.RocksDBLibrary = stateDir, j.RocksDBJar()
+	}
 	var err error
 	if c.plan, err = migrate.MakePlan(context.Background(), opts); err != nil {
 		t.Fatal(err)
@@ -251,6 +266,41 @@ func runCutover(t *testing.T, j *interop.Java, m interop.Mirror, first, second [
 	stop()
 	c.after = readFrom(t, addr, m, mid)
 	return c
+}
+
+// deleteChangelogs deletes the changelog topics of Kafka Streams
+// application app and waits until they are gone.
+func deleteChangelogs(t *testing.T, addr, app string) {
+	t.Helper()
+	adm := kadm.NewClient(client(t, addr))
+	ctx := context.Background()
+	topics, err := adm.ListTopics(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var changelogs []string
+	for _, name := range topics.Names() {
+		if strings.HasPrefix(name, app+"-") && strings.HasSuffix(name, "-changelog") {
+			changelogs = append(changelogs, name)
+		}
+	}
+	if len(changelogs) == 0 {
+		t.Fatalf("%s has no changelog topics to delete", app)
+	}
+	if _, err := adm.DeleteTopics(ctx, changelogs...); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		// A topic asked for by name is listed with an error once gone.
+		left, err := adm.ListTopics(ctx, changelogs...)
+		if err == nil && !slices.ContainsFunc(changelogs, func(n string) bool { d, ok := left[n]; return ok && d.Err == nil }) {
+			t.Logf("deleted %v", changelogs)
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("changelogs %v not gone within a minute", changelogs)
+		}
+	}
 }
 
 func samePerKey(t *testing.T, want, got []interop.Record) {
@@ -283,7 +333,7 @@ func TestKafkaStreamsCutoverWordCount(t *testing.T) {
 		t.Fatal(err)
 	}
 	first, second := halves(shift(in))
-	c := runCutover(t, j, m, first, second, false)
+	c := runCutover(t, j, m, first, second, how{})
 	if !c.report.Verify.OK || c.report.Translated == 0 {
 		t.Fatalf("report: %+v", c.report)
 	}
@@ -292,10 +342,12 @@ func TestKafkaStreamsCutoverWordCount(t *testing.T) {
 
 // TestKafkaStreamsCutoverMirrors runs the cutover for the other mirrors
 // with state: a session count (a session merging across the cutover), a
-// timestamped table, and a Processor API store.
+// timestamped table, a Processor API store, and a stream-table join whose
+// orders after the cutover find the customers Kafka Streams' table held
+// (without the table's state they would all be "?").
 func TestKafkaStreamsCutoverMirrors(t *testing.T) {
 	j := kafkaStreams(t)
-	for _, name := range []string{"session-count", "table", "processor-store"} {
+	for _, name := range []string{"session-count", "table", "processor-store", "stream-table-join"} {
 		t.Run(name, func(t *testing.T) {
 			m := mirror(t, name)
 			in, err := interop.ReadFile(j.Path("testdata", name+".jsonl"))
@@ -303,7 +355,7 @@ func TestKafkaStreamsCutoverMirrors(t *testing.T) {
 				t.Fatal(err)
 			}
 			first, second := halves(shift(in))
-			c := runCutover(t, j, m, first, second, false)
+			c := runCutover(t, j, m, first, second, how{})
 			if !c.report.Verify.OK || c.report.Translated == 0 {
 				t.Fatalf("report: %+v", c.report)
 			}
@@ -365,7 +417,7 @@ func TestKafkaStreamsCutoverWindowClose(t *testing.T) {
 	first, second := clicks(base)
 
 	t.Run("emit-frontier", func(t *testing.T) {
-		c := runCutover(t, j, m, first, second, true)
+		c := runCutover(t, j, m, first, second, how{emitFrontier: true})
 		if !c.report.Verify.OK {
 			t.Fatalf("report: %+v", c.report)
 		}
@@ -383,7 +435,7 @@ func TestKafkaStreamsCutoverWindowClose(t *testing.T) {
 		}
 	})
 	t.Run("no emit-frontier", func(t *testing.T) {
-		c := runCutover(t, j, m, first, second, false)
+		c := runCutover(t, j, m, first, second, how{})
 		emitted := interop.PerKey(c.before)
 		var burst, rest []interop.Record
 		for _, r := range c.after {
@@ -425,4 +477,44 @@ func shift(in []interop.Record) []interop.Record {
 		out[i].Timestamp += d
 	}
 	return out
+}
+
+// TestKafkaStreamsCutoverFromStateDir is the offline path: Kafka Streams
+// stopped, its changelog topics deleted, its stores read from its state
+// directory (RocksDB 10, through the rocksdbjni jar it ran with). The
+// window count emitted on close (time-ordered window segments, the emit
+// frontier and the floor from the committed offsets) and the word count (a
+// timestamped key-value store, behind a re-key) carry on as Kafka Streams
+// left running does.
+func TestKafkaStreamsCutoverFromStateDir(t *testing.T) {
+	j := kafkaStreams(t)
+	t.Run("window-close", func(t *testing.T) {
+		m := mirror(t, "window-close")
+		base := time.Now().Add(-3*time.Hour).UnixMilli() / 3_600_000 * 3_600_000
+		first, second := clicks(base)
+		c := runCutover(t, j, m, first, second, how{emitFrontier: true, fromStateDir: true})
+		if !c.report.Verify.OK || c.report.Translated == 0 || c.plan.Stores[0].StateDir == "" {
+			t.Fatalf("report: %+v", c.report)
+		}
+		samePerKey(t, c.reference, c.after)
+		emitted := interop.PerKey(c.before)
+		for k, v := range interop.PerKey(c.after) {
+			if _, ok := emitted[k]; ok {
+				t.Errorf("%s: emitted before the cutover and again after it: %v", k, v)
+			}
+		}
+	})
+	t.Run("word-count", func(t *testing.T) {
+		m := mirror(t, "word-count")
+		in, err := interop.ReadFile(j.Path("testdata", "word-count.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		first, second := halves(shift(in))
+		c := runCutover(t, j, m, first, second, how{fromStateDir: true})
+		if !c.report.Verify.OK || c.report.Translated == 0 || c.plan.Stores[0].StateDir == "" {
+			t.Fatalf("report: %+v", c.report)
+		}
+		samePerKey(t, c.reference, c.after)
+	})
 }
