@@ -251,6 +251,9 @@ func openInstance(lib *rocksLib, path string) (*instance, error) {
 	C.ks_list_cf_destroy(lib.c, list, n)
 	if err := lib.cerr(e); err != nil {
 		C.ks_options_destroy(lib.c, opts)
+		if strings.Contains(err.Error(), "format_version") {
+			err = fmt.Errorf("%w (a newer RocksDB wrote this store: load the one the Kafka Streams application runs, its rocksdbjni jar, with --rocksdb-library)", err)
+		}
 		return nil, &StateDirError{Path: path, Err: fmt.Errorf("open RocksDB read-only (%s): %w", lib.path, err)}
 	}
 	copy(handles, unsafe.Slice(ch, len(names)))

@@ -123,8 +123,9 @@ real_kafka_tier() {
 	local rc=0
 	export STOATCTL_TEST_KAFKA=real STOATCTL_TEST_BOOTSTRAP=$addr
 	go test -race -count=1 -p 1 ./engine/ ./interop/ || rc=$?
-	# migrate's Kafka Streams cutovers (about 4.5 min: each starts Kafka
-	# Streams twice and waits out its 6 s session once) run without the
+	# migrate's Kafka Streams cutovers (about 7.5 min: each starts Kafka
+	# Streams twice, once where an earlier test left its reference, and
+	# waits out its 6 s session once) run without the
 	# race detector, which the test step ran migrate under already; the
 	# timeout leaves room for a slow machine.
 	go test -count=1 -timeout 30m ./migrate/ || rc=$?
