@@ -26,7 +26,7 @@ func newMigrateCommand() *cobra.Command {
 		emitFrontier, dryRun, yes bool
 		verifyOnly                bool
 		batch                     int
-		stateDir                  string
+		stateDir, rocksLib        string
 		waitGroups                time.Duration
 	)
 	format := output.NewFormat(output.Text, output.JSON)
@@ -44,15 +44,20 @@ changelogs with the source key by key.
 --dry-run prints the plan and writes nothing. A real run asks for -y, or a
 confirmation on a terminal, and refuses while either group has members. It
 can be interrupted and run again: partitions already translated are marked
-and skipped. docs/migration.md walks through a cutover.`,
+and skipped. docs/migration.md walks through a cutover.
+
+--from-state-dir reads the stores from a stopped Kafka Streams' state
+directory instead of its changelogs (for changelogs disabled, compacted away
+or deleted), with the RocksDB of --rocksdb-library: Kafka Streams 4.x writes
+its stores with a RocksDB newer than the system's, so pass the application's
+rocksdbjni jar. Offsets and event time still come from its committed offsets.`,
 		Example: `  stoatctl migrate --from-application-id wordcount -t topology.yaml -b kafka:9092 --dry-run
   stoatctl migrate --from-application-id clicks --application-id clicks-stoat -t clicks.yaml \
-      --map KSTREAM-AGGREGATE-STATE-STORE-0000000002=clicks-store --emit-frontier -y`,
+      --map KSTREAM-AGGREGATE-STATE-STORE-0000000002=clicks-store --emit-frontier -y
+  stoatctl migrate --from-application-id wordcount -t topology.yaml -b kafka:9092 \
+      --from-state-dir /var/lib/kafka-streams --rocksdb-library rocksdbjni-10.1.3.jar --dry-run`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if stateDir != "" {
-				return usageErrorf("--from-state-dir: the offline path (reading a Kafka Streams state directory through RocksDB) is not built yet")
-			}
 			if from == "" {
 				return usageErrorf("--from-application-id is required: the Kafka Streams application's id")
 			}
@@ -102,7 +107,8 @@ and skipped. docs/migration.md walks through a cutover.`,
 				return err
 			}
 			opts := migrate.Options{From: from, To: built.ApplicationID, Built: built, Seeds: strings.Split(cfg[config.BootstrapServers], ","),
-				ClientOpts: clientOpts, Map: mapping, EmitFrontier: emitFrontier, BatchRecords: batch, WaitForGroups: waitGroups}
+				ClientOpts: clientOpts, Map: mapping, EmitFrontier: emitFrontier, BatchRecords: batch, WaitForGroups: waitGroups,
+				StateDir: stateDir, RocksDBLibrary: rocksLib}
 			ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			if verifyOnly {
@@ -160,7 +166,8 @@ and skipped. docs/migration.md walks through a cutover.`,
 	f.BoolVar(&verifyOnly, "verify-only", false, "only compare our changelogs and offsets with the source")
 	f.IntVar(&batch, "batch-records", 50_000, "records per transaction, at most `N`")
 	f.DurationVar(&waitGroups, "wait-for-groups", 0, "wait up to `DURATION` for both groups to have no members (a stopped Kafka Streams instance stays one until its session times out)")
-	f.StringVar(&stateDir, "from-state-dir", "", "read a Kafka Streams state `DIR` instead of its changelogs (not built yet)")
+	f.StringVar(&stateDir, "from-state-dir", "", "read the stores from Kafka Streams' state `DIR` (its state.dir, Kafka Streams stopped) instead of its changelogs")
+	f.StringVar(&rocksLib, "rocksdb-library", "", "the RocksDB that reads --from-state-dir: a librocksdb.so, or the Kafka Streams application's rocksdbjni `JAR` (default "+migrate.DefaultRocksDBLibrary+")")
 	f.VarP(format, "output", "o", "output `format`: "+format.Usage())
 	return c
 }

@@ -38,7 +38,7 @@ func TestMigrateCommand(t *testing.T) {
 	}{
 		{"dry_run", append(base, "--dry-run"), ExitOK},
 		{"usage_no_from", []string{"migrate", "-t", topo, "-b", "ADDR"}, ExitUsage},
-		{"usage_state_dir", append(base, "--from-state-dir", "/tmp/ks"), ExitUsage},
+		{"state_dir_missing", append(base, "--from-state-dir", "testdata/no-such-state-dir", "--dry-run"), ExitFailure},
 		{"usage_map", append(base, "--map", "counts"), ExitUsage},
 		{"bad_map", append(base, "--map", "nope=counts", "--dry-run"), ExitFailure},
 		{"yes", append(base, "-y"), ExitOK},

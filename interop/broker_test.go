@@ -1,10 +1,8 @@
 package interop_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"io/fs"
 	"maps"
 	"os"
@@ -12,12 +10,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/stoatflow/stoatctl/engine/kafka"
@@ -134,118 +129,22 @@ func topicsOf(m interop.Mirror) map[string]int32 {
 
 // runToEnd starts cmd, waits until a line of its output contains ready,
 // feeds the input phase by phase (each consumed and committed by group
-// before the next is produced), then stops cmd with SIGTERM, which both
-// systems answer with a clean close and a final commit, and requires exit
-// status 0.
+// before the next is produced), then stops cmd with SIGTERM and requires
+// exit status 0.
 func runToEnd(t *testing.T, cmd *exec.Cmd, ready, addr, group string, m interop.Mirror, input []interop.Record) {
 	t.Helper()
-	out := &lockedBuffer{}
-	readyCh := make(chan struct{})
-	pr, pw := io.Pipe()
-	cmd.Stdout, cmd.Stderr = pw, pw
-	go func() {
-		sc := bufio.NewScanner(pr)
-		var once sync.Once
-		for sc.Scan() {
-			out.WriteLine(sc.Text())
-			if strings.Contains(sc.Text(), ready) {
-				once.Do(func() { close(readyCh) })
-			}
-		}
-	}()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait(); pw.Close() }()
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
-	select {
-	case <-readyCh:
-	case err := <-exited:
-		t.Fatalf("%s exited before %q: %v\n%s", cmd.Path, ready, err, out)
-	case <-time.After(2 * time.Minute):
-		t.Fatalf("%s: no %q within 2 minutes\n%s", cmd.Path, ready, out)
-	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	p := interop.Start(t, cmd, ready)
 	for _, phase := range m.Phases {
-		var recs []*kgo.Record
+		var recs []interop.Record
 		for _, r := range input {
-			if !slices.Contains(phase, r.Topic) {
-				continue
+			if slices.Contains(phase, r.Topic) {
+				recs = append(recs, r)
 			}
-			rec := &kgo.Record{Topic: r.Topic, Timestamp: time.UnixMilli(r.Timestamp)}
-			if r.Key != nil {
-				rec.Key = []byte(fmt.Sprint(r.Key))
-			}
-			if r.Value != nil {
-				rec.Value = []byte(fmt.Sprint(r.Value))
-			}
-			recs = append(recs, rec)
 		}
-		if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-		awaitConsumed(t, cl, group, phase, out)
+		interop.Produce(t, addr, recs)
+		interop.AwaitConsumed(t, addr, group, phase, p.Out)
 	}
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-exited:
-		if err != nil {
-			t.Fatalf("%s after SIGTERM: %v\n%s", cmd.Path, err, out)
-		}
-	case <-time.After(90 * time.Second):
-		t.Fatalf("%s did not stop within 90s of SIGTERM\n%s", cmd.Path, out)
-	}
-}
-
-// awaitConsumed waits until group has committed every partition of topics
-// to its end, and every other partition it commits (Kafka Streams'
-// repartition topics) too, and its offsets have stood still for a second:
-// by then everything the input causes has been processed, and under
-// exactly-once its output committed. Kafka Streams commits past the
-// commit markers that end a repartition topic (it commits its consumer's
-// position once a task's buffer is empty), so the end is reached there as
-// well.
-func awaitConsumed(t *testing.T, cl *kgo.Client, group string, topics []string, out fmt.Stringer) {
-	t.Helper()
-	adm := kadm.NewClient(cl)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	var last string
-	stillSince := time.Now()
-	for {
-		// The group's committed offsets name its other topics (Kafka
-		// Streams' repartition topics): they must reach their ends too.
-		all := slices.Clone(topics)
-		if committed, err := adm.FetchOffsets(ctx, group); err == nil {
-			for topic := range committed {
-				if !slices.Contains(all, topic) {
-					all = append(all, topic)
-				}
-			}
-		}
-		done, committed, err := kafkatest.CommittedToEnd(ctx, adm, group, all...)
-		if err == nil {
-			now := fmt.Sprint(committed.Sorted())
-			if now != last {
-				last, stillSince = now, time.Now()
-			}
-			if done && time.Since(stillSince) > time.Second {
-				return
-			}
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("group %s did not commit %v and its other topics to their ends within 2 minutes (committed: %s)\n%s", group, topics, last, out)
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+	p.Stop(t)
 }
 
 // readOutputs reads every output topic of m, read-committed, to its end.
@@ -381,22 +280,4 @@ func columnFamilies(dir string) (cfs []string, ok bool) {
 		}
 	}
 	return cfs, true
-}
-
-// lockedBuffer collects a process's output lines for failure messages.
-type lockedBuffer struct {
-	mu    sync.Mutex
-	lines []string
-}
-
-func (b *lockedBuffer) WriteLine(s string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.lines = append(b.lines, s)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return strings.Join(b.lines, "\n")
 }

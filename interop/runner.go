@@ -60,3 +60,14 @@ func (j *Java) Runner(ctx context.Context, args ...string) *exec.Cmd {
 func (j *Java) Path(elem ...string) string {
 	return filepath.Join(append([]string{j.Root, "interop"}, elem...)...)
 }
+
+// RocksDBJar is the rocksdbjni jar on the runner's class path: the RocksDB
+// Kafka Streams writes its stores with, or "" when there is none.
+func (j *Java) RocksDBJar() string {
+	for _, p := range filepath.SplitList(j.Classpath) {
+		if strings.HasPrefix(filepath.Base(p), "rocksdbjni-") && strings.HasSuffix(p, ".jar") {
+			return p
+		}
+	}
+	return ""
+}

@@ -150,10 +150,12 @@ func serdeCheck(name string) func([]byte) error {
 	return nil
 }
 
-// ErrSuppressBuffer is a suppress buffer holding records: its layout
-// (Kafka Streams' buffer values with the prior and old values, version
-// header v=3) is not translated into ours, so the migration refuses it
-// until the suppression has drained.
+// ErrSuppressBuffer is a suppress buffer holding records: the migration
+// refuses it until the suppression has drained. Kafka Streams' V3 values
+// would translate into ours, but not the lane each entry restores to: that
+// is the hash of the key before the window suffix, whose length neither
+// the changelog nor our buffer store (raw bytes) tells (docs/migration.md,
+// "What is not migrated").
 var ErrSuppressBuffer = errors.New("a suppress buffer that holds records is not translated: let the suppression drain (stop the input and wait for its releases) before cutting over")
 
 // SuppressVersion reads the version header Kafka Streams' suppress buffer

@@ -7,11 +7,13 @@
 //     read only through its internal topics and its consumer group on the
 //     broker. The target is our application (--application-id) and its
 //     topology (-t).
+//
 //   - A mapping pairs a source store, named by its changelog topic
 //     "<source>-<store>-changelog", with a store of our topology, by name or
 //     by --map KS_STORE=OUR_STORE. Every other internal topic of the source
 //     is listed as unmapped, with the reason (a repartition topic, a suppress
 //     buffer, a join buffer, a generated name with no --map).
+//
 //   - A kind is a store's byte layout: key-value (plain or timestamped),
 //     window (key, 8-byte start, 4-byte sequence number) or session (key,
 //     8-byte end, 8-byte start). Kafka Streams' changelogs and ours share the
@@ -21,28 +23,37 @@
 //     each record with the lane hash header (the murmur2 hash of the key that
 //     picks the lane). Translation is decoding (which checks the layout),
 //     re-placing and stamping.
+//
 //   - A plan is everything a run would do, computed by reading and writing
 //     nothing but reads: per mapped store and source partition the record
 //     count, per store the emit frontier, the watermark floor, and the
 //     offsets to copy. --dry-run prints it; a real run executes it.
+//
 //   - The floor is our watermark stamp (engine: the last barrier stamp,
 //     "<app>-stoatflow-watermark-changelog"), seeded from Kafka Streams'
 //     stream time: the partition times in its committed offsets
 //     (TopicPartitionMetadata), so a record Kafka Streams would have dropped
 //     as late is dropped by us too.
+//
 //   - The emit frontier of an on-window-close store is the largest close
 //     time already emitted ("<store>-emitfrontier"), seeded under
 //     --emit-frontier from Kafka Streams' last emitted window close time in
 //     the processor metadata (plus the grace), else from the store's largest
 //     changelog timestamp. Unseeded, our first emission passes re-emit every
 //     closed window of the store; the plan predicts how many.
+//
 //   - A marker is the record, in "<app>-stoatflow-migrate-markers", that a
 //     source partition was translated completely; it commits in the same
 //     transaction as the partition's last batch, so an interrupted run is
 //     finished by running it again.
 //
+//   - The offline path (--from-state-dir, Options.StateDir) takes the
+//     stores from the stopped Kafka Streams' state directory instead of the
+//     changelogs (statedir.go has its layout): each store entry becomes the
+//     changelog record that would rebuild it, and is translated and
+//     verified as one. The stores are read with a RocksDB library loaded at
+//     run time (Options.RocksDBLibrary; statedir_rocks.go says why).
+//
 // Kafka Streams' suppress buffers (changelog header v=3) are refused while
-// they hold records: drain the suppression before cutting over. The offline
-// path (--from-state-dir, reading RocksDB) is not built: it waits on the
-// RocksDB backend.
+// they hold records: drain the suppression before cutting over.
 package migrate

@@ -1,7 +1,6 @@
 package migrate_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -12,7 +11,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -79,128 +77,13 @@ func topicsFor(m interop.Mirror) map[string]int32 {
 	return ts
 }
 
-// ksProc is a running Kafka Streams application.
-type ksProc struct {
-	out    *lines
-	exited chan error
-	stop   func(t *testing.T)
-}
-
-type lines struct {
-	mu sync.Mutex
-	l  []string
-}
-
-func (b *lines) add(s string) { b.mu.Lock(); b.l = append(b.l, s); b.mu.Unlock() }
-func (b *lines) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return strings.Join(b.l, "\n")
-}
-
-func startKS(t *testing.T, j *interop.Java, addr string, m interop.Mirror, app string) *ksProc {
+// startKS runs m's Kafka Streams application as app, its state in
+// stateDir (a temporary directory when empty). A stopped Kafka Streams
+// stays in its group for its session timeout (it does not leave on close),
+// which a cutover waits out: 6 s, the broker's minimum.
+func startKS(t *testing.T, j *interop.Java, addr string, m interop.Mirror, app, stateDir string) *interop.Proc {
 	t.Helper()
-	cmd := j.Runner(context.Background(), "run", "--topology", m.Name, "--application-id", app, "--bootstrap-servers", addr,
-		"--state-dir", t.TempDir(), "--cache-max-bytes", "0", "--commit-interval-ms", "100", "--emit-interval-ms", "0",
-		// A stopped Kafka Streams stays in its group for this long
-		// (it does not leave on close); the cutover waits it out.
-		"--session-timeout-ms", "6000")
-	p := &ksProc{out: &lines{}, exited: make(chan error, 1)}
-	ready := make(chan struct{})
-	pr, pw := io.Pipe()
-	cmd.Stdout, cmd.Stderr = pw, pw
-	go func() {
-		sc := bufio.NewScanner(pr)
-		var once sync.Once
-		for sc.Scan() {
-			p.out.add(sc.Text())
-			if strings.Contains(sc.Text(), "RUNNING") {
-				once.Do(func() { close(ready) })
-			}
-		}
-	}()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { p.exited <- cmd.Wait(); pw.Close() }()
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
-	select {
-	case <-ready:
-	case err := <-p.exited:
-		t.Fatalf("Kafka Streams exited before RUNNING: %v\n%s", err, p.out)
-	case <-time.After(2 * time.Minute):
-		t.Fatalf("Kafka Streams: not RUNNING within 2 minutes\n%s", p.out)
-	}
-	p.stop = func(t *testing.T) {
-		t.Helper()
-		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-			t.Fatal(err)
-		}
-		select {
-		case err := <-p.exited:
-			if err != nil {
-				t.Fatalf("Kafka Streams after SIGTERM: %v\n%s", err, p.out)
-			}
-		case <-time.After(90 * time.Second):
-			t.Fatalf("Kafka Streams did not stop within 90s of SIGTERM\n%s", p.out)
-		}
-	}
-	return p
-}
-
-func feed(t *testing.T, addr string, recs []interop.Record) {
-	t.Helper()
-	cl := client(t, addr, kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)))
-	var rs []*kgo.Record
-	for _, r := range recs {
-		rec := &kgo.Record{Topic: r.Topic, Timestamp: time.UnixMilli(r.Timestamp)}
-		if r.Key != nil {
-			rec.Key = []byte(fmt.Sprint(r.Key))
-		}
-		if r.Value != nil {
-			rec.Value = []byte(fmt.Sprint(r.Value))
-		}
-		rs = append(rs, rec)
-	}
-	if err := cl.ProduceSync(context.Background(), rs...).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// awaitConsumed waits until group has committed its input and every other
-// topic it commits (Kafka Streams' repartition topics) to their ends, and
-// the offsets have stood still for a second.
-func awaitConsumed(t *testing.T, addr, group string, topics []string, out fmt.Stringer) {
-	t.Helper()
-	adm := kadm.NewClient(client(t, addr))
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	var last string
-	still := time.Now()
-	for {
-		all := slices.Clone(topics)
-		if committed, err := adm.FetchOffsets(ctx, group); err == nil {
-			for topic := range committed {
-				if !slices.Contains(all, topic) {
-					all = append(all, topic)
-				}
-			}
-		}
-		done, committed, err := kafkatest.CommittedToEnd(ctx, adm, group, all...)
-		if err == nil {
-			if now := fmt.Sprint(committed.Sorted()); now != last {
-				last, still = now, time.Now()
-			}
-			if done && time.Since(still) > time.Second {
-				return
-			}
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("group %s did not commit %v to the end within 2 minutes (%s)\n%s", group, topics, last, out)
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+	return j.StartKafkaStreams(t, m, app, addr, interop.RunOptions{StateDir: stateDir, SessionTimeoutMs: 6000})
 }
 
 // outputEnds is where each output partition ends now.
@@ -315,7 +198,13 @@ type cutover struct {
 // half, by mirror: the window subtests share one.
 var references = map[string][]interop.Record{}
 
-func runCutover(t *testing.T, j *interop.Java, m interop.Mirror, first, second []interop.Record, emitFrontier bool) cutover {
+// how a cutover migrates: with --emit-frontier, and from the stopped Kafka
+// Streams' state directory with its changelog topics deleted first.
+type how struct {
+	emitFrontier, fromStateDir bool
+}
+
+func runCutover(t *testing.T, j *interop.Java, m interop.Mirror, first, second []interop.Record, h how) cutover {
 	t.Helper()
 	var c cutover
 	// The reference: Kafka Streams over both halves.
@@ -323,13 +212,13 @@ func runCutover(t *testing.T, j *interop.Java, m interop.Mirror, first, second [
 		c.reference = ref
 	} else {
 		addr := kafkatest.Start(t, topicsFor(m))
-		ks := startKS(t, j, addr, m, "ks-ref-"+m.Name)
-		feed(t, addr, first)
-		awaitConsumed(t, addr, "ks-ref-"+m.Name, m.Topics(), ks.out)
+		ks := startKS(t, j, addr, m, "ks-ref-"+m.Name, "")
+		interop.Produce(t, addr, first)
+		interop.AwaitConsumed(t, addr, "ks-ref-"+m.Name, m.Topics(), ks.Out)
 		mid := outputEnds(t, addr, m)
-		feed(t, addr, second)
-		awaitConsumed(t, addr, "ks-ref-"+m.Name, m.Topics(), ks.out)
-		ks.stop(t)
+		interop.Produce(t, addr, second)
+		interop.AwaitConsumed(t, addr, "ks-ref-"+m.Name, m.Topics(), ks.Out)
+		ks.Stop(t)
 		c.reference = readFrom(t, addr, m, mid)
 		references[m.Name] = c.reference
 	}
@@ -337,10 +226,16 @@ func runCutover(t *testing.T, j *interop.Java, m interop.Mirror, first, second [
 	// The cutover: Kafka Streams over the first half, stopped, migrated.
 	addr := kafkatest.Start(t, topicsFor(m))
 	from, ours := "ks-"+m.Name, "stoat-"+m.Name
-	ks := startKS(t, j, addr, m, from)
-	feed(t, addr, first)
-	awaitConsumed(t, addr, from, m.Topics(), ks.out)
-	ks.stop(t)
+	if h.fromStateDir {
+		// Application ids are not shared between tests: a group whose
+		// member's session is still on cannot be deleted.
+		from, ours = "ks-sd-"+m.Name, "stoat-sd-"+m.Name
+	}
+	stateDir := t.TempDir()
+	ks := startKS(t, j, addr, m, from, stateDir)
+	interop.Produce(t, addr, first)
+	interop.AwaitConsumed(t, addr, from, m.Topics(), ks.Out)
+	ks.Stop(t)
 	zero := map[string]kafka.Positions{}
 	for _, o := range m.Outputs {
 		zero[o.Topic] = kafka.FromLogStart(0, 1)
@@ -349,7 +244,11 @@ func runCutover(t *testing.T, j *interop.Java, m interop.Mirror, first, second [
 	mid := outputEnds(t, addr, m)
 
 	_, built := loadMirror(t, m, ours)
-	opts := migrate.Options{From: from, To: ours, Built: built, Seeds: []string{addr}, EmitFrontier: emitFrontier, WaitForGroups: 90 * time.Second}
+	opts := migrate.Options{From: from, To: ours, Built: built, Seeds: []string{addr}, EmitFrontier: h.emitFrontier, WaitForGroups: 90 * time.Second}
+	if h.fromStateDir {
+		deleteChangelogs(t, addr, from)
+		opts.StateDir, opts.RocksDBLibrary = stateDir, j.RocksDBJar()
+	}
 	var err error
 	if c.plan, err = migrate.MakePlan(context.Background(), opts); err != nil {
 		t.Fatal(err)
@@ -361,12 +260,47 @@ func runCutover(t *testing.T, j *interop.Java, m interop.Mirror, first, second [
 		t.Fatal(err)
 	}
 	stop := runOurs(t, addr, m, ours)
-	feed(t, addr, second)
-	awaitConsumed(t, addr, ours, m.Topics(), &lines{})
+	interop.Produce(t, addr, second)
+	interop.AwaitConsumed(t, addr, ours, m.Topics(), &interop.Lines{})
 	settle(t, addr, m, 2*time.Second)
 	stop()
 	c.after = readFrom(t, addr, m, mid)
 	return c
+}
+
+// deleteChangelogs deletes the changelog topics of Kafka Streams
+// application app and waits until they are gone.
+func deleteChangelogs(t *testing.T, addr, app string) {
+	t.Helper()
+	adm := kadm.NewClient(client(t, addr))
+	ctx := context.Background()
+	topics, err := adm.ListTopics(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var changelogs []string
+	for _, name := range topics.Names() {
+		if strings.HasPrefix(name, app+"-") && strings.HasSuffix(name, "-changelog") {
+			changelogs = append(changelogs, name)
+		}
+	}
+	if len(changelogs) == 0 {
+		t.Fatalf("%s has no changelog topics to delete", app)
+	}
+	if _, err := adm.DeleteTopics(ctx, changelogs...); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		// A topic asked for by name is listed with an error once gone.
+		left, err := adm.ListTopics(ctx, changelogs...)
+		if err == nil && !slices.ContainsFunc(changelogs, func(n string) bool { d, ok := left[n]; return ok && d.Err == nil }) {
+			t.Logf("deleted %v", changelogs)
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("changelogs %v not gone within a minute", changelogs)
+		}
+	}
 }
 
 func samePerKey(t *testing.T, want, got []interop.Record) {
@@ -399,7 +333,7 @@ func TestKafkaStreamsCutoverWordCount(t *testing.T) {
 		t.Fatal(err)
 	}
 	first, second := halves(shift(in))
-	c := runCutover(t, j, m, first, second, false)
+	c := runCutover(t, j, m, first, second, how{})
 	if !c.report.Verify.OK || c.report.Translated == 0 {
 		t.Fatalf("report: %+v", c.report)
 	}
@@ -408,10 +342,12 @@ func TestKafkaStreamsCutoverWordCount(t *testing.T) {
 
 // TestKafkaStreamsCutoverMirrors runs the cutover for the other mirrors
 // with state: a session count (a session merging across the cutover), a
-// timestamped table, and a Processor API store.
+// timestamped table, a Processor API store, and a stream-table join whose
+// orders after the cutover find the customers Kafka Streams' table held
+// (without the table's state they would all be "?").
 func TestKafkaStreamsCutoverMirrors(t *testing.T) {
 	j := kafkaStreams(t)
-	for _, name := range []string{"session-count", "table", "processor-store"} {
+	for _, name := range []string{"session-count", "table", "processor-store", "stream-table-join"} {
 		t.Run(name, func(t *testing.T) {
 			m := mirror(t, name)
 			in, err := interop.ReadFile(j.Path("testdata", name+".jsonl"))
@@ -419,7 +355,7 @@ func TestKafkaStreamsCutoverMirrors(t *testing.T) {
 				t.Fatal(err)
 			}
 			first, second := halves(shift(in))
-			c := runCutover(t, j, m, first, second, false)
+			c := runCutover(t, j, m, first, second, how{})
 			if !c.report.Verify.OK || c.report.Translated == 0 {
 				t.Fatalf("report: %+v", c.report)
 			}
@@ -440,10 +376,10 @@ func TestKafkaStreamsSuppressRefused(t *testing.T) {
 	}
 	first, _ := halves(shift(in))
 	addr := kafkatest.Start(t, topicsFor(m))
-	ks := startKS(t, j, addr, m, "ks-suppress")
-	feed(t, addr, first)
-	awaitConsumed(t, addr, "ks-suppress", m.Topics(), ks.out)
-	ks.stop(t)
+	ks := startKS(t, j, addr, m, "ks-suppress", "")
+	interop.Produce(t, addr, first)
+	interop.AwaitConsumed(t, addr, "ks-suppress", m.Topics(), ks.Out)
+	ks.Stop(t)
 	_, built := loadMirror(t, m, "ours")
 	_, err = migrate.Run(context.Background(), migrate.Options{From: "ks-suppress", To: "ours", Built: built, Seeds: []string{addr}, WaitForGroups: 90 * time.Second})
 	if !errors.Is(err, migrate.ErrSuppressBuffer) || !strings.Contains(err.Error(), "ks-suppress-KTABLE-SUPPRESS-STATE-STORE") {
@@ -481,7 +417,7 @@ func TestKafkaStreamsCutoverWindowClose(t *testing.T) {
 	first, second := clicks(base)
 
 	t.Run("emit-frontier", func(t *testing.T) {
-		c := runCutover(t, j, m, first, second, true)
+		c := runCutover(t, j, m, first, second, how{emitFrontier: true})
 		if !c.report.Verify.OK {
 			t.Fatalf("report: %+v", c.report)
 		}
@@ -499,7 +435,7 @@ func TestKafkaStreamsCutoverWindowClose(t *testing.T) {
 		}
 	})
 	t.Run("no emit-frontier", func(t *testing.T) {
-		c := runCutover(t, j, m, first, second, false)
+		c := runCutover(t, j, m, first, second, how{})
 		emitted := interop.PerKey(c.before)
 		var burst, rest []interop.Record
 		for _, r := range c.after {
@@ -541,4 +477,44 @@ func shift(in []interop.Record) []interop.Record {
 		out[i].Timestamp += d
 	}
 	return out
+}
+
+// TestKafkaStreamsCutoverFromStateDir is the offline path: Kafka Streams
+// stopped, its changelog topics deleted, its stores read from its state
+// directory (RocksDB 10, through the rocksdbjni jar it ran with). The
+// window count emitted on close (time-ordered window segments, the emit
+// frontier and the floor from the committed offsets) and the word count (a
+// timestamped key-value store, behind a re-key) carry on as Kafka Streams
+// left running does.
+func TestKafkaStreamsCutoverFromStateDir(t *testing.T) {
+	j := kafkaStreams(t)
+	t.Run("window-close", func(t *testing.T) {
+		m := mirror(t, "window-close")
+		base := time.Now().Add(-3*time.Hour).UnixMilli() / 3_600_000 * 3_600_000
+		first, second := clicks(base)
+		c := runCutover(t, j, m, first, second, how{emitFrontier: true, fromStateDir: true})
+		if !c.report.Verify.OK || c.report.Translated == 0 || c.plan.Stores[0].StateDir == "" {
+			t.Fatalf("report: %+v", c.report)
+		}
+		samePerKey(t, c.reference, c.after)
+		emitted := interop.PerKey(c.before)
+		for k, v := range interop.PerKey(c.after) {
+			if _, ok := emitted[k]; ok {
+				t.Errorf("%s: emitted before the cutover and again after it: %v", k, v)
+			}
+		}
+	})
+	t.Run("word-count", func(t *testing.T) {
+		m := mirror(t, "word-count")
+		in, err := interop.ReadFile(j.Path("testdata", "word-count.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		first, second := halves(shift(in))
+		c := runCutover(t, j, m, first, second, how{fromStateDir: true})
+		if !c.report.Verify.OK || c.report.Translated == 0 || c.plan.Stores[0].StateDir == "" {
+			t.Fatalf("report: %+v", c.report)
+		}
+		samePerKey(t, c.reference, c.after)
+	})
 }

@@ -45,6 +45,16 @@ type Options struct {
 	WaitForGroups time.Duration
 	// Progress, when set, is told after every committed batch.
 	Progress func(Progress)
+	// StateDir, when set, is where the stores come from: Kafka Streams'
+	// state.dir (or its application's folder in it), read while Kafka
+	// Streams is stopped, in place of the changelog topics. Offsets and
+	// time still come from the committed offsets on the broker.
+	StateDir string
+	// RocksDBLibrary is the RocksDB shared library that reads StateDir's
+	// stores: a librocksdb.so, or a rocksdbjni jar (the Kafka Streams
+	// application's own, whose RocksDB wrote them). Empty is the system's
+	// librocksdb.so.
+	RocksDBLibrary string
 }
 
 // Progress is where a translation stands on one source partition.
@@ -85,10 +95,16 @@ type StorePlan struct {
 	Partitions  []PartitionPlan `json:"partitions"`
 	// Frontier is set for an on-window-close store.
 	Frontier *FrontierPlan `json:"frontier,omitempty"`
+	// StateDir is set when the store is read from a state directory
+	// (Options.StateDir): the folder of its application there.
+	StateDir string `json:"state_dir,omitempty"`
 
 	keyCheck, valueCheck func([]byte) error
-	liveWindows          map[int32]map[string]Entry
-	windowSize, grace    int64
+	// reader reads the store from the state directory; nil when it comes
+	// from its changelog.
+	reader            *storeReader
+	liveWindows       map[int32]map[string]Entry
+	windowSize, grace int64
 }
 
 // partitionsOf is the partition count of one of our internal topics: one
@@ -182,6 +198,9 @@ type session struct {
 	opts Options
 	cl   *kgo.Client
 	adm  *kadm.Client
+	// sd is the state directory the stores come from, under
+	// Options.StateDir.
+	sd *stateDir
 }
 
 func newSession(o Options) (*session, error) {
@@ -272,6 +291,17 @@ func (s *session) plan(ctx context.Context) (*Plan, error) {
 		return nil, fmt.Errorf("migrate: %w", metaErr)
 	}
 
+	var sd *stateDir
+	if o.StateDir != "" {
+		if sd, err = openStateDir(o.StateDir, o.From, nil); err != nil {
+			return nil, fmt.Errorf("migrate: --from-state-dir: %w", err)
+		}
+		if sd.lib, err = loadRocks(o.RocksDBLibrary); err != nil {
+			return nil, fmt.Errorf("migrate: --from-state-dir: %w", err)
+		}
+		s.sd = sd
+	}
+
 	prefix := o.From + "-"
 	used := map[string]string{}
 	seen := map[string]bool{}
@@ -307,28 +337,49 @@ func (s *session) plan(ctx context.Context) (*Plan, error) {
 			p.Unmapped = append(p.Unmapped, Unmapped{t, "suppress buffer, empty: nothing to move (ours starts empty)"})
 			continue
 		}
-		ours, mapped := o.Map[store]
-		if !mapped {
-			ours = store
-		}
-		info, ok := o.Built.Stores[ours]
-		if !ok {
-			why := fmt.Sprintf("no store %s in our topology; map it with --map %s=OUR_STORE", ours, store)
-			if mapped {
-				return nil, fmt.Errorf("migrate: --map %s=%s: our topology has no store %s", store, ours, ours)
+		if sd != nil {
+			if _, ok := sd.stores[store]; ok {
+				continue // read from the state directory, below
 			}
-			p.Unmapped = append(p.Unmapped, Unmapped{t, why})
+			p.Unmapped = append(p.Unmapped, Unmapped{t, "not in the state directory " + sd.root + ": migrating from the state directory, the changelog is not read"})
 			continue
 		}
-		if prev, dup := used[ours]; dup {
-			return nil, fmt.Errorf("migrate: stores %s and %s of %s both map to our store %s", prev, store, o.From, ours)
+		ours, info, ok, err := s.mapStore(p, used, store, t)
+		if err != nil {
+			return nil, err
 		}
-		used[ours] = store
+		if !ok {
+			continue
+		}
 		sp, err := s.planStore(ctx, p, store, ours, info, t, topics[t], meta)
 		if err != nil {
 			return nil, err
 		}
 		p.Stores = append(p.Stores, sp)
+	}
+	if sd != nil {
+		for _, store := range slices.Sorted(maps.Keys(sd.stores)) {
+			seen[store] = true
+			t := topology.ChangelogTopic(o.From, store)
+			if reason := joinBuffer(store); reason != "" {
+				p.Unmapped = append(p.Unmapped, Unmapped{t, reason})
+				continue
+			}
+			ours, info, ok, err := s.mapStore(p, used, store, t)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				continue
+			}
+			d, exists := topics[t]
+			sp, err := s.planStoreOffline(ctx, p, sd.stores[store], ours, info, t, exists, d, meta)
+			if err != nil {
+				return nil, err
+			}
+			sp.StateDir = sd.root
+			p.Stores = append(p.Stores, sp)
+		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(o.Built.Stores)) {
 		info := o.Built.Stores[name]
@@ -339,7 +390,11 @@ func (s *session) plan(ctx context.Context) (*Plan, error) {
 	}
 	for ks, ours := range o.Map {
 		if !seen[ks] {
-			return nil, fmt.Errorf("migrate: --map %s=%s: %s has no changelog topic %s", ks, ours, o.From, topology.ChangelogTopic(o.From, ks))
+			where := "changelog topic " + topology.ChangelogTopic(o.From, ks)
+			if sd != nil {
+				where = "store " + ks + " in " + sd.root
+			}
+			return nil, fmt.Errorf("migrate: --map %s=%s: %s has no %s", ks, ours, o.From, where)
 		}
 	}
 	if err := s.checkDrained(ctx, repartition, offsets); err != nil {
@@ -557,6 +612,29 @@ func (s *session) checkDrained(ctx context.Context, topics []string, offsets kad
 	return nil
 }
 
+// mapStore pairs Kafka Streams' store with ours, by --map or by name. ok
+// is false when ours has none (listed as unmapped, with the reason).
+func (s *session) mapStore(p *Plan, used map[string]string, store, topic string) (string, *topology.StoreInfo, bool, error) {
+	o := s.opts
+	ours, mapped := o.Map[store]
+	if !mapped {
+		ours = store
+	}
+	info, ok := o.Built.Stores[ours]
+	if !ok {
+		if mapped {
+			return "", nil, false, fmt.Errorf("migrate: --map %s=%s: our topology has no store %s", store, ours, ours)
+		}
+		p.Unmapped = append(p.Unmapped, Unmapped{topic, fmt.Sprintf("no store %s in our topology; map it with --map %s=OUR_STORE", ours, store)})
+		return "", nil, false, nil
+	}
+	if prev, dup := used[ours]; dup {
+		return "", nil, false, fmt.Errorf("migrate: stores %s and %s of %s both map to our store %s", prev, store, o.From, ours)
+	}
+	used[ours] = store
+	return ours, info, true, nil
+}
+
 // windowed is what our window and session store builders tell.
 type windowed interface {
 	Retention() int64
@@ -567,53 +645,9 @@ type sized interface {
 }
 
 func (s *session) planStore(ctx context.Context, p *Plan, ksStore, ours string, info *topology.StoreInfo, topic string, d kadm.TopicDetail, meta map[string]map[int32]kafka.TopicPartitionMetadata) (*StorePlan, error) {
-	o := s.opts
-	kind, ok := kindOf(info.Builder.Kind())
-	if !ok {
-		return nil, fmt.Errorf("migrate: store %s: our store kind %s cannot be migrated", ours, info.Builder.Kind())
-	}
-	if info.ChangelogTopic == "" {
-		return nil, fmt.Errorf("migrate: store %s: our store has logging disabled; there is no changelog to write", ours)
-	}
-	sp := &StorePlan{Source: ksStore, Store: ours, Kind: kind, SourceTopic: topic, Topic: info.ChangelogTopic,
-		keyCheck: serdeCheck(info.Builder.KeySerdeName()), valueCheck: serdeCheck(info.Builder.ValueSerdeName())}
-	cfgs, err := s.adm.DescribeTopicConfigs(ctx, topic)
+	sp, err := s.newStorePlan(ctx, ksStore, ours, info, topic, true)
 	if err != nil {
-		return nil, fmt.Errorf("migrate: configs of %s: %w", topic, err)
-	}
-	rc, err := cfgs.On(topic, nil)
-	if err != nil {
-		return nil, fmt.Errorf("migrate: configs of %s: %w", topic, err)
-	}
-	conf := map[string]string{}
-	for _, c := range rc.Configs {
-		if c.Value != nil {
-			conf[c.Key] = *c.Value
-		}
-	}
-	windowedTopic := strings.Contains(conf["cleanup.policy"], "delete")
-	if windowedTopic != (kind != KeyValue) {
-		what := "a key-value store's (compact)"
-		if windowedTopic {
-			what = "a window or session store's (compact,delete)"
-		}
-		return nil, fmt.Errorf("migrate: store %s: %s's cleanup.policy %q is %s, and our store %s is a %s store",
-			ksStore, topic, conf["cleanup.policy"], what, ours, info.Builder.Kind())
-	}
-	if w, ok := info.Builder.(windowed); ok && kind != KeyValue {
-		if ret, err := strconv.ParseInt(conf["retention.ms"], 10, 64); err == nil && ret != w.Retention()+windowedChangelogExtraRetention {
-			return nil, fmt.Errorf("migrate: store %s: window size or grace mismatch: %s's retention.ms %d is a store retention of %d ms, ours (%s) keeps %d ms (window size + grace, or its retention)",
-				ksStore, topic, ret, ret-windowedChangelogExtraRetention, ours, w.Retention())
-		}
-		if z, ok := info.Builder.(sized); ok {
-			sp.windowSize = z.WindowSize()
-			sp.grace = w.Retention() - z.WindowSize()
-		} else {
-			sp.grace = w.Retention() // a session store's: gap + grace
-		}
-	}
-	if fr, ok := o.Built.Stores[ours+"-emitfrontier"]; ok && kind == Window {
-		sp.Frontier = &FrontierPlan{Store: ours + "-emitfrontier", Topic: fr.ChangelogTopic}
+		return nil, err
 	}
 	parts := partitionsOf(d)
 	counts := make(map[int32]*PartitionPlan, len(parts))
@@ -657,6 +691,161 @@ func (s *session) planStore(ctx context.Context, p *Plan, ksStore, ours string, 
 		sp.liveWindows = live
 	}
 	return sp, nil
+}
+
+// planStoreOffline plans a store read from the state directory: its
+// entries are counted and decoded (every check the changelog path makes),
+// each task's partition is one source partition, and its end is the
+// changelog offset the store says it is complete to. The changelog
+// topic's configuration is checked when the topic still exists; the
+// segments' names are checked against our store's retention either way.
+func (s *session) planStoreOffline(ctx context.Context, p *Plan, st *ksStore, ours string, info *topology.StoreInfo, topic string, exists bool, _ kadm.TopicDetail, meta map[string]map[int32]kafka.TopicPartitionMetadata) (*StorePlan, error) {
+	sp, err := s.newStorePlan(ctx, st.name, ours, info, topic, exists)
+	if err != nil {
+		return nil, err
+	}
+	if st.segmented != (sp.Kind != KeyValue) {
+		what := "a key-value store (rocksdb/" + st.name + ")"
+		if st.segmented {
+			what = "a segmented (window or session) store"
+		}
+		return nil, fmt.Errorf("migrate: store %s: %s in the state directory, and our store %s is a %s store", st.name, what, ours, info.Builder.Kind())
+	}
+	r := &storeReader{st: st, kind: sp.Kind, topic: topic, plainTime: streamTime(meta), lib: s.sd.lib}
+	_, r.timeOrdered = s.opts.Built.Stores[ours+"-emitfrontier"]
+	if w, ok := info.Builder.(windowed); ok && st.segmented {
+		r.interval = segmentInterval(w.Retention())
+	}
+	sp.reader = r
+	var live map[int32]map[string]Entry
+	if sp.Frontier != nil {
+		live = map[int32]map[string]Entry{}
+	}
+	for _, part := range slices.Sorted(maps.Keys(st.tasks)) {
+		pp := PartitionPlan{Partition: part}
+		if err := r.each(part, func(path string, key, value []byte, ts int64) error {
+			e, err := s.decodeState(sp, path, key, value, ts)
+			if err != nil {
+				return err
+			}
+			pp.Records++
+			if live != nil {
+				if live[part] == nil {
+					live[part] = map[string]Entry{}
+				}
+				live[part][string(e.Key)] = Entry{Start: e.Start, Timestamp: e.Timestamp}
+			}
+			return nil
+		}); err != nil {
+			return nil, fmt.Errorf("migrate: store %s: %w", st.name, err)
+		}
+		if pp.End, err = r.end(part); err != nil {
+			return nil, fmt.Errorf("migrate: store %s: %w", st.name, err)
+		}
+		sp.Partitions = append(sp.Partitions, pp)
+	}
+	sp.liveWindows = live
+	return sp, nil
+}
+
+// streamTime is Kafka Streams' largest committed partition time, the
+// timestamp given to entries of stores that keep none; now when nothing
+// is committed.
+func streamTime(meta map[string]map[int32]kafka.TopicPartitionMetadata) int64 {
+	t := int64(-1)
+	for _, ms := range meta {
+		for _, m := range ms {
+			t = max(t, m.PartitionTime)
+		}
+	}
+	if t < 0 {
+		t = time.Now().UnixMilli()
+	}
+	return t
+}
+
+// decodeState decodes an entry of the state directory, laid out as its
+// changelog record, with the checks decode makes.
+func (s *session) decodeState(sp *StorePlan, path string, key, value []byte, ts int64) (Entry, error) {
+	e, err := Decode(sp.Kind, key, value, ts, sp.valueCheck)
+	if err == nil && sp.keyCheck != nil {
+		if kerr := sp.keyCheck(e.LaneKey); kerr != nil {
+			err = fmt.Errorf("key: %w", kerr)
+		}
+	}
+	if err != nil {
+		return e, &StateDirError{Path: path, Key: key, Err: err}
+	}
+	return e, nil
+}
+
+// newStorePlan checks our store against Kafka Streams' (kind, logging,
+// and, when checkTopic, the changelog topic's cleanup policy and
+// retention) and sets up its checks and frontier.
+func (s *session) newStorePlan(ctx context.Context, ksStore, ours string, info *topology.StoreInfo, topic string, checkTopic bool) (*StorePlan, error) {
+	o := s.opts
+	kind, ok := kindOf(info.Builder.Kind())
+	if !ok {
+		return nil, fmt.Errorf("migrate: store %s: our store kind %s cannot be migrated", ours, info.Builder.Kind())
+	}
+	if info.ChangelogTopic == "" {
+		return nil, fmt.Errorf("migrate: store %s: our store has logging disabled; there is no changelog to write", ours)
+	}
+	sp := &StorePlan{Source: ksStore, Store: ours, Kind: kind, SourceTopic: topic, Topic: info.ChangelogTopic,
+		keyCheck: serdeCheck(info.Builder.KeySerdeName()), valueCheck: serdeCheck(info.Builder.ValueSerdeName())}
+	if checkTopic {
+		if err := s.checkTopicConfig(ctx, sp, ksStore, ours, info, topic); err != nil {
+			return nil, err
+		}
+	}
+	if w, ok := info.Builder.(windowed); ok && kind != KeyValue {
+		if z, ok := info.Builder.(sized); ok {
+			sp.windowSize = z.WindowSize()
+			sp.grace = w.Retention() - z.WindowSize()
+		} else {
+			sp.grace = w.Retention() // a session store's: gap + grace
+		}
+	}
+	if fr, ok := o.Built.Stores[ours+"-emitfrontier"]; ok && kind == Window {
+		sp.Frontier = &FrontierPlan{Store: ours + "-emitfrontier", Topic: fr.ChangelogTopic}
+	}
+	return sp, nil
+}
+
+// checkTopicConfig checks the changelog topic's cleanup policy against
+// our store's kind, and a windowed store's retention against ours.
+func (s *session) checkTopicConfig(ctx context.Context, sp *StorePlan, ksStore, ours string, info *topology.StoreInfo, topic string) error {
+	kind := sp.Kind
+	cfgs, err := s.adm.DescribeTopicConfigs(ctx, topic)
+	if err != nil {
+		return fmt.Errorf("migrate: configs of %s: %w", topic, err)
+	}
+	rc, err := cfgs.On(topic, nil)
+	if err != nil {
+		return fmt.Errorf("migrate: configs of %s: %w", topic, err)
+	}
+	conf := map[string]string{}
+	for _, c := range rc.Configs {
+		if c.Value != nil {
+			conf[c.Key] = *c.Value
+		}
+	}
+	windowedTopic := strings.Contains(conf["cleanup.policy"], "delete")
+	if windowedTopic != (kind != KeyValue) {
+		what := "a key-value store's (compact)"
+		if windowedTopic {
+			what = "a window or session store's (compact,delete)"
+		}
+		return fmt.Errorf("migrate: store %s: %s's cleanup.policy %q is %s, and our store %s is a %s store",
+			ksStore, topic, conf["cleanup.policy"], what, ours, info.Builder.Kind())
+	}
+	if w, ok := info.Builder.(windowed); ok && kind != KeyValue {
+		if ret, err := strconv.ParseInt(conf["retention.ms"], 10, 64); err == nil && ret != w.Retention()+windowedChangelogExtraRetention {
+			return fmt.Errorf("migrate: store %s: window size or grace mismatch: %s's retention.ms %d is a store retention of %d ms, ours (%s) keeps %d ms (window size + grace, or its retention)",
+				ksStore, topic, ret, ret-windowedChangelogExtraRetention, ours, w.Retention())
+		}
+	}
+	return nil
 }
 
 // decode decodes a record of sp's source changelog, positioned.

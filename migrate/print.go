@@ -19,7 +19,11 @@ func (p *Plan) WriteText(w io.Writer) error {
 			if pp.Done {
 				state = "done"
 			}
-			fmt.Fprintf(tw, "%s <- %s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\n", s.Store, s.Source, s.Kind, s.SourceTopic, s.Topic, pp.Partition, pp.Records, pp.Tombstones, pp.End, state)
+			from := s.SourceTopic
+			if s.StateDir != "" {
+				from = "state dir " + s.StateDir
+			}
+			fmt.Fprintf(tw, "%s <- %s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\n", s.Store, s.Source, s.Kind, from, s.Topic, pp.Partition, pp.Records, pp.Tombstones, pp.End, state)
 		}
 	}
 	if len(p.Stores) == 0 {

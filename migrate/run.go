@@ -203,28 +203,43 @@ func (s *session) translate(ctx context.Context, tx *kgo.Client, p *Plan, sp *St
 		}
 		return nil
 	}
-	_, err := s.read(ctx, sp.SourceTopic, kafka.Positions{pp.Partition: kafka.LogStart}, func(r *kgo.Record) error {
-		if r.Offset >= pp.End {
-			return nil
-		}
-		e, err := s.decode(sp, r)
-		if err != nil {
-			return err
-		}
+	add := func(e Entry) error {
 		batch = append(batch, ourRecord(sp, e, p.ourPartitions))
 		if len(batch) >= s.opts.BatchRecords {
 			return flush(len(batch))
 		}
 		return nil
-	})
-	if err != nil {
-		return done, fmt.Errorf("migrate: read %s: %w", sp.SourceTopic, err)
+	}
+	if sp.reader != nil {
+		err := sp.reader.each(pp.Partition, func(path string, key, value []byte, ts int64) error {
+			e, err := s.decodeState(sp, path, key, value, ts)
+			if err != nil {
+				return err
+			}
+			return add(e)
+		})
+		if err != nil {
+			return done, fmt.Errorf("migrate: store %s of %s: %w", sp.Source, sp.StateDir, err)
+		}
+	} else {
+		_, err := s.read(ctx, sp.SourceTopic, kafka.Positions{pp.Partition: kafka.LogStart}, func(r *kgo.Record) error {
+			if r.Offset >= pp.End {
+				return nil
+			}
+			e, err := s.decode(sp, r)
+			if err != nil {
+				return err
+			}
+			return add(e)
+		})
+		if err != nil {
+			return done, fmt.Errorf("migrate: read %s: %w", sp.SourceTopic, err)
+		}
 	}
 	n := len(batch)
 	mv, _ := json.Marshal(marker{End: pp.End, Records: pp.Records})
 	batch = append(batch, &kgo.Record{Topic: MarkerTopic(s.opts.To), Partition: 0, Key: []byte(markerKey(sp.SourceTopic, pp.Partition)), Value: mv})
-	err = flush(n)
-	return done, err
+	return done, flush(n)
 }
 
 // ourRecord places a decoded record as our engine would have written it.

@@ -73,7 +73,17 @@ func (s *session) verify(ctx context.Context, p *Plan) (Verify, error) {
 		for _, pp := range sp.Partitions {
 			ends[pp.Partition] = pp.End
 		}
-		if _, err := s.read(ctx, sp.SourceTopic, from, func(r *kgo.Record) error {
+		if sp.reader != nil {
+			// The state directory's stores, read again.
+			for _, pp := range sp.Partitions {
+				if err := sp.reader.each(pp.Partition, func(_ string, key, value []byte, ts int64) error {
+					want[string(key)] = kv{value, ts}
+					return nil
+				}); err != nil {
+					return v, fmt.Errorf("migrate: verify: store %s of %s: %w", sp.Source, sp.StateDir, err)
+				}
+			}
+		} else if _, err := s.read(ctx, sp.SourceTopic, from, func(r *kgo.Record) error {
 			if r.Offset >= ends[r.Partition] {
 				return nil
 			}

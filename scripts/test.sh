@@ -126,7 +126,8 @@ real_kafka_tier() {
 	# broker's behaviour, not another schedule of the same goroutines.
 	# Without it the tier takes about half the CPU, which on two cores is
 	# most of its time. The timeout leaves room for a slow machine
-	# (migrate's Kafka Streams cutovers start Kafka Streams twice each).
+	# (migrate's Kafka Streams cutovers, about 7.5 min, start Kafka Streams
+	# twice each).
 	local rc=0
 	export STOATCTL_TEST_KAFKA=real STOATCTL_TEST_BOOTSTRAP=$addr
 	go test -count=1 -p 1 -timeout 30m ./engine/ ./interop/ ./migrate/ || rc=$?
