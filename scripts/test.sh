@@ -106,17 +106,21 @@ fuzz_smoke() {
 }
 
 # The real-Kafka tier: the tests written for both brokers
-# (internal/kafkatest.Start) run again, against one real Apache Kafka 4.4
-# broker that scripts/kafka.sh starts for them; the rest skip there. The
-# packages run one at a time (-p 1) because they share the broker and each
-# test clears it first.
+# (internal/kafkatest.Start) run again, against real Apache Kafka 4.4
+# brokers that scripts/kafka.sh starts for them; the rest skip there.
+# Tests that share a broker run one at a time (-p 1), because each test
+# clears it first. There are two brokers: migrate's Kafka Streams cutovers
+# (about 7.5 min, most of it waiting for Kafka Streams to start, run and
+# leave its group) have one to themselves and run beside the rest, which
+# share the other.
 real_kafka_tier() {
 	need_java
-	local addr
-	export STOATCTL_KAFKA_DIR
-	STOATCTL_KAFKA_DIR=$(mktemp -d)/kafka
-	addr=$(scripts/kafka.sh start --watch $$)
-	echo "real Kafka at $addr"
+	local addr maddr dir mdir mlog mpid
+	dir=$(mktemp -d)
+	mdir=$(mktemp -d)
+	addr=$(STOATCTL_KAFKA_DIR=$dir/kafka scripts/kafka.sh start --watch $$)
+	maddr=$(STOATCTL_KAFKA_DIR=$mdir/kafka scripts/kafka.sh start --watch $$)
+	echo "real Kafka at $addr, and at $maddr for migrate"
 	# engine, interop and migrate run whole (their embedded-only tests skip at
 	# once); of replay and cmd only the tests that meet a broker run, the
 	# rest ran in the test step already.
@@ -125,23 +129,37 @@ real_kafka_tier() {
 	# of these tests under it already, and what this tier adds is the real
 	# broker's behaviour, not another schedule of the same goroutines.
 	# Without it the tier takes about half the CPU, which on two cores is
-	# most of its time. The timeout leaves room for a slow machine
-	# (migrate's Kafka Streams cutovers, about 7.5 min, start Kafka Streams
-	# twice each).
-	local rc=0
-	export STOATCTL_TEST_KAFKA=real STOATCTL_TEST_BOOTSTRAP=$addr
-	go test -count=1 -p 1 -timeout 30m ./engine/ ./interop/ ./migrate/ || rc=$?
-	go test -count=1 -run '^(TestCapture|TestRecorded)' ./replay/ || rc=$?
-	go test -count=1 -run '^(TestRunOnEmbeddedBrokerWithKcat|TestReplayRecordThenReplay|TestTopicReadFollow|TestReplayRecordOut)$' ./cmd/ || rc=$?
-	unset STOATCTL_TEST_KAFKA STOATCTL_TEST_BOOTSTRAP
-	local pid
-	pid=$(<"$STOATCTL_KAFKA_DIR/broker.pid")
-	scripts/kafka.sh stop
-	# stop must leave no broker behind.
-	if kill -0 "$pid" 2>/dev/null; then
-		note "scripts/kafka.sh stop left the broker (PID $pid) running"
-		return 1
-	fi
+	# most of its time. The timeout leaves room for a slow machine.
+	local rc=0 mrc=0
+	mlog=$(mktemp)
+	(
+		export STOATCTL_TEST_KAFKA=real STOATCTL_TEST_BOOTSTRAP=$maddr
+		exec go test -count=1 -timeout 30m ./migrate/
+	) >"$mlog" 2>&1 &
+	mpid=$!
+	(
+		export STOATCTL_TEST_KAFKA=real STOATCTL_TEST_BOOTSTRAP=$addr
+		local rc=0
+		go test -count=1 -p 1 -timeout 30m ./engine/ ./interop/ || rc=$?
+		go test -count=1 -run '^(TestCapture|TestRecorded)' ./replay/ || rc=$?
+		go test -count=1 -run '^(TestRunOnEmbeddedBrokerWithKcat|TestReplayRecordThenReplay|TestTopicReadFollow|TestReplayRecordOut)$' ./cmd/ || rc=$?
+		exit "$rc"
+	) || rc=$?
+	wait "$mpid" || mrc=$?
+	echo "--- migrate, against the second broker:"
+	cat "$mlog"
+	rm -f "$mlog"
+	[[ $mrc == 0 ]] || rc=$mrc
+	local d pid
+	for d in "$dir" "$mdir"; do
+		pid=$(<"$d/kafka/broker.pid")
+		STOATCTL_KAFKA_DIR=$d/kafka scripts/kafka.sh stop
+		# stop must leave no broker behind.
+		if kill -0 "$pid" 2>/dev/null; then
+			note "scripts/kafka.sh stop left the broker (PID $pid) running"
+			rc=1
+		fi
+	done
 	return "$rc"
 }
 
