@@ -12,7 +12,7 @@ package migrate
 // library binds its own symbols before the linked RocksDB's), and calls its
 // C API through the table below. The library is the one the Kafka Streams
 // application itself runs: its rocksdbjni jar holds librocksdbjni-*.so,
-// which exports RocksDB's whole C API. docs/decisions/0005-i14-offline-rocksdb-library.md
+// which exports RocksDB's whole C API. docs/decisions/0007-offline-rocksdb-library.md
 // says why.
 
 /*
