@@ -288,10 +288,12 @@ func (r *runner) commitLoop(ctx context.Context, g *generation, cuts <-chan epoc
 				}
 			}
 			r.ptMu.Unlock()
-			r.committedEpoch.Store(next)
 			// Lanes hand the next epoch's records over without credit
-			// from here on: it is the one being produced.
+			// from here on: it is the one being produced. Before the
+			// dispatcher learns of the commit, so that no lane takes
+			// credit for the epoch the dispatcher's next barrier closes.
 			g.committed.Store(next)
+			r.committedEpoch.Store(next)
 			r.e.addStats(func(s *Stats) {
 				s.Committed++
 				s.Records += p.cut.records

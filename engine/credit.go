@@ -71,10 +71,3 @@ func (c *credit) give(n int64) {
 	}
 	c.mu.Unlock()
 }
-
-// inUse is the credit taken and not given back.
-func (c *credit) inUse() int64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.size - c.avail
-}
