@@ -58,6 +58,12 @@ const (
 	// RestoreRocksDBBatchBytes bounds the bytes of one write batch of a
 	// restore into a lane's RocksDB database.
 	RestoreRocksDBBatchBytes = "stoatflow.restore.rocksdb.batch-bytes"
+	// RestoreFetchMaxBytes bounds the bytes a restore fetches of a
+	// changelog partition at once.
+	RestoreFetchMaxBytes = "stoatflow.restore.fetch-max-bytes"
+	// BufferMemory bounds the bytes of records produced and not yet
+	// acknowledged (Kafka's producer key; franz-go's MaxBufferedBytes).
+	BufferMemory = "buffer.memory"
 	// CreateTopics says whether the engine may create its internal topics
 	// (default true); when false, a missing one is a start-up error.
 	CreateTopics = "stoatflow.topics.create"
@@ -303,6 +309,10 @@ type settings struct {
 	held              int
 	restoreChunk      int
 	restoreBatchBytes int
+	// restoreFetchBytes is RestoreFetchMaxBytes; bufferMemory is
+	// BufferMemory.
+	restoreFetchBytes int
+	bufferMemory      int
 	createTopic       bool
 	// production is default.production.exception.handler: fail or
 	// continue for a sink record too large for its topic.
@@ -359,7 +369,8 @@ func readSettings(c config.Config) (settings, error) {
 		def int64
 		min int64
 		to  *int
-	}{{CommitHeldRecords, 65536, 1, &s.held}, {RestoreChunkRecords, 16384, 1, &s.restoreChunk}, {RestoreRocksDBBatchBytes, 8 << 20, 1 << 10, &s.restoreBatchBytes}} {
+	}{{CommitHeldRecords, 65536, 1, &s.held}, {RestoreChunkRecords, 16384, 1, &s.restoreChunk}, {RestoreRocksDBBatchBytes, 8 << 20, 1 << 10, &s.restoreBatchBytes},
+		{RestoreFetchMaxBytes, 1 << 20, 1 << 10, &s.restoreFetchBytes}, {BufferMemory, 32 << 20, 1 << 10, &s.bufferMemory}} {
 		v, err := c.Int(k.key, k.def)
 		if err != nil {
 			return s, err

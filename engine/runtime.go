@@ -301,6 +301,10 @@ func (r *runner) connect(ctx context.Context) error {
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.ProducerLinger(5*time.Millisecond),
 		kgo.MaxBufferedRecords(1<<20),
+		// What the committer produces waits here for the broker, at
+		// most buffer.memory bytes: a full buffer holds the committer,
+		// which holds the lanes (docs/engine.md, "Bounded memory").
+		kgo.MaxBufferedBytes(r.s.bufferMemory),
 		kgo.FetchMaxWait(200*time.Millisecond),
 		kgo.WithLogger(kafka.Logger(r.e.log.With("instance", r.e.cfg.String(kafka.InstanceID)))),
 		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { r.onAssign("assigned", m, true) }),
@@ -1251,7 +1255,11 @@ func (r *runner) restorePartition(ctx context.Context, topic string, partition i
 	// Settled: the instance this one takes partitions over from may
 	// have committed its last epoch a moment ago, its offsets visible
 	// before its commit markers reach every changelog partition.
-	return kafka.ReadToEndSettled(ctx, r.s.seeds, topic, kafka.Positions{partition: offset}, func(rec *kgo.Record) error {
+	//
+	// A fetch is decoded whole before its first record is handed on, so
+	// its size (stoatflow.restore.fetch-max-bytes of compressed records)
+	// bounds what the read holds.
+	return kafka.ReadToEndSettledWithin(ctx, r.s.seeds, topic, kafka.Positions{partition: offset}, r.s.restoreFetchBytes, func(rec *kgo.Record) error {
 		cr := changelogRecord{key: rec.Key, value: rec.Value, timestamp: rec.Timestamp.UnixMilli(), partition: rec.Partition, offset: rec.Offset}
 		for _, h := range rec.Headers {
 			if h.Key == laneHashHeader && len(h.Value) == 4 {

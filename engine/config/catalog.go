@@ -19,6 +19,8 @@ const (
 	keyCommitHeldRecords     = "stoatflow.commit.held-records"
 	keyRestoreChunkRecords   = "stoatflow.restore.chunk-records"
 	keyRestoreBatchBytes     = "stoatflow.restore.rocksdb.batch-bytes"
+	keyRestoreFetchMaxBytes  = "stoatflow.restore.fetch-max-bytes"
+	keyBufferMemory          = "buffer.memory"
 	keyCreateTopics          = "stoatflow.topics.create"
 	keyShutdownTimeoutMs     = "stoatflow.shutdown.timeout-ms"
 	keyClientID              = "client.id"
@@ -190,6 +192,14 @@ var catalogue = sortedKeys([]Key{
 	atLeast(Key{Name: keyRestoreChunkRecords, Type: TypeInt, Default: "16384",
 		Description: "the changelog records a restore reads ahead before it writes them to the lanes' stores; changelog partitions are read one at a time",
 		ReadBy:      []Component{LiveEngine}}, 1),
+	atLeast(Key{Name: keyBufferMemory, Type: TypeInt, Default: "33554432",
+		Description: "the bytes of records the live engine has produced and the brokers not yet acknowledged; a full buffer holds the committer, and through it the lanes",
+		ReadBy:      []Component{LiveEngine},
+		Note:        "Kafka's producer key, as franz-go's MaxBufferedBytes; franz-go also holds at most 1048576 records"}, 1024),
+	atLeast(Key{Name: keyRestoreFetchMaxBytes, Type: TypeInt, Default: "1048576",
+		Description: "the bytes a restore fetches of a changelog partition at once; a fetch is decoded whole, so this bounds what the read holds",
+		ReadBy:      []Component{LiveEngine},
+		Note:        "a record batch larger than this still comes whole, as Kafka sends it; records decode to several times their compressed size"}, 1024),
 	atLeast(Key{Name: keyRestoreBatchBytes, Type: TypeInt, Default: "8388608",
 		Description: "the bytes of restored records written to a lane's RocksDB database in one write batch (each key's last value once per batch)",
 		ReadBy:      []Component{LiveEngine}}, 1024),
