@@ -139,6 +139,7 @@ func TestCatalogueCoversReaders(t *testing.T) {
 	for _, k := range []string{
 		engine.BarrierIntervalMs, engine.BarrierIntervalFactor, engine.BarrierMinIntervalMs, engine.BarrierMaxIntervalMs,
 		engine.LaneQueueSize, engine.CreateTopics, engine.ShutdownTimeoutMs,
+		engine.CommitHeldRecords, engine.RestoreChunkRecords, engine.RestoreRocksDBBatchBytes, engine.RestoreFetchMaxBytes, engine.BufferMemory,
 		engine.MetricsRecordingLevel, engine.InfoShowWatermarks, engine.ProgressLogIntervalMs, engine.StallWarningMs,
 		kafka.ClientID, kafka.AutoOffsetReset, kafka.InstanceID,
 		"session.timeout.ms", "heartbeat.interval.ms", "group.instance.id",

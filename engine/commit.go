@@ -32,6 +32,9 @@ type pendingEpoch struct {
 	finished  int
 	partTimes map[watermark.Partition]int64
 	held      [][]task.Output
+	// heldCredit is what held took of the generation's budget
+	// (stoatflow.commit.held-records), given back as it is produced.
+	heldCredit int64
 }
 
 // committer turns epochs into transactions, in order. Records of the
@@ -244,8 +247,10 @@ func (r *runner) commitLoop(ctx context.Context, g *generation, cuts <-chan epoc
 			p := get(rep.epoch)
 			if rep.epoch == next {
 				c.send(rep.outs)
+				g.held.give(rep.credit)
 			} else if len(rep.outs) > 0 {
 				p.held = append(p.held, rep.outs)
+				p.heldCredit += rep.credit
 			}
 			if rep.final {
 				p.finished++
@@ -283,6 +288,11 @@ func (r *runner) commitLoop(ctx context.Context, g *generation, cuts <-chan epoc
 				}
 			}
 			r.ptMu.Unlock()
+			// Lanes hand the next epoch's records over without credit
+			// from here on: it is the one being produced. Before the
+			// dispatcher learns of the commit, so that no lane takes
+			// credit for the epoch the dispatcher's next barrier closes.
+			g.committed.Store(next)
 			r.committedEpoch.Store(next)
 			r.e.addStats(func(s *Stats) {
 				s.Committed++
@@ -295,6 +305,8 @@ func (r *runner) commitLoop(ctx context.Context, g *generation, cuts <-chan epoc
 					c.send(outs)
 				}
 				q.held = nil
+				g.held.give(q.heldCredit)
+				q.heldCredit = 0
 			}
 		}
 	}

@@ -47,6 +47,9 @@ func TestMain(m *testing.M) {
 	if spec := os.Getenv(brokerChildEnv); spec != "" {
 		os.Exit(runBrokerChild(spec))
 	}
+	if os.Getenv(benchBrokerChildEnv) != "" {
+		os.Exit(runBenchBrokerChild())
+	}
 	os.Exit(m.Run())
 }
 

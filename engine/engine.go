@@ -42,9 +42,28 @@ const (
 	BarrierIntervalFactor = "stoatflow.commit-barrier.interval-factor"
 	BarrierMinIntervalMs  = "stoatflow.commit-barrier.min-interval-ms"
 	BarrierMaxIntervalMs  = "stoatflow.commit-barrier.max-interval-ms"
-	// LaneQueueSize bounds each lane's queue; a full queue stops the
-	// dispatcher, which stops fetching.
+	// LaneQueueSize bounds, in records, what a lane holds of each of its
+	// producers (the dispatcher, and each upstream lane across an
+	// in-memory boundary), queued or stashed while the lane aligns a
+	// barrier; a producer with nothing left waits, and a waiting
+	// dispatcher stops fetching.
 	LaneQueueSize = "stoatflow.lane.queue-size"
+	// CommitHeldRecords bounds the records the committer holds for the
+	// epoch after the one committing; a lane with more to hand over
+	// waits.
+	CommitHeldRecords = "stoatflow.commit.held-records"
+	// RestoreChunkRecords bounds the changelog records a restore holds
+	// before it writes them to the stores.
+	RestoreChunkRecords = "stoatflow.restore.chunk-records"
+	// RestoreRocksDBBatchBytes bounds the bytes of one write batch of a
+	// restore into a lane's RocksDB database.
+	RestoreRocksDBBatchBytes = "stoatflow.restore.rocksdb.batch-bytes"
+	// RestoreFetchMaxBytes bounds the bytes a restore fetches of a
+	// changelog partition at once.
+	RestoreFetchMaxBytes = "stoatflow.restore.fetch-max-bytes"
+	// BufferMemory bounds the bytes of records produced and not yet
+	// acknowledged (Kafka's producer key; franz-go's MaxBufferedBytes).
+	BufferMemory = "buffer.memory"
 	// CreateTopics says whether the engine may create its internal topics
 	// (default true); when false, a missing one is a start-up error.
 	CreateTopics = "stoatflow.topics.create"
@@ -152,6 +171,19 @@ type options struct {
 	// eventTime and barrierClock are eventtime.go's.
 	eventTime    *EventTime
 	barrierClock func() int64
+	// probe is the tests' view into the lanes (export_test.go): nil
+	// outside them.
+	probe *probe
+}
+
+// probe lets a test slow a lane and see each generation the engine
+// builds.
+type probe struct {
+	// lane runs in a lane before it processes a record (barrier false)
+	// or crosses a barrier (barrier true).
+	lane func(sub, idx int, barrier bool)
+	// generation sees every generation once it is built.
+	generation func(g *generation)
 }
 
 // WithLogger sets the logger (default: discard).
@@ -279,7 +311,16 @@ type settings struct {
 	exactlyOnce bool
 	lanes       int
 	queue       int
-	createTopic bool
+	// held, restoreChunk and restoreBatchBytes are CommitHeldRecords,
+	// RestoreChunkRecords and RestoreRocksDBBatchBytes.
+	held              int
+	restoreChunk      int
+	restoreBatchBytes int
+	// restoreFetchBytes is RestoreFetchMaxBytes; bufferMemory is
+	// BufferMemory.
+	restoreFetchBytes int
+	bufferMemory      int
+	createTopic       bool
 	// production is default.production.exception.handler: fail or
 	// continue for a sink record too large for its topic.
 	production  string
@@ -330,6 +371,22 @@ func readSettings(c config.Config) (settings, error) {
 		return s, fmt.Errorf("config %s: %d: need at least 1", LaneQueueSize, q)
 	}
 	s.queue = int(q)
+	for _, k := range []struct {
+		key string
+		def int64
+		min int64
+		to  *int
+	}{{CommitHeldRecords, 65536, 1, &s.held}, {RestoreChunkRecords, 16384, 1, &s.restoreChunk}, {RestoreRocksDBBatchBytes, 8 << 20, 1 << 10, &s.restoreBatchBytes},
+		{RestoreFetchMaxBytes, 1 << 20, 1 << 10, &s.restoreFetchBytes}, {BufferMemory, 32 << 20, 1 << 10, &s.bufferMemory}} {
+		v, err := c.Int(k.key, k.def)
+		if err != nil {
+			return s, err
+		}
+		if v < k.min {
+			return s, fmt.Errorf("config %s: %d: need at least %d", k.key, v, k.min)
+		}
+		*k.to = int(v)
+	}
 	if s.createTopic, err = c.Bool(CreateTopics, true); err != nil {
 		return s, err
 	}

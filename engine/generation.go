@@ -31,6 +31,15 @@ type generation struct {
 	// emitted final results is not taken for idle.
 	outputs atomic.Int64
 	reports chan report
+	// held is the committer's budget of records it holds for an epoch
+	// whose transaction is not open yet (stoatflow.commit.held-records);
+	// committed is the last epoch it committed, which tells a lane
+	// whether its report needs that budget.
+	held      *credit
+	committed atomic.Int64
+	// batchMax is how many records the dispatcher hands a lane at once:
+	// dispatchBatch, or the queue size when that is smaller.
+	batchMax int
 	// batches are the dispatcher's per-lane records not sent yet.
 	batches [][]item
 	// global are the global stores every lane reads.
@@ -68,7 +77,7 @@ type changelogRecord struct {
 // newGeneration builds the lanes of every sub-topology, their tasks and
 // stores, restored through restore, with each lane's floor at floor.
 func newGeneration(ctx context.Context, e *Engine, built *topology.Built, s settings, partitions func(sub *topology.Subtopology) int32, floor int64, restore restoreSource, global map[string]state.Store, local *localState) (*generation, error) {
-	g := &generation{e: e, built: built, global: global, local: local}
+	g := &generation{e: e, built: built, global: global, local: local, held: newCredit(int64(max(s.held, 1))), batchMax: min(dispatchBatch, max(s.queue, 1))}
 	g.watermark.Store(max(floor, task.Unknown))
 	// Shutdown outlives the caller's context: the final barrier still has
 	// to travel and commit after it is cancelled.
@@ -79,7 +88,7 @@ func newGeneration(ctx context.Context, e *Engine, built *topology.Built, s sett
 	for _, st := range built.Subtopologies {
 		sr := g.subs[st.ID]
 		for i := 0; i < s.lanes; i++ {
-			l := &worker{g: g, sub: sr, idx: i, gid: len(g.lanes), in: make(chan []item, max(1, s.queue/dispatchBatch)),
+			l := &worker{g: g, sub: sr, idx: i, gid: len(g.lanes),
 				floor: max(floor, task.Unknown), proto: barrier.NewLane(max(floor, task.Unknown)), pinned: noPin, fwdFloor: noPin,
 				partTimes: map[watermark.Partition]int64{}, epoch: 1, ctx: g.ctx}
 			l.clock = laneClock{l}
@@ -102,11 +111,24 @@ func newGeneration(ctx context.Context, e *Engine, built *topology.Built, s sett
 	for _, sr := range g.subs {
 		sr.producers = 1 + len(sr.upstreamSlots)
 		for _, l := range sr.lanes {
-			l.align = barrier.NewAligner[item](sr.producers)
+			// A producer has queue records' credit; what it sent past
+			// the barrier the lane waits at is stashed, and it cannot
+			// send more than that (the bound counts its marker too).
+			l.align = barrier.NewBoundedAligner[item](sr.producers, s.queue+1)
+			l.credits = make([]*credit, sr.producers)
+			for slot := range l.credits {
+				l.credits[slot] = newCredit(int64(s.queue))
+			}
+			l.owed = make([]int64, sr.producers)
+			// Room for every record a producer's credit covers, one
+			// channel slot each at worst, and its marker: no send ever
+			// waits on the channel itself.
+			l.in = make(chan []item, sr.producers*(s.queue+1))
 		}
 	}
-	// Stores are restored lane by lane: a changelog record goes to the
-	// lane its hash picks, or to every lane when it has none.
+	// Stores are restored sub-topology by sub-topology: a changelog
+	// record goes to the lane its hash picks, or to every lane when it
+	// has none.
 	for _, sr := range g.subs {
 		if err := g.initTasks(ctx, sr, s, restore); err != nil {
 			g.close()
@@ -132,60 +154,10 @@ func (g *generation) initTasks(ctx context.Context, sr *subRun, s settings, rest
 			return err
 		}
 	}
-	restored := map[string][][]state.ChangelogRecord{}
-	began, total := time.Now(), 0
-	if restore != nil {
-		for _, name := range st.Stores {
-			info := g.built.Stores[name]
-			if info.ChangelogTopic == "" {
-				continue
-			}
-			var from map[int32]int64
-			if g.local != nil {
-				from = restoreFrom(sr, info.ChangelogTopic)
-			}
-			perLane := make([][]state.ChangelogRecord, len(sr.lanes))
-			n := 0
-			began := time.Now()
-			ends, err := restore(ctx, sr, name, from, func(rec changelogRecord) error {
-				cr := state.ChangelogRecord{Key: rec.key, Value: rec.value, Timestamp: rec.timestamp}
-				// A lane database skips what its checkpoint says it holds.
-				keep := func(i int) bool { return !sr.lanes[i].local.has(info.ChangelogTopic, rec.partition, rec.offset) }
-				if rec.hashed {
-					i := lane.For32(rec.hash, len(sr.lanes))
-					if keep(i) {
-						perLane[i] = append(perLane[i], cr)
-						n++
-					}
-					return nil
-				}
-				for i := range perLane {
-					if keep(i) {
-						perLane[i] = append(perLane[i], cr)
-						n++
-					}
-				}
-				return nil
-			})
-			if err != nil {
-				return fmt.Errorf("restore state store %s from %s: %w", name, info.ChangelogTopic, err)
-			}
-			restored[name] = perLane
-			if g.local != nil {
-				for p, end := range ends {
-					g.local.pos.advance(info.ChangelogTopic, p, end)
-				}
-				g.local.log.Info("state store restored", "store", name, "changelog", info.ChangelogTopic, "records", n, "from_checkpoint", from != nil, "read", time.Since(began))
-			}
-			g.e.addStats(func(s *Stats) { s.Restored += int64(n) })
-			if g.e.metrics != nil {
-				g.e.metrics.Counter(metrics.RestoredRecords, "store", name).Add(int64(n))
-			}
-			total += n
-		}
-	}
+	// Every lane's stores are opened first, so that a changelog is read
+	// once and streamed into them, chunk by chunk; the processors are
+	// initialised after, on restored state.
 	for _, l := range sr.lanes {
-		l := l
 		t, err := task.New(g.built, st, task.Options{
 			ID:        fmt.Sprintf("%d_lane%d", st.ID, l.idx),
 			Collector: l,
@@ -199,32 +171,6 @@ func (g *generation) initTasks(ctx context.Context, sr *subRun, s settings, rest
 			PartitionCount: func(string) int32 {
 				return sr.changelogPartitions
 			},
-			Restore: func(stores map[string]state.Store) error {
-				if l.local != nil {
-					// Restored records go to the database in bulk, not to
-					// an epoch layer.
-					l.local.db.BeginRestore()
-				}
-				for name, perLane := range restored {
-					recs := perLane[l.idx]
-					if len(recs) == 0 {
-						continue
-					}
-					r, ok := stores[name].(state.Restorer)
-					if !ok {
-						return fmt.Errorf("state store %s cannot be restored from its changelog", name)
-					}
-					if err := r.Restore(recs); err != nil {
-						return fmt.Errorf("state store %s: %w", name, err)
-					}
-				}
-				if l.local != nil {
-					// What was restored is committed state: it is made
-					// durable now, with the positions read up to.
-					return l.local.db.EndRestore(l.local.checkpoint(g.local.pos.snapshot()))
-				}
-				return nil
-			},
 			Backend:    l.backend(),
 			Persistent: l.persistent(),
 		})
@@ -232,10 +178,42 @@ func (g *generation) initTasks(ctx context.Context, sr *subRun, s settings, rest
 			return err
 		}
 		l.task = t
-		if err := t.Init(); err != nil {
+		if err := t.OpenStores(); err != nil {
 			return err
 		}
-		if t.HasWallClockWork() {
+		if l.local != nil {
+			// Restored records go to the database in bulk, not to an
+			// epoch layer.
+			l.local.db.SetRestoreBatchBytes(s.restoreBatchBytes)
+			l.local.db.BeginRestore()
+		}
+	}
+	began, total := time.Now(), 0
+	if restore != nil {
+		for _, name := range st.Stores {
+			info := g.built.Stores[name]
+			if info.ChangelogTopic == "" {
+				continue
+			}
+			n, err := g.restoreStore(ctx, sr, name, info.ChangelogTopic, max(s.restoreChunk, 1), restore)
+			if err != nil {
+				return err
+			}
+			total += n
+		}
+	}
+	for _, l := range sr.lanes {
+		if l.local != nil {
+			// What was restored is committed state: it is made durable
+			// now, with the positions read up to.
+			if err := l.local.db.EndRestore(l.local.checkpoint(g.local.pos.snapshot())); err != nil {
+				return fmt.Errorf("sub-topology %d lane %d: restore state: %w", sr.id, l.idx, err)
+			}
+		}
+		if err := l.task.Init(); err != nil {
+			return err
+		}
+		if l.task.HasWallClockWork() {
 			g.wallClock = true
 		}
 	}
@@ -244,6 +222,89 @@ func (g *generation) initTasks(ctx context.Context, sr *subRun, s settings, rest
 		g.e.log.Info("state restored", "sub_topology", sr.id, "records", total, "took", time.Since(began))
 	}
 	return nil
+}
+
+// restoreEntry is a changelog record on its way to the lanes' stores:
+// lane is the lane its hash picks, or -1 for every lane (a record
+// written outside a record, without a lane hash).
+type restoreEntry struct {
+	rec       state.ChangelogRecord
+	lane      int
+	partition int32
+	offset    int64
+}
+
+// restoreStore streams store's changelog into the stores of sr's lanes:
+// restore reads it partition by partition, and every chunk records it
+// delivers are written, each to the store of the lane its hash picks (a
+// record without one to every lane's, from the one copy in the chunk).
+// What a restore holds is so the chunk, the lane's part of it, and what
+// the read has fetched, whatever the changelog's length. It returns how
+// many records the lanes' stores took.
+func (g *generation) restoreStore(ctx context.Context, sr *subRun, name, topic string, chunk int, restore restoreSource) (int, error) {
+	var from map[int32]int64
+	if g.local != nil {
+		from = restoreFrom(sr, topic)
+	}
+	buf := make([]restoreEntry, 0, chunk)
+	part := make([]state.ChangelogRecord, 0, chunk)
+	n := 0
+	write := func() error {
+		for i, l := range sr.lanes {
+			part = part[:0]
+			for _, e := range buf {
+				// A lane database skips what its checkpoint says it
+				// holds.
+				if (e.lane == i || e.lane < 0) && !l.local.has(topic, e.partition, e.offset) {
+					part = append(part, e.rec)
+				}
+			}
+			if len(part) == 0 {
+				continue
+			}
+			r, ok := l.task.Stores()[name].(state.Restorer)
+			if !ok {
+				return fmt.Errorf("state store %s cannot be restored from its changelog", name)
+			}
+			if err := r.Restore(part); err != nil {
+				return fmt.Errorf("lane %d: state store %s: %w", l.idx, name, err)
+			}
+			n += len(part)
+		}
+		clear(part[:cap(part)])
+		clear(buf)
+		buf = buf[:0]
+		return nil
+	}
+	began := time.Now()
+	ends, err := restore(ctx, sr, name, from, func(rec changelogRecord) error {
+		e := restoreEntry{rec: state.ChangelogRecord{Key: rec.key, Value: rec.value, Timestamp: rec.timestamp}, lane: -1, partition: rec.partition, offset: rec.offset}
+		if rec.hashed {
+			e.lane = lane.For32(rec.hash, len(sr.lanes))
+		}
+		buf = append(buf, e)
+		if len(buf) >= chunk {
+			return write()
+		}
+		return nil
+	})
+	if err == nil {
+		err = write()
+	}
+	if err != nil {
+		return 0, fmt.Errorf("restore state store %s from %s: %w", name, topic, err)
+	}
+	if g.local != nil {
+		for p, end := range ends {
+			g.local.pos.advance(topic, p, end)
+		}
+		g.local.log.Info("state store restored", "store", name, "changelog", topic, "records", n, "from_checkpoint", from != nil, "read", time.Since(began))
+	}
+	g.e.addStats(func(s *Stats) { s.Restored += int64(n) })
+	if g.e.metrics != nil {
+		g.e.metrics.Counter(metrics.RestoredRecords, "store", name).Add(int64(n))
+	}
+	return n, nil
 }
 
 // start runs the lanes.
@@ -304,7 +365,7 @@ func (g *generation) dispatch(sub int, in task.Input, laneIdx int) error {
 		g.batches = make([][]item, len(g.lanes))
 	}
 	g.batches[l.gid] = append(g.batches[l.gid], item{kind: itemRecord, from: 0, in: in, floor: noPin, source: true})
-	if len(g.batches[l.gid]) >= dispatchBatch {
+	if len(g.batches[l.gid]) >= g.batchMax {
 		return g.send(l)
 	}
 	return nil
@@ -316,6 +377,11 @@ func (g *generation) send(l *worker) error {
 		return nil
 	}
 	g.batches[l.gid] = getBatch()
+	// A lane whose records of this producer wait in its stash for
+	// alignment holds the dispatcher here, not in an unbounded stash.
+	if _, err := l.credits[0].take(g.ctx, int64(len(batch))); err != nil {
+		return err
+	}
 	select {
 	case l.in <- batch:
 		return nil

@@ -306,6 +306,10 @@ func (r *runner) connect(ctx context.Context) error {
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.ProducerLinger(5*time.Millisecond),
 		kgo.MaxBufferedRecords(1<<20),
+		// What the committer produces waits here for the broker, at
+		// most buffer.memory bytes: a full buffer holds the committer,
+		// which holds the lanes (docs/engine.md, "Bounded memory").
+		kgo.MaxBufferedBytes(r.s.bufferMemory),
 		kgo.FetchMaxWait(200*time.Millisecond),
 		kgo.WithLogger(kafka.Logger(r.e.log.With("instance", r.e.cfg.String(kafka.InstanceID)))),
 		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { r.onAssign("assigned", m, true) }),
@@ -995,6 +999,9 @@ func (r *runner) resetOnce(ctx context.Context) error {
 	}
 	r.e.log.Info("state restored", "records", r.e.obs.restored.Load()-restoredBefore, "took", time.Since(restoreStart).Round(time.Millisecond))
 	r.gen = gen
+	if p := r.e.opts.probe; p != nil && p.generation != nil {
+		p.generation(gen)
+	}
 	r.cuts = make(chan epochCut, 4)
 	r.committedEpoch.Store(0)
 	r.dispatched = 0
@@ -1192,22 +1199,43 @@ func (r *runner) restorer(assigned map[string][]int32) restoreSource {
 			return parts[int32(lane.For32(cr.hash, int(sub.changelogPartitions)))]
 		}
 		r.addRestoreTarget(ctx, topic)
-		// Settled: the instance this one takes partitions over from may
-		// have committed its last epoch a moment ago, its offsets visible
-		// before its commit markers reach every changelog partition.
-		return kafka.ReadToEndSettled(ctx, r.s.seeds, topic, start, func(rec *kgo.Record) error {
-			cr := changelogRecord{key: rec.Key, value: rec.Value, timestamp: rec.Timestamp.UnixMilli(), partition: rec.Partition, offset: rec.Offset}
-			for _, h := range rec.Headers {
-				if h.Key == laneHashHeader && len(h.Value) == 4 {
-					cr.hash = int32(uint32(h.Value[0])<<24 | uint32(h.Value[1])<<16 | uint32(h.Value[2])<<8 | uint32(h.Value[3]))
-					cr.hashed = true
-				}
+		// One partition at a time: what the read fetches ahead is one
+		// partition's, and the lanes' stores take each chunk as it
+		// comes (generation.restoreStore).
+		ends := kafka.Positions{}
+		for _, p := range slices.Sorted(maps.Keys(start)) {
+			end, err := r.restorePartition(ctx, topic, p, start[p], owned, apply)
+			if err != nil {
+				return nil, err
 			}
-			if !owned(cr) {
-				return nil
-			}
-			r.e.obs.restored.Add(1)
-			return apply(cr)
-		}, r.readOpts()...)
+			maps.Copy(ends, end)
+		}
+		return ends, nil
 	}
+}
+
+// restorePartition reads one changelog partition from offset to its end,
+// handing apply each record owned keeps.
+func (r *runner) restorePartition(ctx context.Context, topic string, partition int32, offset int64, owned func(changelogRecord) bool, apply func(changelogRecord) error) (kafka.Positions, error) {
+	// Settled: the instance this one takes partitions over from may
+	// have committed its last epoch a moment ago, its offsets visible
+	// before its commit markers reach every changelog partition.
+	//
+	// A fetch is decoded whole before its first record is handed on, so
+	// its size (stoatflow.restore.fetch-max-bytes of compressed records)
+	// bounds what the read holds.
+	return kafka.ReadToEndSettledWithin(ctx, r.s.seeds, topic, kafka.Positions{partition: offset}, r.s.restoreFetchBytes, func(rec *kgo.Record) error {
+		cr := changelogRecord{key: rec.Key, value: rec.Value, timestamp: rec.Timestamp.UnixMilli(), partition: rec.Partition, offset: rec.Offset}
+		for _, h := range rec.Headers {
+			if h.Key == laneHashHeader && len(h.Value) == 4 {
+				cr.hash = int32(uint32(h.Value[0])<<24 | uint32(h.Value[1])<<16 | uint32(h.Value[2])<<8 | uint32(h.Value[3]))
+				cr.hashed = true
+			}
+		}
+		if !owned(cr) {
+			return nil
+		}
+		r.e.obs.restored.Add(1)
+		return apply(cr)
+	}, r.readOpts()...)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 
 	"github.com/stoatflow/stoatctl/engine/barrier"
 	"github.com/stoatflow/stoatctl/engine/lane"
@@ -68,6 +69,10 @@ type report struct {
 	// as they pile up, so that producing overlaps processing.
 	final     bool
 	partTimes map[watermark.Partition]int64
+	// credit is what the report took of the committer's budget of held
+	// records (stoatflow.commit.held-records), given back once they are
+	// produced; 0 for a report of the epoch being produced.
+	credit int64
 }
 
 // reportChunk is how many records a lane collects before handing them
@@ -95,12 +100,22 @@ type subRun struct {
 // goroutine, except partTimes (under ptMu) which the dispatcher reads to
 // move the watermark.
 type worker struct {
-	g     *generation
-	sub   *subRun
-	idx   int // within the sub-topology
-	gid   int // across the generation
-	task  *task.Task
-	in    chan []item
+	g    *generation
+	sub  *subRun
+	idx  int // within the sub-topology
+	gid  int // across the generation
+	task *task.Task
+	// in is the lane's queue, shared by its producers. Each producer
+	// takes credit (credits[slot], stoatflow.lane.queue-size records)
+	// before it sends and the lane gives it back as it processes what the
+	// producer sent, so in never fills: the lane always receives, and the
+	// marker it waits for always arrives, while a producer that is ahead
+	// waits at its own end once its credit is spent on stashed records.
+	in      chan []item
+	credits []*credit
+	// owed is the credit of processed records not given back yet, per
+	// producer slot.
+	owed  []int64
 	clock laneClock
 
 	// align aligns the markers of the lane's producers (and holds what
@@ -112,6 +127,9 @@ type worker struct {
 	replay []item
 	// batch is the last batch received, recycled once replayed.
 	batch []item
+	// stashPeak is the most items the aligner held at once, for the
+	// tests (atomic: they read it while the lane runs).
+	stashPeak atomic.Int64
 
 	// epoch and floor are what the lane's work runs under now; they
 	// follow proto at each barrier's Enter step.
@@ -218,13 +236,34 @@ func (l *worker) Send(o task.Output) error {
 	if len(l.outs) >= reportChunk {
 		r := report{epoch: l.epoch, lane: l.gid, outs: l.outs}
 		l.outs = make([]task.Output, 0, reportChunk)
-		select {
-		case l.g.reports <- r:
-		case <-l.ctx.Done():
-			return l.ctx.Err()
-		}
+		return l.report(r)
 	}
 	return nil
+}
+
+// report hands r to the committer. Records of an epoch after the one
+// being produced are held by the committer until their transaction
+// opens; they take credit of its budget first, so that a lane ahead of a
+// slow one waits here rather than the committer's buffer growing. A
+// report of the epoch being produced never waits for credit: the commit
+// every held record waits for needs it.
+func (l *worker) report(r report) error {
+	if len(r.outs) > 0 && r.epoch > l.g.committed.Load()+1 {
+		n, err := l.g.held.take(l.ctx, int64(len(r.outs)))
+		if err != nil {
+			return err
+		}
+		r.credit = n
+	}
+	select {
+	case l.g.reports <- r:
+		return nil
+	case <-l.ctx.Done():
+		if r.credit > 0 {
+			l.g.held.give(r.credit)
+		}
+		return l.ctx.Err()
+	}
 }
 
 // routeChangelog picks a changelog record's partition: the hash of its
@@ -263,8 +302,15 @@ func (l *worker) forward(o task.Output) error {
 	if l.cur.kind == itemRecord && l.cur.in.Topic != "" {
 		it.in.Origin = l.origin()
 	}
+	dl := down.lanes[idx]
+	if _, err := dl.credits[it.from].take(l.ctx, 1); err != nil {
+		if l.sendErr == nil {
+			l.sendErr = err
+		}
+		return err
+	}
 	select {
-	case down.lanes[idx].in <- []item{it}:
+	case dl.in <- []item{it}:
 		return nil
 	case <-l.ctx.Done():
 		if l.sendErr == nil {
@@ -300,6 +346,9 @@ func (l *worker) sendMarker(b *marker) error {
 func (l *worker) run(ctx context.Context) error {
 	for {
 		if len(l.replay) == 0 {
+			// About to wait for input: what was processed is given back
+			// to its producers first.
+			l.giveBack()
 			if cap(l.batch) >= dispatchBatch {
 				// Nothing holds a drained batch any more (a barrier
 				// copies what it stashes): hand its array back.
@@ -326,15 +375,39 @@ func (l *worker) run(ctx context.Context) error {
 	}
 }
 
+// giveBack returns the credit of the records processed to their
+// producers.
+func (l *worker) giveBack() {
+	for slot, n := range l.owed {
+		if n > 0 {
+			l.credits[slot].give(n)
+			l.owed[slot] = 0
+		}
+	}
+}
+
 // handle processes one item; done reports the final barrier crossed.
 func (l *worker) handle(it item) (done bool, err error) {
+	if l.align.Blocked(it.from) {
+		// The producer's credit should have held it back.
+		return false, fmt.Errorf("lane %d: producer %d sent past its %d records: %w", l.gid, it.from, l.align.Bound()-1, barrier.ErrOverBound)
+	}
 	if !l.align.Offer(it.from, it) {
 		// Its producer is already past the barrier this lane waits at:
-		// the item belongs to the next epoch.
+		// the item belongs to the next epoch. Its credit stays taken
+		// until it is processed: that is what holds the producer back.
+		if n := int64(l.align.Stashed()); n > l.stashPeak.Load() {
+			l.stashPeak.Store(n)
+		}
 		return false, nil
 	}
 	if it.kind == itemRecord {
-		return false, l.process(it)
+		err := l.process(it)
+		if l.owed[it.from]++; l.owed[it.from] >= int64(l.g.batchMax) {
+			l.credits[it.from].give(l.owed[it.from])
+			l.owed[it.from] = 0
+		}
+		return false, err
 	}
 	aligned, released := l.align.Marker(it.from)
 	if !aligned {
@@ -348,6 +421,9 @@ func (l *worker) handle(it item) (done bool, err error) {
 }
 
 func (l *worker) process(it item) error {
+	if p := l.g.e.opts.probe; p != nil && p.lane != nil {
+		p.lane(l.sub.id, l.idx, false)
+	}
 	l.cur = it
 	l.pinned = it.floor
 	err := l.task.Process(it.in)
@@ -365,6 +441,9 @@ func (l *worker) process(it item) error {
 // the epoch b closes; then, in the next epoch, the emission pass up to the
 // frontier, timers and punctuators.
 func (l *worker) cross(b *marker) error {
+	if p := l.g.e.opts.probe; p != nil && p.lane != nil {
+		p.lane(l.sub.id, l.idx, true)
+	}
 	for _, s := range l.proto.Cross(barrier.Barrier{Epoch: b.epoch, Stamp: b.stamp, Final: b.final}) {
 		if err := l.step(s, b); err != nil {
 			return err
@@ -398,11 +477,7 @@ func (l *worker) step(s barrier.Step, b *marker) error {
 	case barrier.Report:
 		r := report{epoch: s.Epoch, lane: l.gid, outs: l.outs, final: true, partTimes: l.snapshotPartTimes()}
 		l.outs = make([]task.Output, 0, reportChunk)
-		select {
-		case l.g.reports <- r:
-		case <-l.ctx.Done():
-			return l.ctx.Err()
-		}
+		err = l.report(r)
 	case barrier.Forward:
 		err = l.sendMarker(b)
 	case barrier.Enter:

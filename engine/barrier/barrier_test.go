@@ -18,11 +18,13 @@ import (
 //
 // Commands:
 //
-//	lane producers=N [floor=T]          a fresh lane (and aligner)
+//	lane producers=N [floor=T] [bound=B]  a fresh lane (and aligner; bound
+//	                                    caps the stash per producer)
 //	solo [floor=T]                      a fresh solo lane (one producer)
 //	advance watermark=T                 the lane's watermark is T: what it owes
 //	tick                                the lane's wall clock moved: what it owes
-//	record from=P id=X                  a record from producer P
+//	record from=P id=X                  a record from producer P (refused
+//	                                    while P is blocked)
 //	marker from=P epoch=N stamp=T [final]  producer P's marker of barrier N
 //	late close=T                        is a window closing at T late at the lane's floor?
 //	cutter [stamp=T]                    a fresh cutter
@@ -47,7 +49,11 @@ func TestProtocol(t *testing.T) {
 			switch d.Cmd {
 			case "lane":
 				lane = barrier.NewLane(tm(t, args, "floor"))
-				aligner = barrier.NewAligner[string](num(t, args, "producers"))
+				if _, ok := args["bound"]; ok {
+					aligner = barrier.NewBoundedAligner[string](num(t, args, "producers"), num(t, args, "bound"))
+				} else {
+					aligner = barrier.NewAligner[string](num(t, args, "producers"))
+				}
 				return state(lane)
 			case "solo":
 				lane = barrier.NewSoloLane(tm(t, args, "floor"))
@@ -58,16 +64,22 @@ func TestProtocol(t *testing.T) {
 			case "tick":
 				return steps(lane.Tick()) + state(lane)
 			case "record":
-				id := args["id"]
-				if !aligner.Offer(num(t, args, "from"), id) {
-					return fmt.Sprintf("stash %s (%d stashed)", id, aligner.Stashed())
+				id, from := args["id"], num(t, args, "from")
+				if aligner.Blocked(from) {
+					return fmt.Sprintf("blocked: producer %d waits to send %s (%d of its items stashed, bound %d)", from, id, aligner.StashedFrom(from), aligner.Bound())
+				}
+				if !aligner.Offer(from, id) {
+					return stashed(aligner, from, id)
 				}
 				return "process " + id
 			case "marker":
 				from := num(t, args, "from")
 				b := barrier.Barrier{Epoch: int64(num(t, args, "epoch")), Stamp: tm(t, args, "stamp"), Final: final}
+				if aligner.Blocked(from) {
+					return fmt.Sprintf("blocked: producer %d waits to send its marker of epoch %d", from, b.Epoch)
+				}
 				if !aligner.Offer(from, fmt.Sprintf("marker(%d from %d)", b.Epoch, from)) {
-					return fmt.Sprintf("stash marker of epoch %d (%d stashed)", b.Epoch, aligner.Stashed())
+					return stashed(aligner, from, fmt.Sprintf("marker of epoch %d", b.Epoch))
 				}
 				aligned, released := aligner.Marker(from)
 				if !aligned {
@@ -112,6 +124,19 @@ func TestProtocol(t *testing.T) {
 			return ""
 		})
 	})
+}
+
+// stashed says what the aligner stashed; with a bound, how much of it is
+// the producer's and whether the producer is now blocked.
+func stashed(a *barrier.Aligner[string], from int, what string) string {
+	if a.Bound() == 0 {
+		return fmt.Sprintf("stash %s (%d stashed)", what, a.Stashed())
+	}
+	out := fmt.Sprintf("stash %s (%d stashed, %d of %d from producer %d)", what, a.Stashed(), a.StashedFrom(from), a.Bound(), from)
+	if a.Blocked(from) {
+		out += fmt.Sprintf("; producer %d blocked", from)
+	}
+	return out
 }
 
 func num(t *testing.T, args map[string]string, key string) int {

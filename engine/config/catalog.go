@@ -16,6 +16,11 @@ const (
 	keyBarrierMinIntervalMs  = "stoatflow.commit-barrier.min-interval-ms"
 	keyBarrierMaxIntervalMs  = "stoatflow.commit-barrier.max-interval-ms"
 	keyLaneQueueSize         = "stoatflow.lane.queue-size"
+	keyCommitHeldRecords     = "stoatflow.commit.held-records"
+	keyRestoreChunkRecords   = "stoatflow.restore.chunk-records"
+	keyRestoreBatchBytes     = "stoatflow.restore.rocksdb.batch-bytes"
+	keyRestoreFetchMaxBytes  = "stoatflow.restore.fetch-max-bytes"
+	keyBufferMemory          = "buffer.memory"
 	keyCreateTopics          = "stoatflow.topics.create"
 	keyShutdownTimeoutMs     = "stoatflow.shutdown.timeout-ms"
 	keyClientID              = "client.id"
@@ -177,7 +182,28 @@ var catalogue = sortedKeys([]Key{
 		Note:        "Kafka Streams sets 10000 under exactly-once; ours is franz-go's 40000, because a barrier interval can grow to stoatflow.commit-barrier.max-interval-ms and a commit adds its own time. A crashed or paused instance's open transaction holds back restoration and the group's offsets until it is aborted"}, 1000),
 	{Name: keyInstanceID, Type: TypeString, Default: "(kept in state.dir)", Description: "names this instance among the application's; completes the transactional id application.id-instance and the default client.id",
 		ReadBy: []Component{KafkaClient, LiveEngine}, Note: "unique among instances running at once, and the same across restarts of one instance. Unset, the live engine makes one on its first start and keeps it in <state.dir>/<application.id>/instance.id; a start that finds a live group member with its own id refuses to run (ErrInstanceInUse)"},
-	atLeast(Key{Name: keyLaneQueueSize, Type: TypeInt, Default: "1024", Description: "the bound of each lane's queue; a full queue stops fetching", ReadBy: []Component{LiveEngine}}, 1),
+	atLeast(Key{Name: keyLaneQueueSize, Type: TypeInt, Default: "1024",
+		Description: "the records a lane holds of each of its producers (the dispatcher, and each upstream lane across an in-memory re-key), queued or stashed while it aligns a barrier; a producer with none left waits, and a waiting dispatcher stops fetching",
+		ReadBy:      []Component{LiveEngine},
+		Note:        "a lane fed by p producers holds at most p times this; the dispatcher hands records over in batches of up to 64 (fewer when this is smaller)"}, 1),
+	atLeast(Key{Name: keyCommitHeldRecords, Type: TypeInt, Default: "65536",
+		Description: "the records the committer holds for the next epoch while the current one commits; a lane with more to hand over waits",
+		ReadBy:      []Component{LiveEngine},
+		Note:        "a lane hands records over 512 at a time at most; one hand-over larger than this waits for the whole budget"}, 1),
+	atLeast(Key{Name: keyRestoreChunkRecords, Type: TypeInt, Default: "16384",
+		Description: "the changelog records a restore reads ahead before it writes them to the lanes' stores; changelog partitions are read one at a time",
+		ReadBy:      []Component{LiveEngine}}, 1),
+	atLeast(Key{Name: keyBufferMemory, Type: TypeInt, Default: "33554432",
+		Description: "the bytes of records the live engine has produced and the brokers not yet acknowledged; a full buffer holds the committer, and through it the lanes",
+		ReadBy:      []Component{LiveEngine},
+		Note:        "Kafka's producer key, as franz-go's MaxBufferedBytes; franz-go also holds at most 1048576 records"}, 1024),
+	atLeast(Key{Name: keyRestoreFetchMaxBytes, Type: TypeInt, Default: "1048576",
+		Description: "the bytes a restore fetches of a changelog partition at once; a fetch is decoded whole, so this bounds what the read holds",
+		ReadBy:      []Component{LiveEngine},
+		Note:        "a record batch larger than this still comes whole, as Kafka sends it; records decode to several times their compressed size"}, 1024),
+	atLeast(Key{Name: keyRestoreBatchBytes, Type: TypeInt, Default: "8388608",
+		Description: "the bytes of restored records written to a lane's RocksDB database in one write batch (each key's last value once per batch)",
+		ReadBy:      []Component{LiveEngine}}, 1024),
 	atLeast(Key{Name: keyShutdownTimeoutMs, Type: TypeDurationMs, Default: "30000",
 		Description: "how long a stop waits for the final barrier's commit; past it what did not commit is reprocessed on the next start", ReadBy: []Component{LiveEngine}}, 1),
 	{Name: keyMetricsLevel, Type: TypeEnum, Values: []string{"info", "debug"}, FoldCase: true, Default: "info",

@@ -114,7 +114,20 @@ func ReadToEndSettled(ctx context.Context, seeds []string, topic string, from Po
 	return readTo(ctx, seeds, topic, from, fn, true, opts)
 }
 
+// ReadToEndSettledWithin is ReadToEndSettled fetching at most
+// partitionBytes of each partition at once (8 MiB otherwise; a batch
+// larger than that still comes whole, as Kafka sends it). A fetch is
+// decoded whole before fn sees its first record, so this bounds what a
+// read holds: a restore that must not hold much asks for less.
+func ReadToEndSettledWithin(ctx context.Context, seeds []string, topic string, from Positions, partitionBytes int, fn func(*kgo.Record) error, opts ...kgo.Opt) (Positions, error) {
+	return readWithin(ctx, seeds, topic, from, fn, true, int32(min(max(partitionBytes, 1), readMaxBytes)), opts)
+}
+
 func readTo(ctx context.Context, seeds []string, topic string, from Positions, fn func(*kgo.Record) error, settled bool, opts []kgo.Opt) (Positions, error) {
+	return readWithin(ctx, seeds, topic, from, fn, settled, readMaxPartitionBytes, opts)
+}
+
+func readWithin(ctx context.Context, seeds []string, topic string, from Positions, fn func(*kgo.Record) error, settled bool, partitionBytes int32, opts []kgo.Opt) (Positions, error) {
 	if len(from) == 0 {
 		return Positions{}, nil
 	}
@@ -129,7 +142,7 @@ func readTo(ctx context.Context, seeds []string, topic string, from Positions, f
 	}
 	defer cl.Close()
 
-	r := &reader{cl: cl, adm: kadm.NewClient(cl), topic: topic, fn: fn, settled: settled, decompressor: kgo.DefaultDecompressor()}
+	r := &reader{cl: cl, adm: kadm.NewClient(cl), topic: topic, fn: fn, settled: settled, decompressor: kgo.DefaultDecompressor(), partitionBytes: partitionBytes}
 	if l, ok := cl.OptValue(kgo.WithLogger).(kgo.Logger); ok && l != nil {
 		r.log = l
 	}
@@ -154,6 +167,8 @@ type reader struct {
 	// log is the client's logger (kgo.WithLogger among the options), for
 	// the warning of a settled read that waits on a transaction.
 	log kgo.Logger
+	// partitionBytes is the most a fetch asks of one partition.
+	partitionBytes int32
 }
 
 // stallAfter is how long a settled read may wait on an open transaction
@@ -438,7 +453,7 @@ func (r *reader) fetch(ctx context.Context, cursors []*cursor) (stale bool, err 
 		rp.CurrentLeaderEpoch = c.epoch
 		rp.FetchOffset = c.pos
 		rp.LogStartOffset = -1
-		rp.PartitionMaxBytes = readMaxPartitionBytes
+		rp.PartitionMaxBytes = r.partitionBytes
 		rt.Partitions = append(rt.Partitions, rp)
 		byPartition[c.partition] = c
 	}

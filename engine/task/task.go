@@ -145,7 +145,9 @@ type Task struct {
 	timers timerState
 
 	initialized bool
-	closed      bool
+	// storesOpen says OpenStores ran.
+	storesOpen bool
+	closed     bool
 	// Whether any processor listens for watermarks or barriers: most
 	// topologies have none, and then the per-record calls cost nothing.
 	hasWatermarkListeners bool
@@ -307,16 +309,8 @@ func (t *Task) Init() error {
 	if t.initialized {
 		return nil
 	}
-	for _, name := range t.sub.Stores {
-		info := t.built.Stores[name]
-		s, err := info.Builder.Build()
-		if err != nil {
-			return fmt.Errorf("task %s: build state store %s: %w", t.id, name, err)
-		}
-		if err := s.Init(storeContext{t}); err != nil {
-			return fmt.Errorf("task %s: init state store %s: %w", t.id, name, err)
-		}
-		t.stores[name] = s
+	if err := t.OpenStores(); err != nil {
+		return err
 	}
 	if t.restore != nil {
 		if err := t.restore(t.stores); err != nil {
@@ -349,6 +343,30 @@ func (t *Task) Init() error {
 		}
 	}
 	t.initialized = true
+	return nil
+}
+
+// OpenStores builds and initialises the task's stores, once; Init calls
+// it. A runtime that restores the stores of several tasks from one read of
+// a changelog opens them all first (Stores), writes to them, then calls
+// Init, which restores through Options.Restore, when set, and initialises
+// the processors.
+func (t *Task) OpenStores() error {
+	if t.storesOpen {
+		return nil
+	}
+	for _, name := range t.sub.Stores {
+		info := t.built.Stores[name]
+		s, err := info.Builder.Build()
+		if err != nil {
+			return fmt.Errorf("task %s: build state store %s: %w", t.id, name, err)
+		}
+		if err := s.Init(storeContext{t}); err != nil {
+			return fmt.Errorf("task %s: init state store %s: %w", t.id, name, err)
+		}
+		t.stores[name] = s
+	}
+	t.storesOpen = true
 	return nil
 }
 

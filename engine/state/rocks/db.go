@@ -69,6 +69,9 @@ type DB struct {
 	bulk      map[string][]byte
 	bulkSize  int
 	bulkErr   error
+	// bulkMax is the bytes of one bulk write batch (SetRestoreBatchBytes,
+	// DefaultRestoreBatchBytes when 0).
+	bulkMax int
 }
 
 // layer is one indexed write batch of uncommitted writes.
@@ -359,8 +362,18 @@ func (d *DB) del(key []byte) {
 	l.pending[string(key)] = struct{}{}
 }
 
-// bulkMax is how many bytes of restored records are written at once.
-const bulkMax = 8 << 20
+// DefaultRestoreBatchBytes is how many bytes of restored records are
+// written at once unless SetRestoreBatchBytes says otherwise.
+const DefaultRestoreBatchBytes = 8 << 20
+
+// SetRestoreBatchBytes bounds the bytes of restored records gathered for
+// one write batch (stoatflow.restore.rocksdb.batch-bytes): what a restore
+// holds in memory beside the records it reads. n <= 0 is the default.
+func (d *DB) SetRestoreBatchBytes(n int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.bulkMax = n
+}
 
 // BeginRestore makes the writes that follow go straight to the database
 // in large write batches laid out in Go, one native call per batch rather
@@ -411,7 +424,11 @@ func (d *DB) bulkAdd(key, value []byte) {
 	}
 	d.bulk[string(key)] = value
 	d.bulkSize += len(value)
-	if d.bulkSize >= bulkMax {
+	limit := d.bulkMax
+	if limit <= 0 {
+		limit = DefaultRestoreBatchBytes
+	}
+	if d.bulkSize >= limit {
 		d.flushBulk()
 	}
 }

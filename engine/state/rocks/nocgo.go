@@ -33,4 +33,5 @@ func (d *DB) Close() error                          { return nil }
 func (d *DB) Supplier() state.BytesSupplier         { return nil }
 func (d *DB) Store(string) state.KeyValueBytesStore { return nil }
 func (d *DB) BeginRestore()                         {}
+func (d *DB) SetRestoreBatchBytes(int)              {}
 func (d *DB) EndRestore(Checkpoint) error           { return ErrUnavailable }

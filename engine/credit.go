@@ -1,0 +1,73 @@
+package engine
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+)
+
+// credit is a budget of records shared by one producer and one consumer:
+// the producer takes credit before it hands records over and waits while
+// there is not enough; the consumer gives it back as it is done with them.
+// It is how the engine's bounds hold without a channel that must stop
+// being read: a lane's queue per producer (stoatflow.lane.queue-size) and
+// the committer's held records (stoatflow.commit.held-records).
+type credit struct {
+	size int64
+
+	mu    sync.Mutex
+	avail int64
+	// wake is closed, and replaced, when credit comes back while a
+	// producer waits.
+	wake chan struct{}
+
+	// waits counts the times a producer had to wait: how the tests see
+	// the back-pressure hold.
+	waits atomic.Int64
+}
+
+func newCredit(size int64) *credit { return &credit{size: size, avail: size} }
+
+// take takes n records' credit, waiting while there is not enough, until
+// ctx is done. n is capped at the whole budget, so that a hand-over larger
+// than it waits for the budget to be free instead of forever.
+func (c *credit) take(ctx context.Context, n int64) (int64, error) {
+	n = min(n, c.size)
+	c.mu.Lock()
+	if c.avail >= n {
+		c.avail -= n
+		c.mu.Unlock()
+		return n, nil
+	}
+	c.waits.Add(1)
+	for c.avail < n {
+		if c.wake == nil {
+			c.wake = make(chan struct{})
+		}
+		w := c.wake
+		c.mu.Unlock()
+		select {
+		case <-w:
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+		c.mu.Lock()
+	}
+	c.avail -= n
+	c.mu.Unlock()
+	return n, nil
+}
+
+// give returns n records' credit.
+func (c *credit) give(n int64) {
+	if n == 0 {
+		return
+	}
+	c.mu.Lock()
+	c.avail += n
+	if c.wake != nil {
+		close(c.wake)
+		c.wake = nil
+	}
+	c.mu.Unlock()
+}

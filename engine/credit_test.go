@@ -1,0 +1,49 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+// TestCredit: a producer takes what there is, waits when it is spent until
+// the consumer gives some back, never waits forever for more than the
+// whole budget, and stops waiting when its context ends.
+func TestCredit(t *testing.T) {
+	ctx := context.Background()
+	c := newCredit(4)
+	if n, err := c.take(ctx, 3); n != 3 || err != nil {
+		t.Fatalf("take 3 of 4: %d, %v", n, err)
+	}
+	took := make(chan int64)
+	go func() {
+		n, err := c.take(ctx, 2)
+		if err != nil {
+			t.Error(err)
+		}
+		took <- n
+	}()
+	select {
+	case n := <-took:
+		t.Fatalf("took %d with 1 left of 4", n)
+	case <-time.After(50 * time.Millisecond):
+	}
+	c.give(1)
+	if n := <-took; n != 2 {
+		t.Fatalf("took %d, want 2", n)
+	}
+	if w := c.waits.Load(); w != 1 {
+		t.Fatalf("%d waits counted, want 1", w)
+	}
+	c.give(4)
+	// More than the budget: capped at it, not waited for forever.
+	if n, err := c.take(ctx, 10); n != 4 || err != nil {
+		t.Fatalf("take 10 of 4: %d, %v", n, err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel()
+	if _, err := c.take(cctx, 1); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("take from a spent budget until the deadline: %v", err)
+	}
+}
