@@ -615,7 +615,10 @@ func (t *Task) handleDeserializationError(src *node, in Input, err error) error 
 		t.log.Warn("record that does not deserialize sent to the dead-letter topic", "source", src.name, "topic", t.dlqTopic, "error", err.Error())
 		return nil
 	}
-	return fmt.Errorf("source %s: %w", src.name, err)
+	// Kafka Streams says the same: the user's next question is how to
+	// get past the record.
+	return fmt.Errorf("source %s: %w (%s is fail; set it to continue or dead-letter to skip such records)",
+		src.name, err, config.DeserializationHandler)
 }
 
 func (t *Task) sink(nd *node, rec processor.Erased) error {

@@ -1,0 +1,73 @@
+package engine_test
+
+import (
+	"context"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/stoatflow/stoatctl/engine"
+	"github.com/stoatflow/stoatctl/engine/broker"
+	"github.com/stoatflow/stoatctl/internal/kafkatest"
+)
+
+// TestNotReadyBeforeTheGroupAssigns holds the group's first SyncGroup
+// answer (the assignment) on the broker: until it is let through the
+// engine has no partitions, so /health/readiness must say 503 and the
+// state must not be RUNNING; once it is, readiness comes up with both
+// partitions held.
+func TestNotReadyBeforeTheGroupAssigns(t *testing.T) {
+	kafkatest.EmbeddedOnly(t)
+	b, err := broker.Start(context.Background(), broker.Options{Port: broker.RandomPort, SeedTopics: map[string]int32{"in": 2, "out": 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	release := make(chan struct{})
+	var held, seen atomic.Bool
+	b.Cluster().ControlKey(int16(kmsg.SyncGroup), func(kmsg.Request) (kmsg.Response, error, bool) {
+		b.Cluster().KeepControl()
+		if held.CompareAndSwap(false, true) {
+			seen.Store(true)
+			b.Cluster().SleepControl(func() { <-release })
+		}
+		return nil, nil, false
+	})
+	e := engine.New(uppercase(), cfg(b.Addr(), "ready-app"), engine.WithLogger(testLogger(t)), engine.WithHTTP(engine.HTTP{Addr: "127.0.0.1:0"}))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	ready := func() int {
+		resp, err := http.Get("http://" + e.HTTPAddr() + "/health/readiness")
+		if err != nil {
+			return 0
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	eventually(t, 20*time.Second, func() string { return "the group never sent SyncGroup" }, func() bool { return seen.Load() && e.HTTPAddr() != "" })
+	// The engine has had every chance to call itself ready; it holds
+	// nothing, so it must not.
+	for end := time.Now().Add(time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if code := ready(); code != http.StatusServiceUnavailable {
+			t.Fatalf("readiness %d with the assignment held back (state %s, assignment %v), want 503", code, e.State(), e.Assignment())
+		}
+		if st := e.State(); st == engine.Running {
+			t.Fatalf("state %s with the assignment held back", st)
+		}
+	}
+	close(release)
+	eventually(t, 20*time.Second, func() string { return "never ready after the assignment" }, func() bool { return ready() == http.StatusOK })
+	if a := e.Assignment(); len(a["in"]) != 2 {
+		t.Fatalf("ready with assignment %v, want both partitions of in", a)
+	}
+}
