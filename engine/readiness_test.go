@@ -2,11 +2,13 @@ package engine_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/stoatflow/stoatctl/engine"
@@ -69,5 +71,50 @@ func TestNotReadyBeforeTheGroupAssigns(t *testing.T) {
 	eventually(t, 20*time.Second, func() string { return "never ready after the assignment" }, func() bool { return ready() == http.StatusOK })
 	if a := e.Assignment(); len(a["in"]) != 2 {
 		t.Fatalf("ready with assignment %v, want both partitions of in", a)
+	}
+}
+
+// TestStartsWhileTheCoordinatorIsNotAvailable: a fresh cluster answers
+// FindCoordinator with COORDINATOR_NOT_AVAILABLE until it has made
+// __consumer_offsets. A topology that must run as one instance describes
+// its group at start; that answer is to be waited out, not a failure (it
+// failed TestTopicRead on a fresh real broker).
+func TestStartsWhileTheCoordinatorIsNotAvailable(t *testing.T) {
+	kafkatest.EmbeddedOnly(t)
+	b, err := broker.Start(context.Background(), broker.Options{Port: broker.RandomPort, SeedTopics: map[string]int32{"in": 1, "out": 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	var refused atomic.Int32
+	b.Cluster().ControlKey(int16(kmsg.FindCoordinator), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		if refused.Add(1) > 3 {
+			return nil, nil, false // the control is dropped: answered as usual from now on
+		}
+		b.Cluster().KeepControl()
+		req := kreq.(*kmsg.FindCoordinatorRequest)
+		resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
+		keys := req.CoordinatorKeys
+		if len(keys) == 0 {
+			keys = []string{req.CoordinatorKey}
+		}
+		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		for _, k := range keys {
+			c := kmsg.NewFindCoordinatorResponseCoordinator()
+			c.Key, c.ErrorCode = k, kerr.CoordinatorNotAvailable.Code
+			resp.Coordinators = append(resp.Coordinators, c)
+		}
+		return resp, nil, true
+	})
+	produceTo(t, b.Addr(), "in", 0, 1000)
+	e, stop := runEngine(t, windowedCounts(), cfg(b.Addr(), "coordinator-app"))
+	eventually(t, 20*time.Second, func() string { return fmt.Sprintf("state %s, %d records", e.State(), e.Stats().Records) }, func() bool {
+		return e.Stats().Records == 1 || e.State() == engine.Error
+	})
+	if err := stop(); err != nil {
+		t.Fatalf("engine: %v", err)
+	}
+	if n := refused.Load(); n < 4 {
+		t.Fatalf("FindCoordinator asked %d times, want the 3 refusals and one answer", n)
 	}
 }

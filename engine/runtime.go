@@ -405,7 +405,19 @@ func (r *runner) refuseSecondInstance(ctx context.Context, reason string) error 
 	for {
 		groups, err := r.adm.DescribeGroups(ctx, r.s.appID)
 		if err != nil {
-			return fmt.Errorf("engine: describe group %s: %w", r.s.appID, err)
+			// A fresh cluster has no coordinator until it has made
+			// __consumer_offsets (COORDINATOR_NOT_AVAILABLE, retriable):
+			// wait for it as for members to leave.
+			if !transient(err) || time.Now().After(deadline) {
+				return fmt.Errorf("engine: describe group %s: %w", r.s.appID, err)
+			}
+			r.e.log.Info("describe group: retrying", "group", r.s.appID, "err", err)
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(200 * time.Millisecond):
+			}
+			continue
 		}
 		others := 0
 		if g, ok := groups[r.s.appID]; ok && g.Err == nil {

@@ -129,7 +129,7 @@ real_kafka_tier() {
 	# timeout leaves room for a slow machine.
 	go test -count=1 -timeout 30m ./migrate/ || rc=$?
 	go test -race -count=1 -run '^(TestCapture|TestRecorded)' ./replay/ || rc=$?
-	go test -race -count=1 -run '^(TestRunOnEmbeddedBrokerWithKcat|TestReplayRecordThenReplay|TestTopicReadFollow|TestReplayRecordOut)$' ./cmd/ || rc=$?
+	go test -race -count=1 -run '^(TestRunOnEmbeddedBrokerWithKcat|TestReplayRecordThenReplay|TestTopicRead|TestTopicReadFollow|TestReplayRecordOut)$' ./cmd/ || rc=$?
 	unset STOATCTL_TEST_KAFKA STOATCTL_TEST_BOOTSTRAP
 	local pid
 	pid=$(<"$STOATCTL_KAFKA_DIR/broker.pid")
