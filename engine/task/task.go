@@ -596,6 +596,12 @@ func (t *Task) handleProcessingError(nd *node, err error) {
 }
 
 func (t *Task) handleDeserializationError(src *node, in Input, err error) error {
+	var fatal Fatal
+	if errors.As(err, &fatal) && fatal.Fatal() {
+		// Not the record's fault (a schema registry that does not
+		// answer): skipping would drop every record until it is back.
+		return fmt.Errorf("source %s: %w", src.name, err)
+	}
 	switch t.deserHandler {
 	case config.HandlerContinue:
 		t.metrics.Counter(metrics.DroppedRecords, "reason", metrics.ReasonDeserialization).Add(1)
