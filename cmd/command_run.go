@@ -373,7 +373,7 @@ func logEffectiveConfig(log *slog.Logger, src *configSources) {
 	var attrs []any
 	for _, k := range slices.Sorted(maps.Keys(values)) {
 		v := values[k]
-		if strings.Contains(strings.ToLower(k), "password") || strings.Contains(strings.ToLower(k), "secret") {
+		if lk := strings.ToLower(k); strings.Contains(lk, "password") || strings.Contains(lk, "secret") || strings.Contains(lk, "user.info") {
 			v = "***"
 		}
 		from := src.origin(k)
