@@ -15,6 +15,7 @@ import (
 	"github.com/hamba/avro/v2"
 	"github.com/hamba/avro/v2/registry"
 
+	"github.com/stoatflow/stoatctl/engine/config"
 	"github.com/stoatflow/stoatctl/engine/serde"
 	"github.com/stoatflow/stoatctl/internal/schemaregistry"
 )
@@ -174,5 +175,83 @@ func TestConfluentPythonClient(t *testing.T) {
 	_, err = ours.Deserialize("orders", unknown)
 	if !errors.Is(err, serde.ErrUnknownSchemaID) || !strings.Contains(err.Error(), "9999") {
 		t.Fatalf("unknown id: %v, want ErrUnknownSchemaID naming 9999", err)
+	}
+}
+
+// TestSubjectsAndRegistration: each subject name strategy registers under
+// its subject, and without auto-registration a schema is looked up, and
+// refused when it is not registered.
+func TestSubjectsAndRegistration(t *testing.T) {
+	srv := httptest.NewServer(schemaregistry.New())
+	defer srv.Close()
+	client, err := registry.NewClient(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema := avro.MustParse(order)
+	v := map[string]any{"id": int64(1), "item": "x"}
+	for _, tc := range []struct {
+		strategy string
+		key      bool
+		subject  string
+	}{
+		{serde.TopicNameStrategy, false, "orders-value"},
+		{serde.TopicNameStrategy, true, "orders-key"},
+		{serde.RecordNameStrategy, false, "shop.Order"},
+		{serde.TopicRecordNameStrategy, false, "orders-shop.Order"},
+	} {
+		s := serde.AvroRegistry(client, serde.RegistryOptions{Schema: schema, Strategy: tc.strategy, IsKey: tc.key, AutoRegister: true, URL: srv.URL})
+		if _, err := s.Serialize("orders", v); err != nil {
+			t.Fatalf("%s: %v", tc.strategy, err)
+		}
+		if _, _, err := client.IsRegistered(context.Background(), tc.subject, order); err != nil {
+			t.Errorf("%s (key %v): not registered under %s: %v", tc.strategy, tc.key, tc.subject, err)
+		}
+	}
+	lookup := func(topic string) error {
+		_, err := serde.AvroRegistry(client, serde.RegistryOptions{Schema: schema, URL: srv.URL}).Serialize(topic, v)
+		return err
+	}
+	if err := lookup("orders"); err != nil {
+		t.Fatalf("lookup of a registered schema: %v", err)
+	}
+	if err := lookup("fresh"); err == nil || !strings.Contains(err.Error(), "not registered under subject fresh-value") {
+		t.Fatalf("lookup of an unregistered schema: %v", err)
+	}
+}
+
+// TestReadRegistryConfig: the keys as Confluent's serdes read them.
+func TestReadRegistryConfig(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  map[string]string
+		want serde.RegistryConfig
+		err  string
+	}{
+		{"unset", map[string]string{}, serde.RegistryConfig{}, ""},
+		{"defaults", map[string]string{"schema.registry.url": "http://h:8081"},
+			serde.RegistryConfig{URL: "http://h:8081", AutoRegister: true, KeyStrategy: "TopicNameStrategy", ValueStrategy: "TopicNameStrategy"}, ""},
+		{"url credentials", map[string]string{"schema.registry.url": "https://u:p@h:8081/base"},
+			serde.RegistryConfig{URL: "https://h:8081/base", User: "u", Password: "p", AutoRegister: true, KeyStrategy: "TopicNameStrategy", ValueStrategy: "TopicNameStrategy"}, ""},
+		{"user info", map[string]string{"schema.registry.url": "http://h", "basic.auth.credentials.source": "USER_INFO", "basic.auth.user.info": "a:b:c",
+			"auto.register.schemas": "false", "value.subject.name.strategy": "io.confluent.kafka.serializers.subject.RecordNameStrategy"},
+			serde.RegistryConfig{URL: "http://h", User: "a", Password: "b:c", KeyStrategy: "TopicNameStrategy", ValueStrategy: "RecordNameStrategy"}, ""},
+		{"bad url", map[string]string{"schema.registry.url": "h:8081"}, serde.RegistryConfig{}, "want http://host:port"},
+		{"two urls", map[string]string{"schema.registry.url": "http://a,http://b"}, serde.RegistryConfig{}, "one URL"},
+		{"no user info", map[string]string{"schema.registry.url": "http://h", "basic.auth.credentials.source": "USER_INFO"}, serde.RegistryConfig{}, "want user:password"},
+		{"bad strategy", map[string]string{"schema.registry.url": "http://h", "key.subject.name.strategy": "Nope"}, serde.RegistryConfig{}, "key.subject.name.strategy"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok, err := serde.ReadRegistryConfig(config.New(tc.cfg))
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %v, want one saying %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil || ok != (tc.want.URL != "") || !reflect.DeepEqual(got, tc.want) && ok {
+				t.Fatalf("got %+v, %v, %v; want %+v", got, ok, err, tc.want)
+			}
+		})
 	}
 }
