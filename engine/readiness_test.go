@@ -118,3 +118,21 @@ func TestStartsWhileTheCoordinatorIsNotAvailable(t *testing.T) {
 		t.Fatalf("FindCoordinator asked %d times, want the 3 refusals and one answer", n)
 	}
 }
+
+// TestReadyWithNothingAssigned: a second instance on a one-partition
+// topic is told, by a completed rebalance, that it holds nothing; that is
+// an assignment too, and it is ready, while the first keeps the
+// partition.
+func TestReadyWithNothingAssigned(t *testing.T) {
+	addr := startBroker(t, map[string]int32{"in": 1, "out": 1})
+	first, _ := runEngine(t, uppercase(), cfg(addr, "spare-app", "stoatflow.instance.id", "a"))
+	eventually(t, 20*time.Second, func() string { return "the first instance never held in" }, func() bool {
+		return first.State() == engine.Running && len(first.Assignment()["in"]) == 1
+	})
+	second, _ := runEngine(t, uppercase(), cfg(addr, "spare-app", "stoatflow.instance.id", "b"))
+	eventually(t, 30*time.Second, func() string {
+		return fmt.Sprintf("second: state %s assignment %v; first: state %s assignment %v", second.State(), second.Assignment(), first.State(), first.Assignment())
+	}, func() bool {
+		return second.State() == engine.Running && len(second.Assignment()) == 0 && first.State() == engine.Running && len(first.Assignment()["in"]) == 1
+	})
+}
