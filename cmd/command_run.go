@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"net"
+	"net/url"
 	"os"
 	"os/signal"
 	"slices"
@@ -375,6 +376,9 @@ func logEffectiveConfig(log *slog.Logger, src *configSources) {
 		v := values[k]
 		if lk := strings.ToLower(k); strings.Contains(lk, "password") || strings.Contains(lk, "secret") || strings.Contains(lk, "user.info") {
 			v = "***"
+		} else if u, err := url.Parse(v); err == nil && u.User != nil {
+			// schema.registry.url may carry user:password@.
+			v = u.Redacted()
 		}
 		from := src.origin(k)
 		if from == "" {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"regexp"
 	"strings"
 	"testing"
@@ -106,4 +107,18 @@ func TestRunKeptBrokerNotice(t *testing.T) {
 	var b bytes.Buffer
 	writeKeptUp(&b, "stoatctl run", "127.0.0.1:9092", errors.New("engine: commit failed"), []string{"customers", "orders"})
 	checkGolden(t, "run_fails_kept_broker_no_record", b.String())
+}
+
+// TestEffectiveConfigHidesCredentials: the effective-configuration log
+// line shows neither basic.auth.user.info nor the password in a
+// registry URL.
+func TestEffectiveConfigHidesCredentials(t *testing.T) {
+	src := newConfigSources()
+	src.set("schema.registry.url", "http://reg:s3cret@registry:8081", "flag -X")
+	src.set("basic.auth.user.info", "reg:t0psecret", "flag -X")
+	var b bytes.Buffer
+	logEffectiveConfig(newLogger(&b, "text", slog.LevelInfo), src)
+	if s := b.String(); strings.Contains(s, "s3cret") || strings.Contains(s, "t0psecret") || !strings.Contains(s, "http://reg:xxxxx@registry:8081") {
+		t.Fatalf("effective configuration line: %s", s)
+	}
 }
