@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"net"
+	"net/url"
 	"os"
 	"os/signal"
 	"slices"
@@ -20,6 +21,7 @@ import (
 	"github.com/stoatflow/stoatctl/engine/broker"
 	"github.com/stoatflow/stoatctl/engine/config"
 	"github.com/stoatflow/stoatctl/engine/rest"
+	"github.com/stoatflow/stoatctl/engine/serde"
 	"github.com/stoatflow/stoatctl/engine/state/rocks"
 	"github.com/stoatflow/stoatctl/engine/topofile"
 	"github.com/stoatflow/stoatctl/internal/buildinfo"
@@ -43,7 +45,9 @@ exits 0.
 Without -b (and without bootstrap.servers in the configuration) it starts
 an embedded Kafka-protocol broker on 127.0.0.1:--broker-port, creates the
 topology's topics there, prints its address on stdout, and prints how to
-produce to it and read from it with kcat on stderr. The embedded broker's
+produce to it and read from it with kcat on stderr. If the engine fails
+there, the broker stays up until Ctrl-C, so that the record at fault can
+be read (the notice says how), and run then exits 1. The embedded broker's
 flags (--broker-port, --broker-data-dir, --partitions) are refused when a
 cluster is named, since no broker starts then.
 
@@ -149,12 +153,14 @@ An address in use fails the start; --http off serves nothing.`,
 					return err
 				}
 			}
+			var embedded *broker.Broker
 			if cfg[config.BootstrapServers] == "" {
 				b, err := startEmbedded(ctx, c.OutOrStdout(), c.ErrOrStderr(), topo, file, cfg, port, int32(partitions), dataDir)
 				if err != nil {
 					return err
 				}
 				defer b.Close()
+				embedded = b
 				src.set(config.BootstrapServers, b.Addr(), "the embedded broker")
 			}
 			logEffectiveConfig(log, src)
@@ -163,7 +169,15 @@ An address in use fails the start; --http off serves nothing.`,
 				opts = append(opts, engine.WithHTTP(*api))
 			}
 			e := engine.New(file.Topology, cfg, opts...)
-			return e.Run(ctx)
+			err = e.Run(ctx)
+			if err != nil && embedded != nil && ctx.Err() == nil {
+				// The broker holds the record at fault, and nothing else
+				// does: keep it up until the user has looked.
+				sources, _, _ := engine.Topics(file.Topology, cfg)
+				writeKeptUp(c.ErrOrStderr(), c.CommandPath(), embedded.Addr(), err, sources)
+				<-ctx.Done()
+			}
+			return err
 		},
 	}
 	f := c.Flags()
@@ -247,6 +261,25 @@ func writeBanner(w io.Writer, addr, ref string, sources, sinks []string) {
 		fmt.Fprintf(w, "or raw, committed, with kcat:  kcat -b %s -t %s -C -o beginning -K: -X isolation.level=read_committed\n", addr, sinks[0])
 	}
 	fmt.Fprintln(w, "stop with Ctrl-C")
+}
+
+// writeKeptUp says that the engine stopped on err and that the embedded
+// broker on addr stays up, and how to read the record at fault: the one a
+// deserialization error names, or else the source topics.
+func writeKeptUp(w io.Writer, path, addr string, err error, sources []string) {
+	fmt.Fprintf(w, "%s: the engine stopped: %v\n", path, err)
+	fmt.Fprintf(w, "the embedded broker stays up on %s, so that the input can be inspected:\n", addr)
+	if de, ok := serde.AsDecodeError(err); ok && de.Positioned {
+		// --from and --to bound every partition: the one record each
+		// has at that offset, the fault's among them.
+		fmt.Fprintf(w, "read the record at fault (partition %d offset %d of %s), raw:  stoatctl topic read -b %s -t %s --from offset:%d --to offset:%d\n",
+			de.Partition, de.Offset, de.Topic, addr, de.Topic, de.Offset, de.Offset+1)
+	} else {
+		for _, t := range sources {
+			fmt.Fprintf(w, "read %s:  stoatctl topic read -b %s -t %s\n", t, addr, t)
+		}
+	}
+	fmt.Fprintln(w, "stop the broker with Ctrl-C")
 }
 
 // exitOnSecondSignal makes a second SIGINT or SIGTERM, after the first has
@@ -341,8 +374,11 @@ func logEffectiveConfig(log *slog.Logger, src *configSources) {
 	var attrs []any
 	for _, k := range slices.Sorted(maps.Keys(values)) {
 		v := values[k]
-		if strings.Contains(strings.ToLower(k), "password") || strings.Contains(strings.ToLower(k), "secret") {
+		if lk := strings.ToLower(k); strings.Contains(lk, "password") || strings.Contains(lk, "secret") || strings.Contains(lk, "user.info") {
 			v = "***"
+		} else if u, err := url.Parse(v); err == nil && u.User != nil {
+			// schema.registry.url may carry user:password@.
+			v = u.Redacted()
 		}
 		from := src.origin(k)
 		if from == "" {

@@ -101,7 +101,25 @@ func runWordCount(t *testing.T, addr string, lines ...string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- engine.New(f.Topology, cfg).Run(ctx) }()
-	kafkatest.AwaitCommitted(t, addr, f.ApplicationID, "lines")
+	// Wait for the commit or for the engine to stop, whichever comes
+	// first: an engine that failed at start must be reported as such,
+	// not as a commit that never came.
+	adm := kafkatest.Admin(t, addr)
+	for deadline := time.Now().Add(time.Minute); ; {
+		if ok, _, err := kafkatest.CommittedToEnd(t.Context(), adm, f.ApplicationID, "lines"); err == nil && ok {
+			break
+		}
+		select {
+		case err := <-done:
+			cancel()
+			t.Fatalf("word-count stopped before committing its input: %v", err)
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			t.Fatalf("group %s did not commit lines to its end within a minute (engine still running)", f.ApplicationID)
+		}
+	}
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("word-count: %v", err)

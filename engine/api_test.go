@@ -63,9 +63,9 @@ func TestAPIServesTheRunningEngine(t *testing.T) {
 			return false
 		}
 		resp.Body.Close()
-		// Readiness is up for a moment before the group assigns the
-		// partitions (the engine runs with none first; an open issue),
-		// so wait for both partitions too.
+		// Readiness waits for the group's assignment
+		// (TestNotReadyBeforeTheGroupAssigns); the partitions are
+		// registered with it.
 		w, err := cl.Watermarks(bg)
 		return resp.StatusCode == 200 && err == nil && len(w.Partitions) == 2
 	})

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -73,26 +74,47 @@ func TestDeadLetterTopicKeepsTheBadRecord(t *testing.T) {
 
 // TestFailingRecordStopsWithoutCommittingPastIt: under the default
 // handler a record that does not deserialize stops the engine with an
-// error naming where it is, and the committed offset stays before it.
+// error naming where it is and the handler that would skip it, the state
+// goes from RUNNING straight to ERROR (leaving the group on the way out
+// is no rebalance), and the committed offset stays before the record.
 func TestFailingRecordStopsWithoutCommittingPastIt(t *testing.T) {
 	addr := startBroker(t, map[string]int32{"in": 1, "out": 1})
 	produce(t, addr, "in", []kv{{Key: "a", Value: long(1)}, {Key: "b", Value: long(2)}})
-	e, stop := runEngine(t, longs(), cfg(addr, "fail-app"))
+	e := engine.New(longs(), cfg(addr, "fail-app"), engine.WithLogger(testLogger(t)))
+	var mu sync.Mutex
+	var states []engine.State
+	e.OnStateChange(func(_, s engine.State) {
+		mu.Lock()
+		states = append(states, s)
+		mu.Unlock()
+	})
+	done := make(chan error, 1)
+	go func() { done <- e.Run(context.Background()) }()
 	deadline := time.Now().Add(20 * time.Second)
 	for e.Stats().Records < 2 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	produce(t, addr, "in", []kv{{Key: "c", Value: "bad"}, {Key: "d", Value: long(4)}})
-	deadline = time.Now().Add(20 * time.Second)
-	for e.State() != engine.Error && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the engine did not stop on the bad record within 30s")
 	}
-	err := stop()
 	if err == nil || !strings.Contains(err.Error(), "topic in partition 0 offset 2") {
 		t.Fatalf("engine stopped with %v, want an error naming topic in partition 0 offset 2", err)
 	}
+	if !strings.Contains(err.Error(), "default.deserialization.exception.handler") {
+		t.Fatalf("engine stopped with %v, want it to name default.deserialization.exception.handler", err)
+	}
 	if e.State() != engine.Error {
 		t.Fatalf("state %s, want ERROR", e.State())
+	}
+	mu.Lock()
+	got := slices.Clone(states)
+	mu.Unlock()
+	if n := len(got); n < 2 || got[n-2] != engine.Running || got[n-1] != engine.Error {
+		t.Fatalf("states %v, want RUNNING then ERROR at the end", got)
 	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
 	if err != nil {

@@ -80,6 +80,14 @@ type runner struct {
 	assignMu   sync.Mutex
 	assigned   map[string]map[int32]bool
 	rebalanced atomic.Bool
+	// joined says the group has completed a rebalance for the current
+	// session and told this member its assignment (franz-go calls
+	// OnPartitionsAssigned after every completed join, even with nothing
+	// assigned); until then the engine is not RUNNING, so not ready.
+	joined atomic.Bool
+	// closing says the runner is closing: leaving the group revokes the
+	// partitions, which is the end, not a rebalance.
+	closing atomic.Bool
 
 	gen       *generation
 	global    *globalRunner
@@ -412,7 +420,19 @@ func (r *runner) onAssign(how string, m map[string][]int32, add bool) {
 		}
 	}
 	r.assignMu.Unlock()
-	if changed {
+	switch {
+	case add && !r.joined.Swap(true):
+		// The session's first completed join, after the assignment is
+		// recorded: a reset then starts the lanes on it and says RUNNING,
+		// even when nothing is assigned.
+		changed = true
+	case how == "lost":
+		// The session is gone; what held is reprocessed after the
+		// rejoin, and until then the engine is not ready.
+		r.joined.Store(false)
+		changed = true
+	}
+	if changed && !r.closing.Load() {
 		r.rebalanced.Store(true)
 		if st := r.e.State(); st == Running {
 			r.e.setState(Rebalancing)
@@ -434,6 +454,7 @@ func (r *runner) assignment() map[string][]int32 {
 }
 
 func (r *runner) close() {
+	r.closing.Store(true)
 	r.e.setAssignment(nil)
 	if r.gen != nil {
 		r.stopGeneration()
@@ -551,6 +572,7 @@ func (r *runner) recoverSession(ctx context.Context, cause error) error {
 		r.e.addStats(func(s *Stats) { s.Aborted++; s.Resets++ })
 	}
 	r.sess.close()
+	r.joined.Store(false) // the next session joins anew
 	r.assignMu.Lock()
 	r.assigned = map[string]map[int32]bool{}
 	r.assignMu.Unlock()
@@ -930,6 +952,9 @@ func (r *runner) resetOnce(ctx context.Context) error {
 	r.commitFailed.Store(nil)
 	r.rebalanced.Store(false)
 	r.held = nil // the reset rewinds to the committed offsets
+	// Read before the assignment: onAssign records the assignment before
+	// it says joined, so a joined read here goes with what it assigned.
+	joined := r.joined.Load()
 	assigned := r.assignment()
 	if reason := r.singleInstanceReason(); reason != "" {
 		for _, t := range r.sources {
@@ -1016,7 +1041,11 @@ func (r *runner) resetOnce(ctx context.Context) error {
 		return r.reset(ctx)
 	}
 	r.e.setAssignment(assigned)
-	r.e.setState(Running)
+	if joined {
+		r.e.setState(Running)
+	}
+	// Not joined yet: the lanes run on nothing and the state stays
+	// REBALANCING until the join completes and asks for a reset.
 	return nil
 }
 

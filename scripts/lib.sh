@@ -58,6 +58,23 @@ need_java() {
 	fi
 }
 
+# confluent_python prints a python3 that has Confluent's Python client
+# with its Avro support: Debian's python3-confluent-kafka (and
+# python3-requests, which its registry client uses), and fastavro from
+# PyPI (Debian has none) in a virtualenv that sees the system's packages,
+# kept under ~/.cache/stoatctl. internal/schemaregistry's test holds the
+# in-repo schema registry to that client ($STOATCTL_PYTHON).
+confluent_python() {
+	local venv=${XDG_CACHE_HOME:-$HOME/.cache}/stoatctl/confluent-python fastavro=1.12.2
+	need_pkg python3-confluent-kafka python3-requests python3-venv || return 1
+	if ! "$venv/bin/python" -c 'import confluent_kafka.schema_registry.avro' >/dev/null 2>&1; then
+		log "setting up Confluent's Python client (fastavro $fastavro from PyPI)" >&2
+		/usr/bin/python3 -m venv --system-site-packages "$venv" >&2 &&
+			"$venv/bin/pip" install -q "fastavro==$fastavro" >&2 || return 1
+	fi
+	printf '%s\n' "$venv/bin/python"
+}
+
 # interop_classpath prints the class path of the interop Maven project
 # (interop/pom.xml): its compiled classes and every jar it depends on,
 # resolved from Maven Central into the local Maven cache. It builds the

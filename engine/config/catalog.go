@@ -34,6 +34,15 @@ const (
 	keyInfoShowWatermarks    = "runtime.endpoints.info.show-watermarks"
 	keyProgressLogMs         = "stoatflow.log.progress-interval-ms"
 	keyStallWarningMs        = "stoatflow.log.stall-warning-ms"
+	// The schema registry's, as Confluent's serdes name them
+	// (engine/serde's SchemaRegistryURL, ...).
+	keySchemaRegistryURL      = "schema.registry.url"
+	keyBasicAuthSource        = "basic.auth.credentials.source"
+	keyBasicAuthUserInfo      = "basic.auth.user.info"
+	keyAutoRegisterSchemas    = "auto.register.schemas"
+	keyKeySubjectStrategy     = "key.subject.name.strategy"
+	keyValueSubjectStrategy   = "value.subject.name.strategy"
+	subjectStrategyClassShort = "io.confluent.kafka.serializers.subject."
 )
 
 // Type is the kind of value a key takes.
@@ -124,6 +133,17 @@ func atLeast(k Key, min float64) Key { k.Min, k.HasMin = min, true; return k }
 
 var verdicts = []string{VerdictOff, VerdictWarn, VerdictError}
 
+var strategies = []string{"TopicNameStrategy", "RecordNameStrategy", "TopicRecordNameStrategy"}
+
+// strategyClasses are Confluent's class names of the strategies.
+var strategyClasses = func() map[string]string {
+	m := map[string]string{}
+	for _, s := range strategies {
+		m[subjectStrategyClassShort+s] = s
+	}
+	return m
+}()
+
 // catalogue is every key stoatctl reads, sorted by name.
 var catalogue = sortedKeys([]Key{
 	{Name: ApplicationID, Type: TypeString, Description: "names the application: the consumer group, the prefix of internal topics and transactional ids",
@@ -132,6 +152,18 @@ var catalogue = sortedKeys([]Key{
 		Description: "where a source partition without a committed offset starts: earliest, latest or none (fail)", ReadBy: []Component{KafkaClient, LiveEngine}},
 	{Name: BootstrapServers, Type: TypeList, Description: "the Kafka brokers to connect to, host:port[,host:port...]",
 		ReadBy: []Component{LiveEngine, KafkaClient}, Note: "stoatctl run starts an embedded broker when neither this nor -b is given"},
+	{Name: keyAutoRegisterSchemas, Type: TypeBool, Default: "true", Description: "whether an Avro sink registers its schema under its subject in the schema registry; when false the schema must be registered already",
+		ReadBy: []Component{Core}, Note: "only with schema.registry.url"},
+	{Name: keyBasicAuthSource, Type: TypeEnum, Values: []string{"URL", "USER_INFO"}, Default: "URL",
+		Description: "where the schema registry's basic-auth credentials are: in the URL (user:password@host) or in basic.auth.user.info", ReadBy: []Component{Core}},
+	{Name: keyBasicAuthUserInfo, Type: TypeString, Description: "the schema registry's basic-auth credentials, user:password, when basic.auth.credentials.source is USER_INFO",
+		ReadBy: []Component{Core}, Note: "logged as ***"},
+	{Name: keyKeySubjectStrategy, Type: TypeEnum, Values: strategies, Aliases: strategyClasses, Default: "TopicNameStrategy",
+		Description: "the subject an Avro key schema is registered under: <topic>-key, the record's full name, or <topic>-<full name>", ReadBy: []Component{Core}},
+	{Name: keySchemaRegistryURL, Type: TypeString, Description: "the Confluent-compatible schema registry Avro serdes fetch writer schemas from by id, and register sink schemas with (one http(s) URL)",
+		ReadBy: []Component{Core}, Note: "a topology file's avro serdes use it when it is set; without it they use the schema and schema-id the file gives"},
+	{Name: keyValueSubjectStrategy, Type: TypeEnum, Values: strategies, Aliases: strategyClasses, Default: "TopicNameStrategy",
+		Description: "the subject an Avro value schema is registered under: <topic>-value, the record's full name, or <topic>-<full name>", ReadBy: []Component{Core}},
 	{Name: keyClientID, Type: TypeString, Default: "application.id-instance", Description: "the client id the brokers log and meter this client under", ReadBy: []Component{KafkaClient},
 		Note: "the default carries stoatflow.instance.id, which lets a start find a live instance with its own id; with client.id set, that check is off"},
 	{Name: CommitIntervalMs, Type: TypeDurationMs, Default: "100", Lookup: true, Description: "Kafka Streams' commit interval; accepted and ignored",

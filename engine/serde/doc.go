@@ -14,7 +14,12 @@
 // JSON and Avro cover structured values. Avro uses the Confluent wire format
 // (magic byte 0, a 4-byte big-endian schema id, then the Avro body); a
 // SchemaSet maps other schema ids to their writer schemas so records written
-// with older or newer schemas resolve to the serde's own.
+// with older or newer schemas resolve to the serde's own. AvroRegistry takes
+// the ids from a Confluent-compatible schema registry instead: writer
+// schemas are fetched by id, and a sink's schema is registered under its
+// subject (a subject name strategy names it). A serde that reads
+// configuration implements Configurable; topology.Build configures every
+// source and sink serde.
 //
 // ByName returns the serdes a configuration can name, including Kafka's
 // Serdes class names; Same tells whether two serdes write the same bytes.

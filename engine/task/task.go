@@ -614,6 +614,12 @@ func (t *Task) handleProcessingError(nd *node, err error) {
 }
 
 func (t *Task) handleDeserializationError(src *node, in Input, err error) error {
+	var fatal Fatal
+	if errors.As(err, &fatal) && fatal.Fatal() {
+		// Not the record's fault (a schema registry that does not
+		// answer): skipping would drop every record until it is back.
+		return fmt.Errorf("source %s: %w", src.name, err)
+	}
 	switch t.deserHandler {
 	case config.HandlerContinue:
 		t.metrics.Counter(metrics.DroppedRecords, "reason", metrics.ReasonDeserialization).Add(1)
@@ -633,7 +639,10 @@ func (t *Task) handleDeserializationError(src *node, in Input, err error) error 
 		t.log.Warn("record that does not deserialize sent to the dead-letter topic", "source", src.name, "topic", t.dlqTopic, "error", err.Error())
 		return nil
 	}
-	return fmt.Errorf("source %s: %w", src.name, err)
+	// Kafka Streams says the same: the user's next question is how to
+	// get past the record.
+	return fmt.Errorf("source %s: %w (%s is fail; set it to continue or dead-letter to skip such records)",
+		src.name, err, config.DeserializationHandler)
 }
 
 func (t *Task) sink(nd *node, rec processor.Erased) error {

@@ -1,6 +1,7 @@
 package topofile
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -9,8 +10,10 @@ import (
 	"strings"
 
 	"github.com/expr-lang/expr/types"
+	"github.com/hamba/avro/v2"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/stoatflow/stoatctl/engine/config"
 	"github.com/stoatflow/stoatctl/engine/serde"
 )
 
@@ -58,6 +61,84 @@ func (s dynSerde) SerializeAny(topic string, v any) ([]byte, error) {
 
 func (s dynSerde) DeserializeAny(topic string, data []byte) (any, error) {
 	return s.inner.DeserializeAny(topic, data)
+}
+
+// Configure lets an inner serde that reads configuration (avroDecl) do so
+// through the adapter (serde.Configurable).
+func (s dynSerde) Configure(c config.Config, isKey bool) (serde.Any, error) {
+	inner, ok := s.inner.(serde.Configurable)
+	if !ok {
+		return s, nil
+	}
+	configured, err := inner.Configure(c, isKey)
+	if err != nil {
+		return nil, err
+	}
+	return dynSerde{inner: configured, goType: s.goType}, nil
+}
+
+// avroDecl is a file's Avro serde before the configuration is known: with
+// schema.registry.url set it becomes a registry-backed serde
+// (serde.AvroRegistry) with the file's schema, if any, as its own;
+// without, the local serde of the schema and schema-id the file gives.
+type avroDecl struct {
+	// local is the serde without a registry: nil when the file gives no
+	// schema, which only a registry can make up for.
+	local  serde.Any
+	schema avro.Schema
+	// at is where the file declares it, and what, for errors.
+	at Error
+}
+
+// fail is err at the declaration.
+func (d avroDecl) fail(err error) error {
+	e := d.at
+	e.Msg += ": " + err.Error()
+	return &e
+}
+
+func (d avroDecl) Name() string { return "avro" }
+
+// Unwrap lets serde.AvroSchemaOf see the local serde's schema and id.
+func (d avroDecl) Unwrap() any { return d.local }
+
+var errAvroNeedsRegistry = errors.New("the avro serde has no schema: give it one ({type: avro, schema: FILE}) or read through a schema registry (config " + serde.SchemaRegistryURL + ")")
+
+func (d avroDecl) SerializeAny(topic string, v any) ([]byte, error) {
+	if d.local == nil {
+		return nil, errAvroNeedsRegistry
+	}
+	return d.local.SerializeAny(topic, v)
+}
+
+func (d avroDecl) DeserializeAny(topic string, data []byte) (any, error) {
+	if d.local == nil {
+		return nil, errAvroNeedsRegistry
+	}
+	return d.local.DeserializeAny(topic, data)
+}
+
+func (d avroDecl) Configure(c config.Config, isKey bool) (serde.Any, error) {
+	rc, ok, err := serde.ReadRegistryConfig(c)
+	if err != nil {
+		return nil, d.fail(err)
+	}
+	if !ok {
+		if d.local == nil {
+			return nil, d.fail(errAvroNeedsRegistry)
+		}
+		return d, nil
+	}
+	client, err := serde.NewRegistryClient(rc)
+	if err != nil {
+		return nil, d.fail(err)
+	}
+	strategy := rc.ValueStrategy
+	if isKey {
+		strategy = rc.KeyStrategy
+	}
+	return serde.Erase(serde.AvroRegistry(client, serde.RegistryOptions{Schema: d.schema, Strategy: strategy,
+		AutoRegister: rc.AutoRegister, IsKey: isKey, URL: rc.URL})), nil
 }
 
 // serdeInfo is a serde as a file declares it, with the static type its
@@ -122,8 +203,9 @@ const maxSchemaSize = 1 << 20
 func (c *compiler) serdeField(n *yaml.Node, what string) (serdeInfo, bool) {
 	if n.Kind == yaml.ScalarNode {
 		if n.Value == "avro" {
-			c.errf(n, "%s: the avro serde needs a schema: write {type: avro, schema: FILE}", what)
-			return serdeInfo{}, false
+			// Writer schemas from a registry, known once the
+			// configuration is (avroDecl.Configure).
+			return serdeInfo{serde: &dynSerde{inner: avroDecl{at: c.declAt(n, what)}}, typ: types.Any}, true
 		}
 		info, err := namedSerde(n.Value)
 		if err != nil {
@@ -179,7 +261,14 @@ func (c *compiler) serdeField(n *yaml.Node, what string) (serdeInfo, bool) {
 		c.errf(f.get("schema"), "%s: %v", what, err)
 		return serdeInfo{}, false
 	}
-	return serdeInfo{serde: &dynSerde{inner: serde.Erase(s)}, typ: types.Any}, true
+	decl := avroDecl{local: serde.Erase(s), schema: s.(interface{ Schema() avro.Schema }).Schema(), at: c.declAt(n, what)}
+	return serdeInfo{serde: &dynSerde{inner: decl}, typ: types.Any}, true
+}
+
+// declAt is the position of n, with what it declares, for errors found
+// once the configuration is known.
+func (c *compiler) declAt(n *yaml.Node, what string) Error {
+	return Error{File: c.file, Line: n.Line, Column: n.Column, Msg: what}
 }
 
 // convert turns v into a value of type t when that loses nothing: numbers

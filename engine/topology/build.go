@@ -152,6 +152,33 @@ func (t *Topology) Build(cfg config.Config) (*Built, error) {
 		}
 	}
 
+	// Serdes that read configuration (a topology file's Avro serde and the
+	// schema registry) become what the configuration makes of them.
+	configure := func(name string, s serde.Any, isKey bool) serde.Any {
+		c, ok := s.(serde.Configurable)
+		if !ok {
+			return s
+		}
+		out, err := c.Configure(cfg, isKey)
+		if err != nil {
+			what := "value"
+			if isKey {
+				what = "key"
+			}
+			fail(name, "%s serde: %v", what, err)
+			return s
+		}
+		return out
+	}
+	for _, name := range t.order {
+		switch n := nodes[name]; n.Kind {
+		case SourceNode:
+			n.Source.KeySerde, n.Source.ValueSerde = configure(name, n.Source.KeySerde, true), configure(name, n.Source.ValueSerde, false)
+		case SinkNode:
+			n.Sink.KeySerde, n.Sink.ValueSerde = configure(name, n.Sink.KeySerde, true), configure(name, n.Sink.ValueSerde, false)
+		}
+	}
+
 	// Boundaries: the source side takes the sink side's final serdes.
 	boundaries := map[string]*Boundary{}
 	for _, b := range t.boundaries {
