@@ -1,15 +1,19 @@
 package engine_test
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -36,6 +40,35 @@ func crashSeed(t *testing.T) uint64 {
 // crashChildEnv, when set to a broker address, makes the test binary run
 // the counting engine as a child process until it is killed.
 const crashChildEnv = "STOATFLOW_CRASH_CHILD"
+
+// crashLogEnv names the file a crash child logs to.
+const crashLogEnv = "STOATFLOW_CRASH_LOG"
+
+// printChildLogs logs, when t failed, the last lines of each child's log
+// in dir (run-N.log), so that a failure shows what the runs did.
+func printChildLogs(t *testing.T, dir string) {
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		logs, _ := filepath.Glob(filepath.Join(dir, "run-*.log"))
+		// In run order: run-2.log before run-10.log.
+		slices.SortFunc(logs, func(a, b string) int {
+			if c := cmp.Compare(len(a), len(b)); c != 0 {
+				return c
+			}
+			return cmp.Compare(a, b)
+		})
+		for _, path := range logs {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				continue
+			}
+			lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+			t.Logf("%s, last %d of %d lines:\n%s", filepath.Base(path), min(len(lines), 25), len(lines), strings.Join(lines[max(0, len(lines)-25):], "\n"))
+		}
+	})
+}
 
 func TestMain(m *testing.M) {
 	if addr := os.Getenv(crashChildEnv); addr != "" {
@@ -84,7 +117,19 @@ func runCrashChild(addr string) int {
 		c["stoatflow.watermark.max-out-of-orderness-ms"] = "0"
 		c["application.id"] = "crash-suppress"
 	}
-	e := engine.New(topo, c, engine.WithLogger(testLogger(nil)))
+	log := testLogger(nil)
+	if path := os.Getenv(crashLogEnv); path != "" {
+		// Each run logs at INFO to a file of its own, which the parent
+		// prints when the test fails: a child that hangs says where.
+		f, err := os.Create(path)
+		if err != nil {
+			os.Stderr.WriteString("child: " + err.Error() + "\n")
+			return 1
+		}
+		defer f.Close()
+		log = slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	}
+	e := engine.New(topo, c, engine.WithLogger(log))
 	if err := e.Run(ctx); err != nil {
 		os.Stderr.WriteString("child: " + err.Error() + "\n")
 		return 1
@@ -157,10 +202,13 @@ func crashAndRestart(t *testing.T, addr, topo, store string, kills int, in []kv,
 	slice := func(i int) []kv { return in[i*len(in)/(kills+1) : (i+1)*len(in)/(kills+1)] }
 	rng := rand.New(rand.NewPCG(crashSeed(t), 7))
 	dir := t.TempDir()
+	printChildLogs(t, dir)
+	runs := 0
 	start := func(lanes int) *exec.Cmd {
+		runs++
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), crashChildEnv+"="+addr, "STOATFLOW_CRASH_LANES="+strconv.Itoa(lanes), "STOATFLOW_CRASH_TOPOLOGY="+topo,
-			"STOATFLOW_CRASH_STORE="+store, "STOATFLOW_CRASH_STATE_DIR="+dir)
+			"STOATFLOW_CRASH_STORE="+store, "STOATFLOW_CRASH_STATE_DIR="+dir, crashLogEnv+"="+filepath.Join(dir, fmt.Sprintf("run-%d.log", runs)))
 		cmd.Stderr = os.Stderr
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
