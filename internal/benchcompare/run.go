@@ -192,16 +192,24 @@ func openBroker(ctx context.Context, kind, root string) (*brokerHandle, error) {
 		return nil, fmt.Errorf("unknown broker %q (embedded or real)", kind)
 	}
 	b.dir = filepath.Join(os.TempDir(), fmt.Sprintf("kafka-benchcompare-%d", os.Getpid()))
-	cmd := exec.CommandContext(ctx, "scripts/kafka.sh", "start", "--watch", fmt.Sprint(os.Getpid()))
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "STOATCTL_KAFKA_DIR="+b.dir)
-	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return nil, fmt.Errorf("start the real broker (scripts/kafka.sh start): %w", err)
+	// Three tries: kafka.sh picks its ports free, but on a shared
+	// machine another process can take one before the broker binds it.
+	var err error
+	for try := 1; try <= 3; try++ {
+		cmd := exec.CommandContext(ctx, "scripts/kafka.sh", "start", "--watch", fmt.Sprint(os.Getpid()))
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "STOATCTL_KAFKA_DIR="+b.dir)
+		var stderr tailBuffer
+		cmd.Stderr = &stderr
+		var out []byte
+		if out, err = cmd.Output(); err == nil {
+			b.addr = strings.TrimSpace(string(out))
+			return b, nil
+		}
+		err = fmt.Errorf("start the real broker (scripts/kafka.sh start, try %d of 3): %w: %s", try, err, stderr.Tail(3))
+		fmt.Fprintln(os.Stderr, err)
 	}
-	b.addr = strings.TrimSpace(string(out))
-	return b, nil
+	return nil, err
 }
 
 // fresh returns the seeds of a broker for one run, and what to call
