@@ -221,7 +221,7 @@ func (r *Report) WriteMarkdown(w io.Writer, chart string) error {
 	}
 	if len(r.Close) > 0 {
 		b.WriteString("#### Final-result latency of windows emitted on close (close passed on every partition to committed result)\n\n")
-		b.WriteString("| broker | system | commit interval | windows | p50 | p99 |\n")
+		b.WriteString("| broker | system | commit interval | window results | p50 | p99 |\n")
 		b.WriteString("| --- | --- | --- | --- | --- | --- |\n")
 		for _, c := range r.Close {
 			if c.Failed != "" {

@@ -70,6 +70,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		Records: o.Input.Records, Keys: o.Input.Keys, ValueBytes: o.Input.ValueBytes,
 		Partitions: int(o.Input.Partitions), Rounds: o.Rounds, Label: o.Label, Command: o.Command,
 	}}
+	// The load average at the end, on every way out.
+	defer func() { rep.Meta.LoadEnd = loadAverage() }()
 	env := Env{Lanes: o.Lanes, Store: o.Store, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Timeout: o.Timeout, LogDir: o.LogDir}
 	if o.KStreams {
 		j, err := interop.Build(o.Root)
@@ -121,7 +123,6 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 		b.close()
 	}
-	rep.Meta.LoadEnd = loadAverage()
 	return rep, nil
 }
 
