@@ -210,6 +210,7 @@ func openBroker(ctx context.Context, kind, root string) (*brokerHandle, error) {
 		err = fmt.Errorf("start the real broker (scripts/kafka.sh start, try %d of 3): %w: %s", try, err, stderr.Tail(3))
 		fmt.Fprintln(os.Stderr, err)
 	}
+	b.close() // kafka.sh leaves the folder of a broker that did not start
 	return nil, err
 }
 
