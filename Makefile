@@ -1,5 +1,5 @@
 # Conveniences over the scripts; nothing in README needs make.
-.PHONY: build demo test bench fmt vet
+.PHONY: build demo test bench bench-compare fmt vet
 
 build:
 	./scripts/build.sh
@@ -17,6 +17,14 @@ bench:
 	go test -run '^$$' -bench EngineVsBaseline -benchtime 1x ./engine/
 	go test -run '^$$' -bench EngineHTTP -benchtime 1x ./engine/
 	go test -run '^$$' -bench . -benchmem -benchtime 2x ./testdriver/ ./replay/
+
+# stoatctl against the bare franz-go exactly-once loop and Kafka Streams
+# 4.4, on the embedded broker and on a real Kafka broker: throughput,
+# latency, memory (docs/performance.md). Never part of scripts/test.sh;
+# takes an hour or more at the full sizes. BENCH_COMPARE_FLAGS shrinks it,
+# e.g. make bench-compare BENCH_COMPARE_FLAGS='-records 50000 -rounds 2'.
+bench-compare:
+	go run ./scripts/benchcompare -out bench-compare-out $(BENCH_COMPARE_FLAGS)
 
 fmt:
 	gofmt -w .

@@ -85,7 +85,7 @@ public final class Runner {
               Runner run --topology NAME --application-id ID --bootstrap-servers HOST:PORT --state-dir DIR
                          [--processing-guarantee exactly_once_v2|at_least_once] [--threads N]
                          [--cache-max-bytes N] [--commit-interval-ms N] [--emit-interval-ms N]
-                         [--until-consumed] [--timeout-ms N]
+                         [--until-consumed] [--timeout-ms N] [--topic-prefix P]
               Runner driver --topology NAME --input FILE.jsonl [--output FILE]
               Runner produce --bootstrap-servers HOST:PORT --input FILE.jsonl [--partitions N]
               Runner create-topics --bootstrap-servers HOST:PORT --topology NAME [--partitions N]
@@ -146,7 +146,8 @@ public final class Runner {
             case "run":
                 return run(Args.parse(rest, Set.of("--topology", "--application-id", "--bootstrap-servers",
                         "--state-dir", "--processing-guarantee", "--threads", "--cache-max-bytes",
-                        "--commit-interval-ms", "--emit-interval-ms", "--timeout-ms", "--session-timeout-ms"), Set.of("--until-consumed")));
+                        "--commit-interval-ms", "--emit-interval-ms", "--timeout-ms", "--session-timeout-ms", "--topic-prefix"),
+                        Set.of("--until-consumed")));
             case "driver":
                 return driver(Args.parse(rest, Set.of("--topology", "--input", "--output"), Set.of()));
             case "produce":
@@ -171,6 +172,19 @@ public final class Runner {
 
     private static Topologies.Spec spec(Args a) throws UsageError {
         String name = a.required("--topology");
+        // The comparison harness's topologies (Bench) read and write topics
+        // named after --topic-prefix, so that its runs can share a broker.
+        if (name.startsWith(Bench.PREFIX)) {
+            Topologies.Spec bench = Bench.spec(name, a.get("--topic-prefix", "bench"));
+            if (bench == null) {
+                throw new UsageError("unknown bench topology " + name
+                        + " (known: bench-map, bench-count, bench-window-update, bench-window-close, bench-join)");
+            }
+            return bench;
+        }
+        if (a.has("--topic-prefix")) {
+            throw new UsageError("--topic-prefix applies to the bench-* topologies only");
+        }
         Topologies.Spec spec = Topologies.get(name);
         if (spec == null) {
             throw new UsageError("unknown topology " + name + " (known: "
