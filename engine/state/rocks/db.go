@@ -7,6 +7,7 @@ package rocks
 import "C"
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"os"
@@ -57,6 +58,9 @@ type DB struct {
 	layers []*layer
 	// epoch is the processing epoch: the epoch of new writes.
 	epoch int64
+	// ranges counts the range deletes on the stack, so that writes check
+	// them only when there are some.
+	ranges int
 	// iters are the open native iterators, which Close frees.
 	iters  map[*iterator]struct{}
 	closed atomic.Bool
@@ -90,6 +94,25 @@ type layer struct {
 	sealed bool
 	// dropped says the layer left the stack; it is freed when refs is 0.
 	dropped bool
+	// ranges are the key ranges the layer deleted as units (DeleteRange):
+	// they hide what the database and the layers below hold in them. The
+	// layer's own writes before the range delete were turned into deletes;
+	// its writes after it, and the layers above, show through.
+	ranges []*keyRange
+}
+
+// keyRange is a range delete of one layer: from <= key < to, both
+// prefixed.
+type keyRange struct {
+	from, to []byte
+	// touched says a write landed in the range after the delete (in the
+	// layer or one above it), so an iterator must step through the range
+	// rather than seek past it.
+	touched bool
+}
+
+func (r *keyRange) covers(k []byte) bool {
+	return bytes.Compare(k, r.from) >= 0 && bytes.Compare(k, r.to) < 0
 }
 
 func newLayer(epoch int64) *layer {
@@ -202,7 +225,8 @@ func (d *DB) Commit(epoch int64, cp Checkpoint) error {
 	for n < len(d.layers) && d.layers[n].epoch <= epoch {
 		n++
 	}
-	wb := grocksdb.WriteBatchFrom(encodeBatch(merge(d.layers[:n])))
+	vals, ranges := merge(d.layers[:n])
+	wb := grocksdb.WriteBatchFrom(encodeBatch(vals, ranges))
 	defer wb.Destroy()
 	wb.Put(checkpointKey, cp.encode())
 	if err := d.db.Write(d.wo, wb); err != nil {
@@ -216,29 +240,52 @@ func (d *DB) Commit(epoch int64, cp Checkpoint) error {
 // count (4 bytes, little-endian), before its records.
 const batchHeader = 12
 
-// merge is the last write of each key over layers, oldest first.
-func merge(layers []*layer) map[string][]byte {
+// merge is the last write of each key over layers, oldest first, and the
+// range deletes among them. A range delete drops the writes of the layers
+// below it that it covers: written after the range deletes, they would
+// bring back what it removed.
+func merge(layers []*layer) (map[string][]byte, []*keyRange) {
 	if len(layers) == 1 {
-		return layers[0].vals
+		return layers[0].vals, layers[0].ranges
 	}
 	out := map[string][]byte{}
+	var ranges []*keyRange
 	for _, l := range layers {
+		for _, r := range l.ranges {
+			for k := range out {
+				if r.covers([]byte(k)) {
+					delete(out, k)
+				}
+			}
+		}
+		ranges = append(ranges, l.ranges...)
 		for k, v := range l.vals {
 			out[k] = v
 		}
 	}
-	return out
+	return out, ranges
 }
 
 // encodeBatch lays writes out as a write batch's bytes (a nil value is a
-// delete): built in Go and handed over in one native call.
-func encodeBatch(vals map[string][]byte) []byte {
+// delete), the range deletes first: built in Go and handed over in one
+// native call. Every write a range covers is newer than it (see merge).
+func encodeBatch(vals map[string][]byte, ranges []*keyRange) []byte {
 	size := batchHeader
 	for k, v := range vals {
 		size += 1 + 2*binary.MaxVarintLen32 + len(k) + len(v)
 	}
+	for _, r := range ranges {
+		size += 1 + 2*binary.MaxVarintLen32 + len(r.from) + len(r.to)
+	}
 	out := make([]byte, batchHeader, size)
-	binary.LittleEndian.PutUint32(out[8:], uint32(len(vals)))
+	binary.LittleEndian.PutUint32(out[8:], uint32(len(vals)+len(ranges)))
+	for _, r := range ranges {
+		out = append(out, byte(grocksdb.WriteBatchRangeDeletion))
+		out = binary.AppendUvarint(out, uint64(len(r.from)))
+		out = append(out, r.from...)
+		out = binary.AppendUvarint(out, uint64(len(r.to)))
+		out = append(out, r.to...)
+	}
 	for k, v := range vals {
 		out = appendRecord(out, []byte(k), v)
 	}
@@ -271,6 +318,7 @@ func (d *DB) Abort() {
 // drop takes the first n layers off the stack. The lock must be held.
 func (d *DB) drop(n int) {
 	for _, l := range d.layers[:n] {
+		d.ranges -= len(l.ranges)
 		l.dropped = true
 		l.release()
 	}
@@ -347,6 +395,7 @@ func (d *DB) put(key, value []byte) {
 	l := d.writable()
 	l.vals[string(key)] = append(make([]byte, 0, len(value)), value...)
 	l.pending[string(key)] = struct{}{}
+	d.touch(key)
 }
 
 func (d *DB) del(key []byte) {
@@ -357,6 +406,53 @@ func (d *DB) del(key []byte) {
 	l := d.writable()
 	l.vals[string(key)] = nil
 	l.pending[string(key)] = struct{}{}
+	d.touch(key)
+}
+
+// touch marks the range deletes on the stack that cover key: a write
+// landed in them after the delete. The lock must be held.
+func (d *DB) touch(key []byte) {
+	if d.ranges == 0 {
+		return
+	}
+	for _, l := range d.layers {
+		for _, r := range l.ranges {
+			if !r.touched && r.covers(key) {
+				r.touched = true
+			}
+		}
+	}
+}
+
+// deleteRange deletes from <= key < to (prefixed keys) as one unit: a range
+// delete on the writable layer, which hides what lies below, the layer's
+// own earlier writes in the range turned into deletes. A restore writes it
+// to the database at once. The lock must be held.
+func (d *DB) deleteRange(from, to []byte) error {
+	if d.restoring {
+		d.flushBulk()
+		if d.bulkErr != nil {
+			return d.bulkErr
+		}
+		wb := grocksdb.NewWriteBatch()
+		defer wb.Destroy()
+		wb.DeleteRange(from, to)
+		if err := d.db.Write(d.bulkWo, wb); err != nil {
+			return fmt.Errorf("delete a range of RocksDB state in %s: %w", d.path, err)
+		}
+		return nil
+	}
+	l := d.writable()
+	r := &keyRange{from: bytes.Clone(from), to: bytes.Clone(to)}
+	for k, v := range l.vals {
+		if v != nil && r.covers([]byte(k)) {
+			l.vals[k] = nil
+			l.pending[k] = struct{}{}
+		}
+	}
+	l.ranges = append(l.ranges, r)
+	d.ranges++
+	return nil
 }
 
 // bulkMax is how many bytes of restored records are written at once.
@@ -422,7 +518,7 @@ func (d *DB) flushBulk() {
 	if len(d.bulk) == 0 || d.bulkErr != nil {
 		return
 	}
-	wb := grocksdb.WriteBatchFrom(encodeBatch(d.bulk))
+	wb := grocksdb.WriteBatchFrom(encodeBatch(d.bulk, nil))
 	if err := d.db.Write(d.bulkWo, wb); err != nil {
 		d.bulkErr = fmt.Errorf("restore into RocksDB state in %s: %w", d.path, err)
 	}
@@ -436,11 +532,17 @@ func (d *DB) flushBulk() {
 func (d *DB) get(key []byte) ([]byte, error) {
 	d.flushBulk()
 	for i := len(d.layers) - 1; i >= 0; i-- {
-		if v, ok := d.layers[i].vals[string(key)]; ok {
+		l := d.layers[i]
+		if v, ok := l.vals[string(key)]; ok {
 			if v == nil {
 				return nil, nil
 			}
 			return append(make([]byte, 0, len(v)), v...), nil
+		}
+		for _, r := range l.ranges {
+			if r.covers(key) {
+				return nil, nil
+			}
 		}
 	}
 	s, err := d.db.Get(d.ro, key)
@@ -472,7 +574,8 @@ func (d *DB) compact() error {
 			continue
 		}
 		m := newLayer(d.layers[i].epoch)
-		m.vals = merge(d.layers[i:j])
+		// Of two layers or more, merge makes a new map.
+		m.vals, m.ranges = merge(d.layers[i:j])
 		for k := range m.vals {
 			m.pending[k] = struct{}{}
 		}

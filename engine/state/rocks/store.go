@@ -177,6 +177,28 @@ func (s *store) ApproximateNumEntries() (int64, error) {
 	return total, nil
 }
 
+// DeleteRange deletes from <= key < to (a nil to is open) as one unit: a
+// range delete of the epoch's layer, committed as one RocksDB range
+// deletion, which the window and session stores use to drop a segment.
+func (s *store) DeleteRange(from, to []byte) error {
+	if err := s.check(from, true); err != nil {
+		return err
+	}
+	hi := s.end
+	if to != nil {
+		hi = s.key(to)
+	}
+	if bytes.Compare(s.key(from), hi) >= 0 {
+		return nil
+	}
+	s.d.mu.Lock()
+	defer s.d.mu.Unlock()
+	if err := s.d.deleteRange(s.key(from), hi); err != nil {
+		return s.wrap("delete range", err)
+	}
+	return nil
+}
+
 func (s *store) Range(from, to []byte) (state.BytesIterator, error) {
 	return s.scan(from, to, nil, false)
 }
@@ -219,6 +241,7 @@ func (s *store) scan(from, to, prefix []byte, reverse bool) (state.BytesIterator
 		l.sync()
 		l.refs++
 		it.layers = append(it.layers, l)
+		it.ranges = it.ranges || len(l.ranges) > 0
 		native = l.wb.NewIteratorWithBase(d.db, native)
 	}
 	d.iters[it] = struct{}{}
@@ -231,6 +254,8 @@ type iterator struct {
 	s      *store
 	native *grocksdb.Iterator
 	layers []*layer
+	// ranges says a layer it reads deleted key ranges (see hiddenBy).
+	ranges bool
 
 	reverse        bool
 	hasFrom, hasTo bool
@@ -288,26 +313,55 @@ func (it *iterator) Next() bool {
 		n.Seek(it.prefix)
 	}
 	it.started = true
-	if !n.Valid() {
-		if err := n.Err(); err != nil {
-			it.err = it.s.wrap("iterate", err)
+	var ks *grocksdb.Slice
+	var k []byte
+	for {
+		if !n.Valid() {
+			if err := n.Err(); err != nil {
+				it.err = it.s.wrap("iterate", err)
+			}
+			it.releaseLocked()
+			return false
 		}
-		it.releaseLocked()
-		return false
-	}
-	ks := n.Key()
-	k := ks.Data()
-	ok := bytes.HasPrefix(k, it.prefix)
-	switch {
-	case it.reverse && it.hasFrom:
-		ok = ok && bytes.Compare(k, it.from) >= 0
-	case !it.reverse && it.hasTo:
-		ok = ok && bytes.Compare(k, it.to) <= 0
-	}
-	if !ok {
+		ks = n.Key()
+		k = ks.Data()
+		ok := bytes.HasPrefix(k, it.prefix)
+		switch {
+		case it.reverse && it.hasFrom:
+			ok = ok && bytes.Compare(k, it.from) >= 0
+		case !it.reverse && it.hasTo:
+			ok = ok && bytes.Compare(k, it.to) <= 0
+		}
+		if !ok {
+			ks.Free()
+			it.releaseLocked()
+			return false
+		}
+		r := it.hiddenBy(k)
+		if r == nil {
+			break
+		}
+		// A range delete hides k: seek past the range when nothing was
+		// written in it since, else step over k.
 		ks.Free()
-		it.releaseLocked()
-		return false
+		switch {
+		case r.touched && it.reverse:
+			n.Prev()
+		case r.touched:
+			n.Next()
+		case it.reverse:
+			n.SeekForPrev(r.from)
+			if n.Valid() {
+				cur := n.Key()
+				at := bytes.Equal(cur.Data(), r.from)
+				cur.Free()
+				if at {
+					n.Prev()
+				}
+			}
+		default:
+			n.Seek(r.to)
+		}
 	}
 	it.key = append(it.key[:0], k[len(it.s.prefix):]...)
 	ks.Free()
@@ -316,6 +370,28 @@ func (it *iterator) Next() bool {
 	vs.Free()
 	it.valid = true
 	return true
+}
+
+// hiddenBy returns the range delete that hides k from the iterator, nil
+// when k shows: k shows when a layer at or above the newest range delete
+// covering it wrote k after that delete (the native iterator then yields
+// the newest write). The lock must be held.
+func (it *iterator) hiddenBy(k []byte) *keyRange {
+	if !it.ranges {
+		return nil
+	}
+	for i := len(it.layers) - 1; i >= 0; i-- {
+		l := it.layers[i]
+		if _, ok := l.vals[string(k)]; ok {
+			return nil
+		}
+		for _, r := range l.ranges {
+			if r.covers(k) {
+				return r
+			}
+		}
+	}
+	return nil
 }
 
 // Key returns a copy.
