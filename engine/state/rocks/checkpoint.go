@@ -65,5 +65,9 @@ func decodeCheckpoint(b []byte) (Checkpoint, error) {
 	return c, nil
 }
 
+// ErrDiskFull marks a write refused because the state directory's
+// filesystem has too little room for it.
+var ErrDiskFull = errors.New("no space left for RocksDB state")
+
 // ErrUnavailable is returned by Open in a binary built without RocksDB.
 var ErrUnavailable = errors.New("RocksDB state stores are not available in this binary (built without cgo); rebuild with CGO_ENABLED=1 and librocksdb-dev, or set default.dsl.store=in_memory")

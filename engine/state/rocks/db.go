@@ -148,6 +148,9 @@ func Open(dir string) (*DB, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("open state directory %s: %w", dir, err)
 	}
+	if err := checkRoom(dir, 0); err != nil {
+		return nil, fmt.Errorf("open: %w", err)
+	}
 	opts := grocksdb.NewDefaultOptions()
 	opts.SetCreateIfMissing(true)
 	db, err := grocksdb.OpenDb(opts, dir)
@@ -226,7 +229,11 @@ func (d *DB) Commit(epoch int64, cp Checkpoint) error {
 		n++
 	}
 	vals, ranges := merge(d.layers[:n])
-	wb := grocksdb.WriteBatchFrom(encodeBatch(vals, ranges))
+	rep := encodeBatch(vals, ranges)
+	if err := checkRoom(d.path, len(rep)); err != nil {
+		return fmt.Errorf("commit epoch %d: %w", epoch, err)
+	}
+	wb := grocksdb.WriteBatchFrom(rep)
 	defer wb.Destroy()
 	wb.Put(checkpointKey, cp.encode())
 	if err := d.db.Write(d.wo, wb); err != nil {
@@ -336,6 +343,9 @@ func (d *DB) Wipe() error {
 		return err
 	}
 	d.drop(len(d.layers))
+	if err := checkRoom(d.path, 0); err != nil {
+		return fmt.Errorf("wipe: %w", err)
+	}
 	wb := grocksdb.NewWriteBatch()
 	defer wb.Destroy()
 	// Every key sorts below 0xff 0xff...: store names are printable.
@@ -434,6 +444,9 @@ func (d *DB) deleteRange(from, to []byte) error {
 		if d.bulkErr != nil {
 			return d.bulkErr
 		}
+		if err := checkRoom(d.path, len(from)+len(to)); err != nil {
+			return err
+		}
 		wb := grocksdb.NewWriteBatch()
 		defer wb.Destroy()
 		wb.DeleteRange(from, to)
@@ -518,7 +531,12 @@ func (d *DB) flushBulk() {
 	if len(d.bulk) == 0 || d.bulkErr != nil {
 		return
 	}
-	wb := grocksdb.WriteBatchFrom(encodeBatch(d.bulk, nil))
+	rep := encodeBatch(d.bulk, nil)
+	if err := checkRoom(d.path, len(rep)); err != nil {
+		d.bulkErr = fmt.Errorf("restore: %w", err)
+		return
+	}
+	wb := grocksdb.WriteBatchFrom(rep)
 	if err := d.db.Write(d.bulkWo, wb); err != nil {
 		d.bulkErr = fmt.Errorf("restore into RocksDB state in %s: %w", d.path, err)
 	}
