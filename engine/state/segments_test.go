@@ -165,3 +165,33 @@ func TestSessionStoreSegments(t *testing.T) {
 		t.Fatal("FetchSession lost a session within retention")
 	}
 }
+
+// TestWindowStoreUpdateSkipsTheTimeIndex: a Put of the window the last
+// Fetch found writes only its key-first entry; after a delete in between
+// it writes both again, so the window stays in FetchAll.
+func TestWindowStoreUpdateSkipsTheTimeIndex(t *testing.T) {
+	s := buildInit[WindowStore[string, int64]](t, windowBuilder(false), &recordingContext{})
+	inAll := func() int {
+		it, err := s.FetchAll(0, 1000)
+		return len(drain(t, it, err))
+	}
+	must(0, s.Put("a", 1, 10))
+	for _, step := range []func(){
+		func() {},                             // fetch, put: an update
+		func() { must(0, s.Delete("a", 10)) }, // fetch, delete, put
+		func() { must(0, s.Expire(50)) },      // fetch, expire (keeps it), put
+		func() { must(0, s.Put("a", 7, 10)); s.Delete("a", 10) }, // fetch, put, delete, put
+	} {
+		if _, found, err := s.Fetch("a", 10); err != nil || !found {
+			t.Fatalf("Fetch(a, 10) = %v, %v", found, err)
+		}
+		step()
+		must(0, s.Put("a", 2, 10))
+		if n := inAll(); n != 1 {
+			t.Fatalf("FetchAll holds %d windows, want 1", n)
+		}
+		if n := must(s.(BytesBacked).Bytes().ApproximateNumEntries()); n != 2 {
+			t.Fatalf("%d byte entries, want 2", n)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"maps"
@@ -542,7 +543,26 @@ type windowStore[K, V any] struct {
 	// seq is the last sequence number handed out when duplicates are
 	// retained.
 	seq atomic.Uint32
+	// found is the key-first entry the last Fetch found, with writes as it
+	// began: a Put of that window with no write since, an aggregation's
+	// read-modify-write, need not write its time-first entry again, which
+	// halves what an update costs the byte store and its commit. writes
+	// counts the writes that could remove a window (Put, Delete, Expire,
+	// Restore), so that a Fetch on another goroutine cannot vouch for a
+	// window removed after it read.
+	found  atomic.Pointer[foundEntry]
+	writes atomic.Uint64
 }
+
+// foundEntry is what a Fetch found: a window's key-first entry, with the
+// store's write count when the Fetch began.
+type foundEntry struct {
+	key    []byte
+	writes uint64
+}
+
+// forget ends what found vouches for: a write is under way.
+func (s *windowStore[K, V]) forget() { s.writes.Add(1) }
 
 func newWindowStore[K, V any](b *windowBuilderBase, inner KeyValueBytesStore, keySerde serde.Serde[K], codec valueCodec[V]) *windowStore[K, V] {
 	s := &windowStore[K, V]{valuedCore: valuedCore[K, V]{codec: codec}, size: b.windowSize, dups: b.retainDuplicates}
@@ -595,8 +615,19 @@ func (s *windowStore[K, V]) Put(key K, value V, windowStart int64) error {
 		return s.errorf(op, "%w", err)
 	}
 	seq := s.nextSeq()
+	kf := windowKeyFirst(seg, kb, windowStart, seq)
+	f := s.found.Load()
+	known := f != nil && f.writes == s.writes.Load() && bytes.Equal(kf, f.key)
+	s.forget()
+	if known {
+		// The window and its time-first entry are there.
+		if err := s.inner.Put(kf, stored); err != nil {
+			return err
+		}
+		return s.log(op, EncodeWindowKey(kb, windowStart, int32(seq)), logged, ts)
+	}
 	if err := s.inner.PutAll([]KeyValue[[]byte, []byte]{
-		{Key: windowKeyFirst(seg, kb, windowStart, seq), Value: stored},
+		{Key: kf, Value: stored},
 		{Key: windowTimeFirst(kb, windowStart, seq), Value: timeIndexValue},
 	}); err != nil {
 		return err
@@ -607,6 +638,7 @@ func (s *windowStore[K, V]) Put(key K, value V, windowStart int64) error {
 // deleteOne deletes the entry with sequence number 0 and logs its
 // tombstone.
 func (s *windowStore[K, V]) deleteOne(op string, kb []byte, start, ts int64) error {
+	s.forget()
 	if err := s.inner.PutAll([]KeyValue[[]byte, []byte]{
 		{Key: s.keyFirst(kb, start, 0)},
 		{Key: windowTimeFirst(kb, start, 0)},
@@ -681,8 +713,13 @@ func (s *windowStore[K, V]) Fetch(key K, windowStart int64) (V, bool, error) {
 	}
 	var stored []byte
 	if !s.dups {
-		if stored, err = s.inner.Get(s.keyFirst(kb, windowStart, 0)); err != nil {
+		kf := s.keyFirst(kb, windowStart, 0)
+		writes := s.writes.Load()
+		if stored, err = s.inner.Get(kf); err != nil {
 			return zero, false, err
+		}
+		if stored != nil {
+			s.found.Store(&foundEntry{key: kf, writes: writes})
 		}
 	} else {
 		lo, hi := s.keyFirst(kb, windowStart, 0), s.keyFirst(kb, windowStart, math.MaxUint32)
@@ -808,7 +845,10 @@ func (s *valuedCore[K, V]) windowedKey(e windowedEntry) (window.Windowed[K], err
 	return window.Windowed[K]{Key: k, Window: window.Window{Start: e.start, End: e.end}}, nil
 }
 
-func (s *windowStore[K, V]) Expire(frontier int64) error { return s.expire(frontier) }
+func (s *windowStore[K, V]) Expire(frontier int64) error {
+	s.forget()
+	return s.expire(frontier)
+}
 
 // Restore applies changelog records in Kafka Streams' layout (see
 // WindowStore): each key is split into key, start and sequence number and
@@ -819,6 +859,7 @@ func (s *windowStore[K, V]) Expire(frontier int64) error { return s.expire(front
 // continue from the largest restored sequence number, so they do not
 // overwrite restored duplicates (Kafka Streams restarts from 0).
 func (s *windowStore[K, V]) Restore(records []ChangelogRecord) error {
+	s.forget()
 	entries := make([]KeyValue[[]byte, []byte], 0, 2*len(records))
 	var maxSeq uint32
 	for i, r := range records {

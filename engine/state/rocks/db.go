@@ -43,6 +43,7 @@ type DB struct {
 	path string
 	db   *grocksdb.DB
 	opts *grocksdb.Options
+	bbto *grocksdb.BlockBasedTableOptions
 	ro   *grocksdb.ReadOptions
 	wo   *grocksdb.WriteOptions
 	// bulkWo writes a restore without the write-ahead log; EndRestore
@@ -151,17 +152,35 @@ func Open(dir string) (*DB, error) {
 	if err := checkRoom(dir, 0); err != nil {
 		return nil, fmt.Errorf("open: %w", err)
 	}
-	opts := grocksdb.NewDefaultOptions()
-	opts.SetCreateIfMissing(true)
+	opts, bbto := options()
 	db, err := grocksdb.OpenDb(opts, dir)
 	if err != nil {
 		opts.Destroy()
+		bbto.Destroy()
 		return nil, fmt.Errorf("open RocksDB state in %s (is another stoatctl using it? its lock file is %s/LOCK): %w", dir, dir, err)
 	}
-	d := &DB{path: dir, db: db, opts: opts, ro: grocksdb.NewDefaultReadOptions(), wo: grocksdb.NewDefaultWriteOptions(), epoch: 1,
+	d := &DB{path: dir, db: db, opts: opts, bbto: bbto, ro: grocksdb.NewDefaultReadOptions(), wo: grocksdb.NewDefaultWriteOptions(), epoch: 1,
 		iters: map[*iterator]struct{}{}, bulkWo: grocksdb.NewDefaultWriteOptions()}
 	d.bulkWo.DisableWAL(true)
 	return d, nil
+}
+
+// options are a lane database's options, Kafka Streams' RocksDB settings
+// where they fit (RocksDBStore.openDB): a whole-key Bloom filter in the
+// tables and in the memtable, since most reads of a count or a window
+// aggregation look up a key that is not there yet; no compression, whose
+// CPU competes with the lanes on small machines for disk the changelog
+// already spends.
+func options() (*grocksdb.Options, *grocksdb.BlockBasedTableOptions) {
+	bbto := grocksdb.NewDefaultBlockBasedTableOptions()
+	bbto.SetFilterPolicy(grocksdb.NewBloomFilterFull(10))
+	opts := grocksdb.NewDefaultOptions()
+	opts.SetCreateIfMissing(true)
+	opts.SetBlockBasedTableFactory(bbto)
+	opts.SetCompression(grocksdb.NoCompression)
+	opts.SetMemTablePrefixBloomSizeRatio(0.1)
+	opts.SetMemtableWholeKeyFiltering(true)
+	return opts, bbto
 }
 
 // Path is the database's directory.
@@ -383,6 +402,7 @@ func (d *DB) freeLocked() {
 	d.wo.Destroy()
 	d.bulkWo.Destroy()
 	d.opts.Destroy()
+	d.bbto.Destroy()
 }
 
 // writable returns the layer that takes the processing epoch's writes,
@@ -397,37 +417,40 @@ func (d *DB) writable() *layer {
 	return l
 }
 
-func (d *DB) put(key, value []byte) {
+// put writes key (prefixed, as a string: the layers' maps take it
+// without another copy) in the writable layer, or the restore's bulk.
+func (d *DB) put(key string, value []byte) {
+	v := append(make([]byte, 0, len(value)), value...)
 	if d.restoring {
-		d.bulkAdd(key, append(make([]byte, 0, len(value)), value...))
+		d.bulkAdd(key, v)
 		return
 	}
 	l := d.writable()
-	l.vals[string(key)] = append(make([]byte, 0, len(value)), value...)
-	l.pending[string(key)] = struct{}{}
+	l.vals[key] = v
+	l.pending[key] = struct{}{}
 	d.touch(key)
 }
 
-func (d *DB) del(key []byte) {
+func (d *DB) del(key string) {
 	if d.restoring {
 		d.bulkAdd(key, nil)
 		return
 	}
 	l := d.writable()
-	l.vals[string(key)] = nil
-	l.pending[string(key)] = struct{}{}
+	l.vals[key] = nil
+	l.pending[key] = struct{}{}
 	d.touch(key)
 }
 
 // touch marks the range deletes on the stack that cover key: a write
 // landed in them after the delete. The lock must be held.
-func (d *DB) touch(key []byte) {
+func (d *DB) touch(key string) {
 	if d.ranges == 0 {
 		return
 	}
 	for _, l := range d.layers {
 		for _, r := range l.ranges {
-			if !r.touched && r.covers(key) {
+			if !r.touched && r.covers([]byte(key)) {
 				r.touched = true
 			}
 		}
@@ -493,7 +516,7 @@ func (d *DB) EndRestore(cp Checkpoint) error {
 	if err := d.checkOpen(); err != nil {
 		return err
 	}
-	d.put(checkpointKey, cp.encode())
+	d.put(string(checkpointKey), cp.encode())
 	d.flushBulk()
 	d.restoring, d.bulk = false, nil
 	err := d.bulkErr
@@ -512,13 +535,13 @@ func (d *DB) EndRestore(cp Checkpoint) error {
 	return nil
 }
 
-func (d *DB) bulkAdd(key, value []byte) {
-	if old, ok := d.bulk[string(key)]; ok {
+func (d *DB) bulkAdd(key string, value []byte) {
+	if old, ok := d.bulk[key]; ok {
 		d.bulkSize -= len(old)
 	} else {
 		d.bulkSize += len(key)
 	}
-	d.bulk[string(key)] = value
+	d.bulk[key] = value
 	d.bulkSize += len(value)
 	if d.bulkSize >= bulkMax {
 		d.flushBulk()

@@ -69,6 +69,9 @@ func (s *store) check(key []byte, wantKey bool) error {
 	return nil
 }
 
+// skey is the prefixed key as a string, in one allocation.
+func (s *store) skey(k []byte) string { return s.name + "\x00" + string(k) }
+
 func (s *store) key(k []byte) []byte {
 	return append(append(make([]byte, 0, len(s.prefix)+len(k)), s.prefix...), k...)
 }
@@ -104,10 +107,10 @@ func (s *store) Put(key, value []byte) error {
 // put(key, null) does.
 func (s *store) putLocked(key, value []byte) {
 	if value == nil {
-		s.d.del(s.key(key))
+		s.d.del(s.skey(key))
 		return
 	}
-	s.d.put(s.key(key), value)
+	s.d.put(s.skey(key), value)
 }
 
 func (s *store) PutIfAbsent(key, value []byte) ([]byte, error) {
@@ -149,13 +152,12 @@ func (s *store) Delete(key []byte) ([]byte, error) {
 	}
 	s.d.mu.Lock()
 	defer s.d.mu.Unlock()
-	k := s.key(key)
-	old, err := s.d.get(k)
+	old, err := s.d.get(s.key(key))
 	if err != nil {
 		return nil, s.wrap("get", err)
 	}
 	if old != nil {
-		s.d.del(k)
+		s.d.del(s.skey(key))
 	}
 	return old, nil
 }
