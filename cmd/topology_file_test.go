@@ -18,6 +18,8 @@ var topologyFileTests = []struct {
 	{"topology_describe_file_example", []string{"topology", "describe", "--topology", "uppercase"}, ExitOK},
 	{"topology_validate_file", []string{"topology", "validate", "-t", "../fixtures/clicks-per-minute/topology.yaml"}, ExitOK},
 	{"topology_validate_example", []string{"topology", "validate", "-t", "word-count"}, ExitOK},
+	{"topology_describe_store_backends", []string{"topology", "describe", "-t", "testdata/store-backends-topology.yaml"}, ExitOK},
+	{"topology_validate_store_backends", []string{"topology", "validate", "-t", "testdata/store-backends-topology.yaml"}, ExitOK},
 	{"topology_validate_file_errors", []string{"topology", "validate", "-t", "testdata/topology_bad.yaml"}, ExitFailure},
 	{"topology_validate_file_missing", []string{"topology", "validate", "-t", "testdata/no-such-topology.yaml"}, ExitUsage},
 	{"usage_validate_no_file", []string{"topology", "validate"}, ExitUsage},

@@ -82,7 +82,28 @@ func (e *Engine) promSample() prom.Sample {
 	return prom.Sample{State: string(o.State), Paused: o.Paused, EventTime: o.EventTime, Global: o.Global, Partitions: o.Partitions,
 		LagMs: e.lagMs.Load(), QueuedBatches: o.QueuedBatches, BarrierInterval: o.BarrierInterval, Restoring: o.Restoring,
 		Restored: o.Restored, RestoreRemaining: o.RestoreRemaining, Committed: o.Stats.Committed, Aborted: o.Stats.Aborted, Resets: o.Stats.Resets,
-		RecordsIn: o.RecordsIn, RecordsOut: o.RecordsOut, Lag: o.Lag}
+		RecordsIn: o.RecordsIn, RecordsOut: o.RecordsOut, Lag: o.Lag, Segments: e.storeSegments()}
+}
+
+// storeSegments sums the segments of each window and session store over
+// the lanes.
+func (e *Engine) storeSegments() []prom.StoreSegments {
+	list := e.obs.segmented.Load()
+	if list == nil {
+		return nil
+	}
+	idx := map[string]int{}
+	var out []prom.StoreSegments
+	for _, s := range *list {
+		i, ok := idx[s.name]
+		if !ok {
+			i = len(out)
+			idx[s.name] = i
+			out = append(out, prom.StoreSegments{Store: s.name, Type: string(s.store.Kind())})
+		}
+		out[i].Segments += s.store.Segments()
+	}
+	return out
 }
 
 // startAPI starts the REST API when WithHTTP asked for it.

@@ -25,6 +25,8 @@ type generation struct {
 	built *topology.Built
 	subs  []*subRun
 	lanes []*worker
+	// segmented is what publishSegmented handed the scrape.
+	segmented *[]segmentedStore
 
 	watermark atomic.Int64
 	// outputs counts records the lanes wrote, so an epoch that only
@@ -135,7 +137,33 @@ func newGeneration(ctx context.Context, e *Engine, built *topology.Built, s sett
 			return nil, err
 		}
 	}
+	g.publishSegmented()
 	return g, nil
+}
+
+// segmentedStore is one lane's window or session store, for the
+// stoatflow_store_segments gauge.
+type segmentedStore struct {
+	name  string
+	store state.Segmented
+}
+
+// publishSegmented hands the scrape the generation's window and session
+// stores; close takes them back.
+func (g *generation) publishSegmented() {
+	var list []segmentedStore
+	for _, l := range g.lanes {
+		if l.task == nil {
+			continue
+		}
+		for name, s := range l.task.Stores() {
+			if sg, ok := s.(state.Segmented); ok {
+				list = append(list, segmentedStore{name: name, store: sg})
+			}
+		}
+	}
+	g.segmented = &list
+	g.e.obs.segmented.Store(g.segmented)
 }
 
 func containsSub(list []*subRun, s *subRun) bool {
@@ -343,6 +371,9 @@ func (g *generation) stop() {
 }
 
 func (g *generation) close() {
+	if g.segmented != nil {
+		g.e.obs.segmented.CompareAndSwap(g.segmented, nil)
+	}
 	for _, l := range g.lanes {
 		if l.task != nil {
 			if err := l.task.Close(); err != nil {

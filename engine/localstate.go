@@ -183,6 +183,8 @@ func (s *localState) open(ctx context.Context, g *generation, sr *subRun) error 
 		switch {
 		case !ok:
 			reason = "no checkpoint"
+		case cp.Layout != rocks.Layout:
+			reason = fmt.Sprintf("written in store layout %d, this build's is %d", cp.Layout, rocks.Layout)
 		case cp.Lanes != len(sr.lanes):
 			reason = fmt.Sprintf("written for %d lanes, running %d", cp.Lanes, len(sr.lanes))
 		case !slices.Equal(cp.Owned, owned):

@@ -117,11 +117,13 @@ type observed struct {
 	// restoreTarget the offsets it has to read (restoration remaining).
 	restoreBase, restoreTarget atomic.Int64
 	built                      atomic.Pointer[topology.Built]
-	in, out                    counterSet
-	onCommit                   func(records int64, took time.Duration)
-	onAdvance                  func()
-	onLate                     func(p watermark.Partition)
-	lastPublish                time.Time // dispatcher only
+	// segmented are the running generation's window and session stores.
+	segmented   atomic.Pointer[[]segmentedStore]
+	in, out     counterSet
+	onCommit    func(records int64, took time.Duration)
+	onAdvance   func()
+	onLate      func(p watermark.Partition)
+	lastPublish time.Time // dispatcher only
 }
 
 // counterSet is a set of counters by name, made on first use.

@@ -86,6 +86,7 @@ const (
 	OutOfOrdernessMax       = "stoatflow_watermark_out_of_orderness_max"
 	PartitionLastEventTime  = "stoatflow_watermark_partition_last_event_time"
 	PartitionIdlenessTimout = "stoatflow_watermark_partition_idleness_timeout_seconds"
+	StoreSegmentCount       = "stoatflow_store_segments"
 )
 
 // Reasons are the values of DroppedRecords' reason label, each exported
@@ -119,6 +120,7 @@ var Families = []Family{
 	{Restoring, Gauge, nil, Info, "1 while state is being restored from the changelogs."},
 	{RestoreRemaining, Gauge, nil, Info, "While restoring, about how many changelog records are still to read (an upper bound: transaction markers count); 0 otherwise."},
 	{RestoredRecords, Counter, nil, Info, "Changelog records applied while restoring, over every restoration of this run."},
+	{StoreSegmentCount, Gauge, []string{"store_name", "store_type"}, Info, "Segments each window and session store holds data in, over every lane: it follows the expiry clock (the emit frontier or the committed watermark), not the write volume, and grows while the watermark stalls."},
 	{PartitionWatermark, Gauge, []string{"topic", "partition"}, Debug, "Each source partition's own watermark, epoch milliseconds; -1 before its first."},
 	{PartitionIdle, Gauge, []string{"topic", "partition"}, Debug, "1 when the partition is idle and excluded from the global watermark."},
 	{PartitionLastEventTime, Gauge, []string{"topic", "partition"}, Debug, "The largest event time seen on the partition, epoch milliseconds; -1 before the first."},

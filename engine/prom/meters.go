@@ -36,6 +36,15 @@ type Sample struct {
 	RecordsOut       map[string]int64
 	// Lag is the consumer lag per source topic, in records.
 	Lag map[string]int64
+	// Segments are the window and session stores' segments.
+	Segments []StoreSegments
+}
+
+// StoreSegments is how many segments a window or session store holds
+// data in, over every lane.
+type StoreSegments struct {
+	Store, Type string
+	Segments    int
 }
 
 // Meters are one engine's Prometheus meters.
@@ -177,6 +186,9 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		emit(PartitionIdle, gauge, b2f(p.Idle), p.Topic, part)
 		emit(PartitionLastEventTime, gauge, ms(p.LastEventTime), p.Topic, part)
 		emit(PartitionIdlenessTimout, gauge, p.IdlenessTimeout.Seconds(), p.Topic, part)
+	}
+	for _, sg := range s.Segments {
+		emit(StoreSegmentCount, gauge, float64(sg.Segments), sg.Store, sg.Type)
 	}
 	emit(WatermarkPartitions, gauge, float64(active), "active")
 	emit(WatermarkPartitions, gauge, float64(idle), "idle")

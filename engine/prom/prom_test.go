@@ -33,7 +33,8 @@ func TestFamiliesAreExported(t *testing.T) {
 	sample := func() prom.Sample {
 		return prom.Sample{State: "RUNNING", EventTime: true, Global: 1000, LagMs: 5,
 			Partitions: []watermark.PartitionState{{Partition: watermark.Partition{Topic: "in", Partition: 0}, Watermark: 1000, IdlenessTimeout: time.Minute}},
-			RecordsIn:  map[string]int64{"in": 3}, RecordsOut: map[string]int64{"out": 1}, Lag: map[string]int64{"in": 0}}
+			RecordsIn:  map[string]int64{"in": 3}, RecordsOut: map[string]int64{"out": 1}, Lag: map[string]int64{"in": 0},
+			Segments: []prom.StoreSegments{{Store: "win", Type: "timestamped-window", Segments: 3}}}
 	}
 	for _, level := range []prom.Level{prom.Info, prom.Debug} {
 		reg := metrics.NewRegistry()
@@ -49,7 +50,8 @@ func TestFamiliesAreExported(t *testing.T) {
 			}
 		}
 		for _, want := range []string{`stoatflow_dropped_records_total{reason="deserialization"} 2`, `stoatflow_dropped_records_total{reason="late_window"} 0`,
-			"stoatflow_client_state 4", "stoatflow_watermark_lag_ms 5", "stoatflow_epoch_records_count 1"} {
+			"stoatflow_client_state 4", "stoatflow_watermark_lag_ms 5",
+			`stoatflow_store_segments{store_name="win",store_type="timestamped-window"} 3`, "stoatflow_epoch_records_count 1"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("level %s: scrape lacks %q", level, want)
 			}

@@ -95,6 +95,9 @@ func (s *deferredStore) PutIfAbsent(key, value []byte) ([]byte, error) {
 func (s *deferredStore) PutAll(entries []KeyValue[[]byte, []byte]) error {
 	return s.store().PutAll(entries)
 }
+func (s *deferredStore) DeleteRange(from, to []byte) error {
+	return DeleteRange(s.store(), from, to)
+}
 func (s *deferredStore) Range(from, to []byte) (BytesIterator, error) {
 	return s.store().Range(from, to)
 }

@@ -19,6 +19,10 @@
 //     the frontier. Expiry is explicit: a store drops nothing by itself, its
 //     owner calls Expire(frontier), and a later write for a window already
 //     past retention is dropped.
+//   - A segment is a span of SegmentInterval milliseconds of window starts
+//     (session ends): the unit in which expiry removes entries, by range
+//     deletes (RangeDeleter). Reads hide what is past retention in a
+//     segment not yet dropped. See segments.go.
 //   - The changelog layout is what a store writes to its changelog topic;
 //     the byte-store layout is how it lays its entries out in the
 //     KeyValueBytesStore. They differ for window and session stores.

@@ -350,6 +350,33 @@ func (s *memoryStore) Delete(key []byte) ([]byte, error) {
 	return cloneValue(old), nil
 }
 
+// DeleteRange deletes the keys from <= key < to (a nil to is open) in one
+// pass under the lock. Iterators already open skip them, as they skip any
+// deleted key.
+func (s *memoryStore) DeleteRange(from, to []byte) error {
+	if from == nil {
+		return s.checkKey(from)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.checkOpen(); err != nil {
+		return err
+	}
+	hi := string(to)
+	var keys []string
+	s.tree.ascend(string(from), true, func(e entry) bool {
+		if to != nil && !keyLess(e.key, hi) {
+			return false
+		}
+		keys = append(keys, e.key)
+		return true
+	})
+	for _, k := range keys {
+		s.deleteLocked(unsafe.Slice(unsafe.StringData(k), len(k)))
+	}
+	return nil
+}
+
 func (s *memoryStore) checkKey(key []byte) error {
 	if key == nil {
 		return fmt.Errorf("store %q: %w", s.name, ErrNilKey)

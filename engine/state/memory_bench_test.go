@@ -51,7 +51,7 @@ func benchWindowedStore(b *testing.B, random bool, windows int) {
 		ts := int64(i)
 		first := max(0, (ts-size)/advance*advance+advance)
 		for start := first; start <= ts; start += advance {
-			kf := windowKeyFirst(k, start, 0)
+			kf := windowKeyFirst(0, k, start, 0)
 			old, err := s.Get(kf)
 			if err != nil {
 				b.Fatal(err)
@@ -80,7 +80,7 @@ func benchWindowedStore(b *testing.B, random bool, windows int) {
 			for it.Next() {
 				tk := it.Key()
 				kk, start, seq, _ := decodeWindowTimeFirst(tk)
-				dels = append(dels, KeyValue[[]byte, []byte]{Key: tk}, KeyValue[[]byte, []byte]{Key: windowKeyFirst(kk, start, seq)})
+				dels = append(dels, KeyValue[[]byte, []byte]{Key: tk}, KeyValue[[]byte, []byte]{Key: windowKeyFirst(0, kk, start, seq)})
 			}
 			if err := it.Err(); err != nil {
 				b.Fatal(err)

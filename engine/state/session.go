@@ -28,9 +28,10 @@ const KindSession Kind = "session"
 //
 // As for window stores (see WindowStore), two indexes in one byte store:
 //
-//	0x00 | key | end | start  ->  aggregate   key-first: FindSessions, FetchSession
-//	0x01 | end | start | key  ->  empty       time-first: FindSessionsAll, Expire
+//	0x00 | segment | key | end | start  ->  aggregate   key-first: FindSessions, FetchSession
+//	0x01 | end | start | key            ->  empty       time-first: FindSessionsAll, Expire
 //
+// where segment is the end's segment (see segments.go).
 // with both times 8 bytes big-endian, sign bit flipped. These are the layouts
 // of Kafka Streams' own time-ordered session store (PrefixedSessionKeySchemas:
 // KeyFirstSessionKeySchema and TimeFirstSessionKeySchema), but for the prefix
@@ -42,7 +43,8 @@ const KindSession Kind = "session"
 //
 // # Retention
 //
-// Expire(frontier) drops every session whose end <= frontier - retention,
+// Expire(frontier) hides every session whose end <= frontier - retention,
+// and drops the segments wholly before that horizon,
 // Kafka Streams' rule (InMemorySessionStore keeps a session while end >
 // observedStreamTime - retentionPeriod). Later aggregates for a dropped
 // session are dropped too, and not logged. Expiry itself is not logged.
@@ -81,6 +83,8 @@ type SessionBuilder[K, V any] struct {
 	valueSerde serde.Serde[V]
 	supplier   BytesSupplier
 	retention  int64
+	// segmentInterval is 0 for DefaultSegmentInterval.
+	segmentInterval int64
 }
 
 // SessionStoreBuilder describes a session store named name that keeps
@@ -115,6 +119,22 @@ func (b *SessionBuilder[K, V]) WithLoggingDisabled() *SessionBuilder[K, V] {
 	return b
 }
 
+// WithSegmentInterval sets the segment interval, in whole milliseconds:
+// the unit in which expiry drops sessions, by end (see SessionStore).
+func (b *SessionBuilder[K, V]) WithSegmentInterval(d time.Duration) *SessionBuilder[K, V] {
+	b.segmentInterval = d.Milliseconds()
+	return b
+}
+
+// SegmentInterval is the store's segment interval in milliseconds: what
+// WithSegmentInterval set, else DefaultSegmentInterval of the retention.
+func (b *SessionBuilder[K, V]) SegmentInterval() int64 {
+	if b.segmentInterval > 0 {
+		return b.segmentInterval
+	}
+	return DefaultSegmentInterval(b.retention)
+}
+
 // Build returns a store that implements SessionStore[K, V], Restorer and
 // BytesBacked.
 func (b *SessionBuilder[K, V]) Build() (Store, error) {
@@ -125,17 +145,23 @@ func (b *SessionBuilder[K, V]) Build() (Store, error) {
 	if b.retention < 0 {
 		return nil, fmt.Errorf("build store %q: retention %dms is negative", b.name, b.retention)
 	}
+	if b.segmentInterval < 0 {
+		return nil, fmt.Errorf("build store %q: segment interval %dms is negative", b.name, b.segmentInterval)
+	}
 	s := &sessionStore[K, V]{valuedCore[K, V]{codec: plainCodec[V]{serde: b.valueSerde, null: nullCheckFor[V]()}}}
-	s.setup(b.name, inner, b.keySerde, b.logging, b.retention)
+	s.setup(b.name, b.kind, inner, b.keySerde, b.logging, b.retention, b.segmentInterval)
 	return s, nil
 }
 
 // sessionSuffix is what follows the key in a key-first session entry.
 const sessionSuffix = 2 * timestampSize
 
-func sessionKeyFirst(key []byte, start, end int64) []byte {
-	b := make([]byte, 0, 1+len(key)+sessionSuffix)
+// sessionKeyFirst is the key-first entry of key's session [start, end], in
+// segment seg (the segment of end).
+func sessionKeyFirst(seg int64, key []byte, start, end int64) []byte {
+	b := make([]byte, 0, 1+timestampSize+len(key)+sessionSuffix)
 	b = append(b, indexKeyFirst)
+	b = appendOrderedTime(b, seg)
 	b = append(b, key...)
 	b = appendOrderedTime(b, end)
 	return appendOrderedTime(b, start)
@@ -150,12 +176,12 @@ func sessionTimeFirst(key []byte, start, end int64) []byte {
 }
 
 // decodeSessionKeyFirst splits a key-first session entry; key aliases b.
-func decodeSessionKeyFirst(b []byte) (key []byte, start, end int64, ok bool) {
+func decodeSessionKeyFirst(b []byte) (seg int64, key []byte, start, end int64, ok bool) {
 	n := len(b) - sessionSuffix
-	if n < 1 || b[0] != indexKeyFirst {
-		return nil, 0, 0, false
+	if n < 1+timestampSize || b[0] != indexKeyFirst {
+		return 0, nil, 0, 0, false
 	}
-	return b[1:n:n], readOrderedTime(b[n+timestampSize:]), readOrderedTime(b[n:]), true
+	return readOrderedTime(b[1:]), b[1+timestampSize : n : n], readOrderedTime(b[n+timestampSize:]), readOrderedTime(b[n:]), true
 }
 
 // decodeSessionTimeFirst splits a time-first session entry; key aliases b.
@@ -169,6 +195,11 @@ func decodeSessionTimeFirst(b []byte) (key []byte, start, end int64, ok bool) {
 // sessionStore is the typed session store.
 type sessionStore[K, V any] struct {
 	valuedCore[K, V]
+}
+
+// keyFirst is the key-first entry of key's session [start, end].
+func (s *sessionStore[K, V]) keyFirst(kb []byte, start, end int64) []byte {
+	return sessionKeyFirst(segmentOf(end, s.segs.interval), kb, start, end)
 }
 
 func (s *sessionStore[K, V]) Put(session window.Windowed[K], agg V) error {
@@ -194,8 +225,12 @@ func (s *sessionStore[K, V]) Put(session window.Windowed[K], agg V) error {
 	if s.expired(w.End) {
 		return nil
 	}
+	seg, err := s.noteSegment(w.End)
+	if err != nil {
+		return s.errorf(op, "%w", err)
+	}
 	if err := s.inner.PutAll([]KeyValue[[]byte, []byte]{
-		{Key: sessionKeyFirst(kb, w.Start, w.End), Value: stored},
+		{Key: sessionKeyFirst(seg, kb, w.Start, w.End), Value: stored},
 		{Key: sessionTimeFirst(kb, w.Start, w.End), Value: timeIndexValue},
 	}); err != nil {
 		return err
@@ -217,7 +252,7 @@ func (s *sessionStore[K, V]) Remove(session window.Windowed[K]) error {
 
 func (s *sessionStore[K, V]) remove(op string, kb []byte, w window.Window, ts int64) error {
 	if err := s.inner.PutAll([]KeyValue[[]byte, []byte]{
-		{Key: sessionKeyFirst(kb, w.Start, w.End)},
+		{Key: s.keyFirst(kb, w.Start, w.End)},
 		{Key: sessionTimeFirst(kb, w.Start, w.End)},
 	}); err != nil {
 		return err
@@ -235,7 +270,10 @@ func (s *sessionStore[K, V]) FetchSession(key K, start, end int64) (V, bool, err
 	if err != nil {
 		return zero, false, err
 	}
-	stored, err := s.inner.Get(sessionKeyFirst(kb, start, end))
+	if s.expired(end) {
+		return zero, false, nil
+	}
+	stored, err := s.inner.Get(s.keyFirst(kb, start, end))
 	if err != nil || stored == nil {
 		return zero, false, err
 	}
@@ -256,14 +294,16 @@ func (s *sessionStore[K, V]) FindSessions(key K, earliestSessionEnd, latestSessi
 		return nil, err
 	}
 	// Sessions of this key ending at or after earliestSessionEnd, whatever
-	// their start; the start bound is a filter, as in Kafka Streams.
-	lo := sessionKeyFirst(kb, math.MinInt64, earliestSessionEnd)
-	hi := sessionKeyFirst(kb, math.MaxInt64, math.MaxInt64)
-	inner, err := s.inner.Range(lo, hi)
+	// their start; the start bound is a filter, as in Kafka Streams. Each
+	// segment from earliestSessionEnd's on is scanned, in end order.
+	earliestSessionEnd = max(earliestSessionEnd, s.liveFrom.Load())
+	inner, err := s.scanSegments(segmentOf(earliestSessionEnd, s.segs.interval), math.MaxInt64, func(seg int64) ([]byte, []byte) {
+		return sessionKeyFirst(seg, kb, math.MinInt64, earliestSessionEnd), sessionKeyFirst(seg, kb, math.MaxInt64, math.MaxInt64)
+	})
 	if err != nil {
 		return nil, err
 	}
-	width := len(lo)
+	width := 1 + timestampSize + len(kb) + sessionSuffix
 	return &entryIterator[window.Windowed[K], V]{
 		inner: inner,
 		accept: func(k, v []byte) (windowedEntry, bool, error) {
@@ -272,7 +312,7 @@ func (s *sessionStore[K, V]) FindSessions(key K, earliestSessionEnd, latestSessi
 			if len(k) != width {
 				return windowedEntry{}, false, nil
 			}
-			key, start, end, _ := decodeSessionKeyFirst(k)
+			_, key, start, end, _ := decodeSessionKeyFirst(k)
 			if start > latestSessionStart {
 				return windowedEntry{}, false, nil
 			}
@@ -288,7 +328,7 @@ func (s *sessionStore[K, V]) FindSessionsAll(earliestSessionEnd, latestSessionSt
 	if err := s.ready(op); err != nil {
 		return nil, err
 	}
-	lo, hi := timeFirstBounds(earliestSessionEnd, math.MaxInt64)
+	lo, hi := timeFirstBounds(max(earliestSessionEnd, s.liveFrom.Load()), math.MaxInt64)
 	inner, err := s.inner.Range(lo, hi)
 	if err != nil {
 		return nil, err
@@ -303,7 +343,7 @@ func (s *sessionStore[K, V]) FindSessionsAll(earliestSessionEnd, latestSessionSt
 			if start > latestSessionStart {
 				return windowedEntry{}, false, nil
 			}
-			v, err := s.inner.Get(sessionKeyFirst(key, start, end))
+			v, err := s.inner.Get(s.keyFirst(key, start, end))
 			if err != nil || v == nil {
 				// nil: removed since the scan began.
 				return windowedEntry{}, false, err
@@ -315,12 +355,7 @@ func (s *sessionStore[K, V]) FindSessionsAll(earliestSessionEnd, latestSessionSt
 	}, nil
 }
 
-func (s *sessionStore[K, V]) Expire(frontier int64) error {
-	return s.expire(frontier, func(tk []byte) ([]byte, bool) {
-		key, start, end, ok := decodeSessionTimeFirst(tk)
-		return sessionKeyFirst(key, start, end), ok
-	})
-}
+func (s *sessionStore[K, V]) Expire(frontier int64) error { return s.expire(frontier) }
 
 // Restore applies changelog records in Kafka Streams' layout (see
 // SessionStore), a nil value removing the session. It needs no Init, and
@@ -338,7 +373,11 @@ func (s *sessionStore[K, V]) Restore(records []ChangelogRecord) error {
 			continue
 		}
 		stored := s.codec.fromChangelog(r.Value, r.Timestamp)
-		kf, tf := sessionKeyFirst(key, start, end), sessionTimeFirst(key, start, end)
+		seg, err := s.noteSegment(end)
+		if err != nil {
+			return s.errorf("restore", "%w", err)
+		}
+		kf, tf := sessionKeyFirst(seg, key, start, end), sessionTimeFirst(key, start, end)
 		if stored == nil {
 			entries = append(entries, KeyValue[[]byte, []byte]{Key: kf}, KeyValue[[]byte, []byte]{Key: tf})
 		} else {

@@ -1,6 +1,9 @@
 package state
 
-import "errors"
+import (
+	"bytes"
+	"errors"
+)
 
 // Store is what every state store is, whatever its kind: a named thing the
 // runtime initialises for a task, flushes at commit and closes.
@@ -133,4 +136,49 @@ type KeyValueStore[K, V any] interface {
 // serialized value and the timestamp travels as the record's timestamp.
 type TimestampedKeyValueStore[K, V any] interface {
 	KeyValueStore[K, ValueAndTimestamp[V]]
+}
+
+// RangeDeleter is a byte store that deletes a range of keys as one unit:
+// from inclusive, to exclusive (a nil to is open). The window and session
+// stores drop an expired segment that way. A store without it has the
+// range's keys deleted one by one (DeleteRange).
+type RangeDeleter interface {
+	DeleteRange(from, to []byte) error
+}
+
+// DeleteRange deletes the keys from <= key < to of s (a nil to is open):
+// as one unit when s is a RangeDeleter, else key by key.
+func DeleteRange(s KeyValueBytesStore, from, to []byte) error {
+	if rd, ok := s.(RangeDeleter); ok {
+		return rd.DeleteRange(from, to)
+	}
+	it, err := s.Range(from, nil)
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	const batch = 512
+	dels := make([]KeyValue[[]byte, []byte], 0, batch)
+	for it.Next() {
+		k := it.Key()
+		if to != nil && bytes.Compare(k, to) >= 0 {
+			break
+		}
+		dels = append(dels, KeyValue[[]byte, []byte]{Key: k})
+		if len(dels) == batch {
+			// An iterator's key set is fixed when it opens and deleted
+			// keys are skipped, so deleting as we go is safe.
+			if err := s.PutAll(dels); err != nil {
+				return err
+			}
+			dels = dels[:0]
+		}
+	}
+	if err := it.Err(); err != nil {
+		return err
+	}
+	if len(dels) == 0 {
+		return nil
+	}
+	return s.PutAll(dels)
 }

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"maps"
@@ -49,10 +50,13 @@ const (
 // store (RocksDB, the epoch write layers) we keep two indexes in the one
 // KeyValueBytesStore, told apart by their first byte:
 //
-//	0x00 | key | start | seq  ->  stored value    key-first: Fetch, FetchRange
-//	0x01 | start | key | seq  ->  empty           time-first: FetchAll, All, Expire
+//	0x00 | segment | key | start | seq  ->  stored value    key-first: Fetch, FetchRange
+//	0x01 | start | key | seq            ->  empty           time-first: FetchAll, All, Expire
 //
-// start is 8 bytes big-endian with the sign bit flipped, so negative starts
+// segment is start divided by the segment interval, floored (see
+// segments.go), and like start 8 bytes big-endian with the sign bit
+// flipped; a key's windows are one range per segment. start is 8 bytes
+// big-endian with the sign bit flipped, so negative starts
 // order before positive ones (Kafka Streams writes the raw two's complement,
 // which misorders them; its windows never start before 0, ours may). seq is
 // 4 bytes big-endian. The stored value is the serialized value, or, in a
@@ -75,8 +79,9 @@ const (
 //
 // # Retention
 //
-// Expire(frontier) drops every window whose start <= frontier - retention,
-// Kafka Streams' rule for window stores (InMemoryWindowStore keeps a window
+// Expire(frontier) hides every window whose start <= frontier - retention,
+// and drops the segments wholly before that horizon, Kafka Streams' rule
+// for window stores (InMemoryWindowStore keeps a window
 // while start > observedStreamTime - retentionPeriod; with the retention at
 // least size + grace this drops a window only after it has closed). Later
 // values for a dropped window are dropped too, and not logged; deletes are
@@ -147,6 +152,8 @@ type windowBuilderBase struct {
 	builderBase
 	retention, windowSize int64
 	retainDuplicates      bool
+	// segmentInterval is 0 for DefaultSegmentInterval.
+	segmentInterval int64
 }
 
 func newWindowBuilderBase[K, V any](name string, kind Kind, keySerde serde.Serde[K], valueSerde serde.Serde[V], retention, windowSize time.Duration, retainDuplicates bool, supplier BytesSupplier) windowBuilderBase {
@@ -164,6 +171,15 @@ func newWindowBuilderBase[K, V any](name string, kind Kind, keySerde serde.Serde
 // frontier.
 func (b *windowBuilderBase) Retention() int64 { return b.retention }
 
+// SegmentInterval is the store's segment interval in milliseconds: what
+// WithSegmentInterval set, else DefaultSegmentInterval of the retention.
+func (b *windowBuilderBase) SegmentInterval() int64 {
+	if b.segmentInterval > 0 {
+		return b.segmentInterval
+	}
+	return DefaultSegmentInterval(b.retention)
+}
+
 // WindowSize is the size, in milliseconds, of the windows the store keeps.
 func (b *windowBuilderBase) WindowSize() int64 { return b.windowSize }
 
@@ -180,6 +196,8 @@ func (b *windowBuilderBase) check() error {
 		return fmt.Errorf("build store %q: window size %dms is negative", b.name, b.windowSize)
 	case b.windowSize > b.retention:
 		return fmt.Errorf("build store %q: retention %dms is smaller than the window size %dms", b.name, b.retention, b.windowSize)
+	case b.segmentInterval < 0:
+		return fmt.Errorf("build store %q: segment interval %dms is negative", b.name, b.segmentInterval)
 	}
 	return nil
 }
@@ -216,6 +234,13 @@ func (b *WindowBuilder[K, V]) WithLoggingEnabled(cfg map[string]string) *WindowB
 
 func (b *WindowBuilder[K, V]) WithLoggingDisabled() *WindowBuilder[K, V] {
 	b.disableLogging()
+	return b
+}
+
+// WithSegmentInterval sets the segment interval, in whole milliseconds:
+// the unit in which expiry drops windows (see WindowStore).
+func (b *WindowBuilder[K, V]) WithSegmentInterval(d time.Duration) *WindowBuilder[K, V] {
+	b.segmentInterval = d.Milliseconds()
 	return b
 }
 
@@ -265,6 +290,12 @@ func (b *TimestampedWindowBuilder[K, V]) WithLoggingDisabled() *TimestampedWindo
 	return b
 }
 
+// WithSegmentInterval sets the segment interval, in whole milliseconds.
+func (b *TimestampedWindowBuilder[K, V]) WithSegmentInterval(d time.Duration) *TimestampedWindowBuilder[K, V] {
+	b.segmentInterval = d.Milliseconds()
+	return b
+}
+
 // Build returns a store that implements TimestampedWindowStore[K, V],
 // Restorer and BytesBacked.
 func (b *TimestampedWindowBuilder[K, V]) Build() (Store, error) {
@@ -302,9 +333,12 @@ func readOrderedTime(b []byte) int64 { return int64(binary.BigEndian.Uint64(b) ^
 // windowSuffix is what follows the key in a key-first window entry.
 const windowSuffix = timestampSize + windowSeqSize
 
-func windowKeyFirst(key []byte, start int64, seq uint32) []byte {
-	b := make([]byte, 0, 1+len(key)+windowSuffix)
+// windowKeyFirst is the key-first entry of key's window at start, in
+// segment seg (the segment of start).
+func windowKeyFirst(seg int64, key []byte, start int64, seq uint32) []byte {
+	b := make([]byte, 0, 1+timestampSize+len(key)+windowSuffix)
 	b = append(b, indexKeyFirst)
+	b = appendOrderedTime(b, seg)
 	b = append(b, key...)
 	b = appendOrderedTime(b, start)
 	return binary.BigEndian.AppendUint32(b, seq)
@@ -319,12 +353,12 @@ func windowTimeFirst(key []byte, start int64, seq uint32) []byte {
 }
 
 // decodeWindowKeyFirst splits a key-first window entry; key aliases b.
-func decodeWindowKeyFirst(b []byte) (key []byte, start int64, seq uint32, ok bool) {
+func decodeWindowKeyFirst(b []byte) (seg int64, key []byte, start int64, seq uint32, ok bool) {
 	n := len(b) - windowSuffix
-	if n < 1 || b[0] != indexKeyFirst {
-		return nil, 0, 0, false
+	if n < 1+timestampSize || b[0] != indexKeyFirst {
+		return 0, nil, 0, 0, false
 	}
-	return b[1:n:n], readOrderedTime(b[n:]), binary.BigEndian.Uint32(b[n+timestampSize:]), true
+	return readOrderedTime(b[1:]), b[1+timestampSize : n : n], readOrderedTime(b[n:]), binary.BigEndian.Uint32(b[n+timestampSize:]), true
 }
 
 // decodeWindowTimeFirst splits a time-first window entry; key aliases b.
@@ -374,15 +408,27 @@ type windowedCore[K any] struct {
 	// when logging is off.
 	topic string
 	// liveFrom is the earliest time (window start, session end) the store
-	// still keeps; Expire raises it. Atomic so that readers on other
-	// goroutines stay race-free.
+	// still keeps; Expire raises it, and reads hide what lies before it.
+	// Atomic so that readers on other goroutines stay race-free.
 	liveFrom atomic.Int64
+	// kind is the store's Kind, for the segments gauge.
+	kind Kind
+	segs segmentSet
+	// closed says Close ran.
+	closed atomic.Bool
 }
 
-func (c *windowedCore[K]) setup(name string, inner KeyValueBytesStore, keySerde serde.Serde[K], logging bool, retention int64) {
-	c.name, c.inner, c.keySerde, c.logging, c.retention = name, inner, keySerde, logging, retention
+func (c *windowedCore[K]) setup(name string, kind Kind, inner KeyValueBytesStore, keySerde serde.Serde[K], logging bool, retention, segmentInterval int64) {
+	c.name, c.kind, c.inner, c.keySerde, c.logging, c.retention = name, kind, inner, keySerde, logging, retention
 	c.liveFrom.Store(math.MinInt64)
+	if segmentInterval <= 0 {
+		segmentInterval = DefaultSegmentInterval(retention)
+	}
+	c.segs.init(segmentInterval)
 }
+
+// Kind is the store's kind.
+func (c *windowedCore[K]) Kind() Kind { return c.kind }
 
 func (c *windowedCore[K]) Name() string { return c.name }
 
@@ -400,12 +446,19 @@ func (c *windowedCore[K]) Init(ctx Context) error {
 	if err := c.inner.Init(ctx); err != nil {
 		return err
 	}
+	// A persistent store may hold segments already.
+	if err := c.segs.discover(c.inner); err != nil {
+		return c.errorf("init", "list segments: %w", err)
+	}
 	c.ctx, c.topic = ctx, topic
 	return nil
 }
 
-func (c *windowedCore[K]) Flush() error     { return c.inner.Flush() }
-func (c *windowedCore[K]) Close() error     { return c.inner.Close() }
+func (c *windowedCore[K]) Flush() error { return c.inner.Flush() }
+func (c *windowedCore[K]) Close() error {
+	c.closed.Store(true)
+	return c.inner.Close()
+}
 func (c *windowedCore[K]) Persistent() bool { return c.inner.Persistent() }
 
 func (c *windowedCore[K]) Bytes() KeyValueBytesStore { return c.inner }
@@ -453,46 +506,33 @@ func (c *windowedCore[K]) log(op string, key, value []byte, ts int64) error {
 // expired reports whether time t is past retention.
 func (c *windowedCore[K]) expired(t int64) bool { return t < c.liveFrom.Load() }
 
-// expire raises the horizon to frontier - retention + 1 and deletes the
-// time-first entries below it together with the key-first entries they name.
-func (c *windowedCore[K]) expire(frontier int64, keyFirst func(timeFirst []byte) ([]byte, bool)) error {
+// expire raises the horizon to frontier - retention + 1 and drops the
+// segments wholly before it (see segments.go): its key-first entries in
+// one range delete, its time-first ones, below the first live segment's
+// start, in another.
+func (c *windowedCore[K]) expire(frontier int64) error {
+	if c.closed.Load() {
+		return c.errorf("expire", "%w", ErrClosed)
+	}
 	cutoff := addSat(addSat(frontier, -c.retention), 1)
 	if cutoff <= c.liveFrom.Load() {
 		return nil
 	}
 	c.liveFrom.Store(cutoff)
-	// Every entry below [prefix | cutoff] is older than cutoff (see
-	// timeFirstBounds).
-	it, err := c.inner.Range([]byte{indexTimeFirst}, appendOrderedTime([]byte{indexTimeFirst}, cutoff))
-	if err != nil {
+	if err := c.segs.discover(c.inner); err != nil {
 		return err
 	}
-	defer it.Close()
-	const batch = 512
-	dels := make([]KeyValue[[]byte, []byte], 0, 2*batch)
-	for it.Next() {
-		tk := it.Key()
-		kk, ok := keyFirst(tk)
-		if !ok {
-			return c.errorf("expire", "malformed index entry %x", tk)
-		}
-		dels = append(dels, KeyValue[[]byte, []byte]{Key: tk}, KeyValue[[]byte, []byte]{Key: kk})
-		if len(dels) >= 2*batch {
-			// An iterator's key set is fixed when it opens and deleted keys
-			// are skipped, so deleting as we go is safe.
-			if err := c.inner.PutAll(dels); err != nil {
-				return err
-			}
-			dels = dels[:0]
-		}
-	}
-	if err := it.Err(); err != nil {
-		return err
-	}
-	if len(dels) == 0 {
+	first := segmentOf(cutoff, c.segs.interval)
+	if !c.segs.dropBelow(first) {
 		return nil
 	}
-	return c.inner.PutAll(dels)
+	if err := DeleteRange(c.inner, []byte{indexKeyFirst}, keyFirstPrefix(first)); err != nil {
+		return c.errorf("expire", "drop segments before %d: %w", first, err)
+	}
+	if err := DeleteRange(c.inner, []byte{indexTimeFirst}, appendOrderedTime([]byte{indexTimeFirst}, segmentStart(first, c.segs.interval))); err != nil {
+		return c.errorf("expire", "drop segments before %d: %w", first, err)
+	}
+	return nil
 }
 
 // windowStore is the typed window store, plain or timestamped by its codec.
@@ -503,12 +543,36 @@ type windowStore[K, V any] struct {
 	// seq is the last sequence number handed out when duplicates are
 	// retained.
 	seq atomic.Uint32
+	// found is the key-first entry the last Fetch found, with writes as it
+	// began: a Put of that window with no write since, an aggregation's
+	// read-modify-write, need not write its time-first entry again, which
+	// halves what an update costs the byte store and its commit. writes
+	// counts the writes that could remove a window (Put, Delete, Expire,
+	// Restore), so that a Fetch on another goroutine cannot vouch for a
+	// window removed after it read.
+	found  atomic.Pointer[foundEntry]
+	writes atomic.Uint64
 }
+
+// foundEntry is what a Fetch found: a window's key-first entry, with the
+// store's write count when the Fetch began.
+type foundEntry struct {
+	key    []byte
+	writes uint64
+}
+
+// forget ends what found vouches for: a write is under way.
+func (s *windowStore[K, V]) forget() { s.writes.Add(1) }
 
 func newWindowStore[K, V any](b *windowBuilderBase, inner KeyValueBytesStore, keySerde serde.Serde[K], codec valueCodec[V]) *windowStore[K, V] {
 	s := &windowStore[K, V]{valuedCore: valuedCore[K, V]{codec: codec}, size: b.windowSize, dups: b.retainDuplicates}
-	s.setup(b.name, inner, keySerde, b.logging, b.retention)
+	s.setup(b.name, b.kind, inner, keySerde, b.logging, b.retention, b.segmentInterval)
 	return s
+}
+
+// keyFirst is the key-first entry of key's window at start.
+func (s *windowStore[K, V]) keyFirst(kb []byte, start int64, seq uint32) []byte {
+	return windowKeyFirst(segmentOf(start, s.segs.interval), kb, start, seq)
 }
 
 // nextSeq is Kafka Streams' maybeUpdateSeqnumForDups.
@@ -546,9 +610,24 @@ func (s *windowStore[K, V]) Put(key K, value V, windowStart int64) error {
 	if s.expired(windowStart) {
 		return nil
 	}
+	seg, err := s.noteSegment(windowStart)
+	if err != nil {
+		return s.errorf(op, "%w", err)
+	}
 	seq := s.nextSeq()
+	kf := windowKeyFirst(seg, kb, windowStart, seq)
+	f := s.found.Load()
+	known := f != nil && f.writes == s.writes.Load() && bytes.Equal(kf, f.key)
+	s.forget()
+	if known {
+		// The window and its time-first entry are there.
+		if err := s.inner.Put(kf, stored); err != nil {
+			return err
+		}
+		return s.log(op, EncodeWindowKey(kb, windowStart, int32(seq)), logged, ts)
+	}
 	if err := s.inner.PutAll([]KeyValue[[]byte, []byte]{
-		{Key: windowKeyFirst(kb, windowStart, seq), Value: stored},
+		{Key: kf, Value: stored},
 		{Key: windowTimeFirst(kb, windowStart, seq), Value: timeIndexValue},
 	}); err != nil {
 		return err
@@ -559,8 +638,9 @@ func (s *windowStore[K, V]) Put(key K, value V, windowStart int64) error {
 // deleteOne deletes the entry with sequence number 0 and logs its
 // tombstone.
 func (s *windowStore[K, V]) deleteOne(op string, kb []byte, start, ts int64) error {
+	s.forget()
 	if err := s.inner.PutAll([]KeyValue[[]byte, []byte]{
-		{Key: windowKeyFirst(kb, start, 0)},
+		{Key: s.keyFirst(kb, start, 0)},
 		{Key: windowTimeFirst(kb, start, 0)},
 	}); err != nil {
 		return err
@@ -587,7 +667,7 @@ func (s *windowStore[K, V]) Delete(key K, windowStart int64) error {
 	}
 	dels := make([]KeyValue[[]byte, []byte], 0, 2*len(seqs))
 	for _, seq := range seqs {
-		dels = append(dels, KeyValue[[]byte, []byte]{Key: windowKeyFirst(kb, windowStart, seq)},
+		dels = append(dels, KeyValue[[]byte, []byte]{Key: s.keyFirst(kb, windowStart, seq)},
 			KeyValue[[]byte, []byte]{Key: windowTimeFirst(kb, windowStart, seq)})
 	}
 	if err := s.inner.PutAll(dels); err != nil {
@@ -603,7 +683,7 @@ func (s *windowStore[K, V]) Delete(key K, windowStart int64) error {
 
 // duplicates lists the sequence numbers stored for a key and window start.
 func (s *windowStore[K, V]) duplicates(kb []byte, start int64) ([]uint32, error) {
-	lo, hi := windowKeyFirst(kb, start, 0), windowKeyFirst(kb, start, math.MaxUint32)
+	lo, hi := s.keyFirst(kb, start, 0), s.keyFirst(kb, start, math.MaxUint32)
 	it, err := s.inner.Range(lo, hi)
 	if err != nil {
 		return nil, err
@@ -628,13 +708,21 @@ func (s *windowStore[K, V]) Fetch(key K, windowStart int64) (V, bool, error) {
 	if err != nil {
 		return zero, false, err
 	}
+	if s.expired(windowStart) {
+		return zero, false, nil
+	}
 	var stored []byte
 	if !s.dups {
-		if stored, err = s.inner.Get(windowKeyFirst(kb, windowStart, 0)); err != nil {
+		kf := s.keyFirst(kb, windowStart, 0)
+		writes := s.writes.Load()
+		if stored, err = s.inner.Get(kf); err != nil {
 			return zero, false, err
 		}
+		if stored != nil {
+			s.found.Store(&foundEntry{key: kf, writes: writes})
+		}
 	} else {
-		lo, hi := windowKeyFirst(kb, windowStart, 0), windowKeyFirst(kb, windowStart, math.MaxUint32)
+		lo, hi := s.keyFirst(kb, windowStart, 0), s.keyFirst(kb, windowStart, math.MaxUint32)
 		it, err := s.inner.Range(lo, hi)
 		if err != nil {
 			return zero, false, err
@@ -670,12 +758,18 @@ func (s *windowStore[K, V]) FetchRange(key K, timeFrom, timeTo int64) (KeyValueI
 	if err != nil {
 		return nil, err
 	}
-	lo, hi := windowKeyFirst(kb, timeFrom, 0), windowKeyFirst(kb, timeTo, math.MaxUint32)
-	inner, err := s.inner.Range(lo, hi)
+	timeFrom = max(timeFrom, s.liveFrom.Load())
+	if timeFrom > timeTo {
+		return &entryIterator[int64, V]{inner: emptyIterator{}}, nil
+	}
+	iv := s.segs.interval
+	inner, err := s.scanSegments(segmentOf(timeFrom, iv), segmentOf(timeTo, iv), func(seg int64) ([]byte, []byte) {
+		return windowKeyFirst(seg, kb, timeFrom, 0), windowKeyFirst(seg, kb, timeTo, math.MaxUint32)
+	})
 	if err != nil {
 		return nil, err
 	}
-	width := len(lo)
+	width := 1 + timestampSize + len(kb) + windowSuffix
 	return &entryIterator[int64, V]{
 		inner: inner,
 		accept: func(k, v []byte) (windowedEntry, bool, error) {
@@ -696,6 +790,10 @@ func (s *windowStore[K, V]) FetchAll(timeFrom, timeTo int64) (KeyValueIterator[w
 	if err := s.ready(op); err != nil {
 		return nil, err
 	}
+	timeFrom = max(timeFrom, s.liveFrom.Load())
+	if timeFrom > timeTo {
+		return &entryIterator[window.Windowed[K], V]{inner: emptyIterator{}}, nil
+	}
 	lo, hi := timeFirstBounds(timeFrom, timeTo)
 	inner, err := s.inner.Range(lo, hi)
 	if err != nil {
@@ -708,7 +806,7 @@ func (s *windowStore[K, V]) FetchAll(timeFrom, timeTo int64) (KeyValueIterator[w
 			if !ok {
 				return windowedEntry{}, false, s.errorf("iterate", "malformed index entry %x", k)
 			}
-			v, err := s.inner.Get(windowKeyFirst(key, start, seq))
+			v, err := s.inner.Get(s.keyFirst(key, start, seq))
 			if err != nil || v == nil {
 				// nil: deleted since the scan began.
 				return windowedEntry{}, false, err
@@ -748,10 +846,8 @@ func (s *valuedCore[K, V]) windowedKey(e windowedEntry) (window.Windowed[K], err
 }
 
 func (s *windowStore[K, V]) Expire(frontier int64) error {
-	return s.expire(frontier, func(tk []byte) ([]byte, bool) {
-		key, start, seq, ok := decodeWindowTimeFirst(tk)
-		return windowKeyFirst(key, start, seq), ok
-	})
+	s.forget()
+	return s.expire(frontier)
 }
 
 // Restore applies changelog records in Kafka Streams' layout (see
@@ -763,6 +859,7 @@ func (s *windowStore[K, V]) Expire(frontier int64) error {
 // continue from the largest restored sequence number, so they do not
 // overwrite restored duplicates (Kafka Streams restarts from 0).
 func (s *windowStore[K, V]) Restore(records []ChangelogRecord) error {
+	s.forget()
 	entries := make([]KeyValue[[]byte, []byte], 0, 2*len(records))
 	var maxSeq uint32
 	for i, r := range records {
@@ -776,7 +873,11 @@ func (s *windowStore[K, V]) Restore(records []ChangelogRecord) error {
 		useq := uint32(seq)
 		maxSeq = max(maxSeq, useq&math.MaxInt32)
 		stored := s.codec.fromChangelog(r.Value, r.Timestamp)
-		kf, tf := windowKeyFirst(key, start, useq), windowTimeFirst(key, start, useq)
+		seg, err := s.noteSegment(start)
+		if err != nil {
+			return s.errorf("restore", "%w", err)
+		}
+		kf, tf := windowKeyFirst(seg, key, start, useq), windowTimeFirst(key, start, useq)
 		if stored == nil {
 			entries = append(entries, KeyValue[[]byte, []byte]{Key: kf}, KeyValue[[]byte, []byte]{Key: tf})
 		} else {

@@ -191,7 +191,7 @@ func TestWindowStoreChangelogLayout(t *testing.T) {
 		bs := s.(BytesBacked).Bytes()
 		got := collect(t, must(bs.All()))
 		want := []KeyValue[[]byte, []byte]{
-			{Key: cat([]byte{0}, a, ord64(-2), be32(0)), Value: int64Bytes(1)},
+			{Key: cat([]byte{0}, ord64(-1), a, ord64(-2), be32(0)), Value: int64Bytes(1)},
 			{Key: cat([]byte{1}, ord64(-2), a, be32(0)), Value: []byte{}},
 		}
 		if !reflect.DeepEqual(got, want) {
@@ -207,7 +207,7 @@ func TestWindowStoreChangelogLayout(t *testing.T) {
 		// The changelog gets the plain value with the value's timestamp.
 		checkChanges(t, ctx.take(), []loggedChange{{"twin", cat(a, be64(0x20), be32(0)), int64Bytes(3), 42}})
 		// The store keeps the timestamp in front of the value.
-		stored := must(s.(BytesBacked).Bytes().Get(cat([]byte{0}, a, ord64(0x20), be32(0))))
+		stored := must(s.(BytesBacked).Bytes().Get(cat([]byte{0}, ord64(0), a, ord64(0x20), be32(0))))
 		if want := cat(be64(42), int64Bytes(3)); !bytes.Equal(stored, want) {
 			t.Fatalf("stored = %x, want %x", stored, want)
 		}
@@ -456,7 +456,9 @@ func TestWindowStorePutNullDeletes(t *testing.T) {
 
 func TestWindowStoreExpire(t *testing.T) {
 	ctx := &recordingContext{}
-	s := newWS(t, ctx, false) // retention 100
+	// retention 100; segments of 1 ms, so that what expiry drops is exact
+	// (TestWindowStoreSegments has wider ones).
+	s := buildInit[WindowStore[string, int64]](t, windowBuilder(false).WithSegmentInterval(time.Millisecond), ctx)
 	for _, start := range []int64{0, 50, 99, 100, 150} {
 		if err := s.Put("a", start, start); err != nil {
 			t.Fatal(err)
@@ -527,7 +529,7 @@ func TestWindowStoreExpire(t *testing.T) {
 	})
 
 	t.Run("expiry works without init and in batches", func(t *testing.T) {
-		s := windowBuilder(false)
+		s := windowBuilder(false).WithSegmentInterval(100 * time.Millisecond)
 		st := must(s.Build()).(*windowStore[string, int64])
 		var recs []ChangelogRecord
 		for i := range 2000 {
@@ -578,7 +580,7 @@ func TestWindowStoreRestore(t *testing.T) {
 		if err != nil || !found || v != (ValueAndTimestamp[int64]{Value: 4, Timestamp: 14}) {
 			t.Fatalf("Fetch(a, 10) = %+v, %v, %v", v, found, err)
 		}
-		stored := must(s.(BytesBacked).Bytes().Get(cat([]byte{0}, []byte("a"), ord64(20), be32(0))))
+		stored := must(s.(BytesBacked).Bytes().Get(cat([]byte{0}, ord64(0), []byte("a"), ord64(20), be32(0))))
 		if want := cat(be64(21), int64Bytes(3)); !bytes.Equal(stored, want) {
 			t.Fatalf("stored = %x, want %x", stored, want)
 		}
@@ -936,18 +938,18 @@ func FuzzDecodeWindowKey(f *testing.F) {
 // FuzzWindowIndexKeys checks that the byte-store index layouts decode what
 // they encode, and that decoding arbitrary bytes never panics.
 func FuzzWindowIndexKeys(f *testing.F) {
-	f.Add([]byte("a"), int64(0), uint32(0), []byte{0, 'a', 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0})
+	f.Add([]byte("a"), int64(0), uint32(0), []byte{0, 0x80, 0, 0, 0, 0, 0, 0, 0, 'a', 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0})
 	f.Add([]byte{}, int64(-1), uint32(math.MaxUint32), []byte{1})
 	f.Fuzz(func(t *testing.T, key []byte, start int64, seq uint32, raw []byte) {
-		k, st, sq, ok := decodeWindowKeyFirst(windowKeyFirst(key, start, seq))
-		if !ok || !bytes.Equal(k, key) || st != start || sq != seq {
+		sg, k, st, sq, ok := decodeWindowKeyFirst(windowKeyFirst(start/7, key, start, seq))
+		if !ok || sg != start/7 || !bytes.Equal(k, key) || st != start || sq != seq {
 			t.Fatalf("key-first round trip of %x %d %d gave %x %d %d %v", key, start, seq, k, st, sq, ok)
 		}
 		k, st, sq, ok = decodeWindowTimeFirst(windowTimeFirst(key, start, seq))
 		if !ok || !bytes.Equal(k, key) || st != start || sq != seq {
 			t.Fatalf("time-first round trip of %x %d %d gave %x %d %d %v", key, start, seq, k, st, sq, ok)
 		}
-		if k, st, sq, ok := decodeWindowKeyFirst(raw); ok && !bytes.Equal(windowKeyFirst(k, st, sq), raw) {
+		if sg, k, st, sq, ok := decodeWindowKeyFirst(raw); ok && !bytes.Equal(windowKeyFirst(sg, k, st, sq), raw) {
 			t.Fatalf("key-first %x re-encodes differently", raw)
 		}
 		if k, st, sq, ok := decodeWindowTimeFirst(raw); ok && !bytes.Equal(windowTimeFirst(k, st, sq), raw) {

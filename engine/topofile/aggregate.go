@@ -40,11 +40,9 @@ func (c *compiler) aggregationStep(st *step) (flow, bool) {
 		c.errf(f.key("name"), "%s: an aggregation's nodes are named after its store: give store instead", st.what)
 		return nil, false
 	}
-	var store string
-	if n := f.get("store"); n != nil {
-		if store, ok = c.scalar(n, st.what+" store"); !ok {
-			return nil, false
-		}
+	store, ok := c.store(f, st.what)
+	if !ok {
+		return nil, false
 	}
 	_, onTable := st.in.(*groupedTableFlow)
 	w, windowed := st.in.(*windowedFlow)

@@ -301,14 +301,16 @@ func (c *compiler) source(name string, n *yaml.Node, f fields, kind sourceKind) 
 	if kind == streamSource {
 		return &streamFlow[any]{s: dsl.Stream(c.b, consumed, topics...), info: info}, true
 	}
-	var store string
-	if sn := f.get("store"); sn != nil {
-		if store, ok = c.scalar(sn, what+" store"); !ok {
+	store, ok := c.store(f, what)
+	if !ok {
+		return nil, false
+	}
+	m := materializedAs[any](store).WithKeySerde(info.keySerde).WithValueSerde(info.valueSerde)
+	if kind == globalSource {
+		if store.supplier != nil {
+			c.errf(f.key("store"), "%s: a global table's store is always in memory, restored at every start: it takes no backend", what)
 			return nil, false
 		}
-	}
-	m := dsl.MaterializedAs[any, any](store).WithKeySerde(info.keySerde).WithValueSerde(info.valueSerde)
-	if kind == globalSource {
 		return &globalFlow{g: dsl.GlobalTable(c.b, topics[0], consumed, m), info: info}, true
 	}
 	return &tableFlow[any]{t: dsl.Table(c.b, topics[0], consumed, m), info: info}, true

@@ -142,8 +142,8 @@ func (s *streamFlow[K]) groupByKey(name string, info flowInfo) anyGrouped {
 // anyGrouped is a grouped stream flow, whatever its key type.
 type anyGrouped interface {
 	flow
-	aggregate(init func() any, adder func(key, value, agg any) any, store string, values *dynSerde) anyTable
-	reduce(reducer func(agg, value any) any, store string, values *dynSerde) anyTable
+	aggregate(init func() any, adder func(key, value, agg any) any, store storeSpec, values *dynSerde) anyTable
+	reduce(reducer func(agg, value any) any, store storeSpec, values *dynSerde) anyTable
 }
 
 type groupedFlow[K any] struct {
@@ -165,18 +165,18 @@ func valueTypeOf(values *dynSerde) types.Type {
 	return types.Any
 }
 
-func materialized[K any](info *flowInfo, store string, values *dynSerde) dsl.Materialized[K, any] {
-	return dsl.MaterializedAs[K, any](store).WithKeySerde(keySerdeFor[K](info)).WithValueSerde(values)
+func materialized[K any](info *flowInfo, store storeSpec, values *dynSerde) dsl.Materialized[K, any] {
+	return materializedAs[K](store).WithKeySerde(keySerdeFor[K](info)).WithValueSerde(values)
 }
 
-func (g *groupedFlow[K]) aggregate(init func() any, adder func(key, value, agg any) any, store string, values *dynSerde) anyTable {
+func (g *groupedFlow[K]) aggregate(init func() any, adder func(key, value, agg any) any, store storeSpec, values *dynSerde) anyTable {
 	t := dsl.Aggregate(g.g, init, func(k K, v, agg any) any { return adder(k, v, agg) }, materialized[K](&g.info, store, values))
 	info := g.info
 	info.valueSerde, info.valueType = values, valueTypeOf(values)
 	return &tableFlow[K]{t: t, info: info}
 }
 
-func (g *groupedFlow[K]) reduce(reducer func(agg, value any) any, store string, values *dynSerde) anyTable {
+func (g *groupedFlow[K]) reduce(reducer func(agg, value any) any, store storeSpec, values *dynSerde) anyTable {
 	t := g.g.Reduce(reducer, materialized[K](&g.info, store, values))
 	info := g.info
 	info.valueSerde, info.valueType = values, valueTypeOf(values)
@@ -195,7 +195,7 @@ func (w *windowedFlow) kind() string    { return "a windowed grouped stream" }
 func (w *windowedFlow) meta() *flowInfo { return &w.info }
 
 // aggregate folds a windowed grouping; merger is for sessions.
-func (w *windowedFlow) aggregate(init func() any, adder func(key, value, agg any) any, merger func(key, agg, other any) any, store string, values *dynSerde) anyTable {
+func (w *windowedFlow) aggregate(init func() any, adder func(key, value, agg any) any, merger func(key, agg, other any) any, store storeSpec, values *dynSerde) anyTable {
 	m := materialized[any](&w.info, store, values)
 	var t dsl.KTable[window.Windowed[any], any]
 	if w.session != nil {
@@ -206,7 +206,7 @@ func (w *windowedFlow) aggregate(init func() any, adder func(key, value, agg any
 	return w.result(t, values)
 }
 
-func (w *windowedFlow) reduce(reducer func(agg, value any) any, store string, values *dynSerde) anyTable {
+func (w *windowedFlow) reduce(reducer func(agg, value any) any, store storeSpec, values *dynSerde) anyTable {
 	m := materialized[any](&w.info, store, values)
 	var t dsl.KTable[window.Windowed[any], any]
 	if w.session != nil {
@@ -234,14 +234,14 @@ type groupedTableFlow struct {
 func (g *groupedTableFlow) kind() string    { return "a grouped table" }
 func (g *groupedTableFlow) meta() *flowInfo { return &g.info }
 
-func (g *groupedTableFlow) aggregate(init func() any, adder, subtractor func(key, value, agg any) any, store string, values *dynSerde) anyTable {
+func (g *groupedTableFlow) aggregate(init func() any, adder, subtractor func(key, value, agg any) any, store storeSpec, values *dynSerde) anyTable {
 	t := dsl.AggregateTable(g.g, init, adder, subtractor, materialized[any](&g.info, store, values))
 	info := g.info
 	info.valueSerde, info.valueType = values, valueTypeOf(values)
 	return &tableFlow[any]{t: t, info: info}
 }
 
-func (g *groupedTableFlow) reduce(adder, subtractor func(agg, value any) any, store string, values *dynSerde) anyTable {
+func (g *groupedTableFlow) reduce(adder, subtractor func(agg, value any) any, store storeSpec, values *dynSerde) anyTable {
 	t := g.g.Reduce(adder, subtractor, materialized[any](&g.info, store, values))
 	info := g.info
 	info.valueSerde, info.valueType = values, valueTypeOf(values)

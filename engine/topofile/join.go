@@ -34,12 +34,11 @@ func (c *compiler) joinStep(st *step) (flow, bool) {
 	if !ok {
 		return nil, false
 	}
-	var store string
-	if n := f.get("store"); n != nil {
-		if store, ok = c.scalar(n, st.what+" store"); !ok {
-			return nil, false
-		}
+	spec, ok := c.store(f, st.what)
+	if !ok {
+		return nil, false
 	}
+	store := spec.name
 	left, right := st.in.meta(), other.meta()
 	info := flowInfo{keySerde: left.keySerde, keyType: left.keyType, valueType: types.Any}
 	if info.valueSerde, _, ok = c.optSerde(f, "value-serde", st.what, c.defValue, nil); !ok {
@@ -99,6 +98,9 @@ func (c *compiler) joinStep(st *step) (flow, bool) {
 				return nil, false
 			}
 			sj := dsl.StreamJoinedWith[any, any, any](left.keySerde, left.valueSerde, right.valueSerde).WithName(name).WithStoreName(store)
+			if spec.supplier != nil {
+				sj = sj.WithThisStoreSupplier(spec.supplier).WithOtherStoreSupplier(spec.supplier)
+			}
 			var out dsl.KStream[any, any]
 			switch st.op {
 			case "join":
@@ -140,8 +142,8 @@ func (c *compiler) joinStep(st *step) (flow, bool) {
 			return nil, false
 		}
 		opts := tableOpts(name)
-		if store != "" {
-			opts = append(opts, dsl.MaterializedAs[any, any](store).WithKeySerde(left.keySerde).WithValueSerde(info.valueSerde))
+		if store != "" || spec.supplier != nil {
+			opts = append(opts, materializedAs[any](spec).WithKeySerde(left.keySerde).WithValueSerde(info.valueSerde))
 		}
 		vj := func(l, r any) any { return joiner(nil, l, r) }
 		var out dsl.KTable[any, any]

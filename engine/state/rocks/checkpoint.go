@@ -22,7 +22,15 @@ type Checkpoint struct {
 	// Offsets maps changelog topic to partition to the next offset to
 	// restore from.
 	Offsets map[string]map[int32]int64 `json:"offsets"`
+	// Layout is the byte-store layout the stores were written in (Layout
+	// when this build wrote it; 0 before segmented window and session
+	// stores): a database in another layout is rebuilt.
+	Layout int `json:"layout,omitempty"`
 }
+
+// Layout is the byte-store layout of this build's stores: 1 lays window
+// and session stores out in segments (see engine/state's WindowStore).
+const Layout = 1
 
 // ErrCorruptCheckpoint marks a checkpoint that cannot be decoded.
 var ErrCorruptCheckpoint = errors.New("corrupt checkpoint")
@@ -30,6 +38,7 @@ var ErrCorruptCheckpoint = errors.New("corrupt checkpoint")
 // encode lays the checkpoint out as JSON: small, and readable with a
 // RocksDB tool when something goes wrong.
 func (c Checkpoint) encode() []byte {
+	c.Layout = Layout
 	b, err := json.Marshal(c)
 	if err != nil {
 		panic(fmt.Sprintf("rocks: encode checkpoint: %v", err)) // maps of strings and ints always encode
@@ -55,6 +64,10 @@ func decodeCheckpoint(b []byte) (Checkpoint, error) {
 	}
 	return c, nil
 }
+
+// ErrDiskFull marks a write refused because the state directory's
+// filesystem has too little room for it.
+var ErrDiskFull = errors.New("no space left for RocksDB state")
 
 // ErrUnavailable is returned by Open in a binary built without RocksDB.
 var ErrUnavailable = errors.New("RocksDB state stores are not available in this binary (built without cgo); rebuild with CGO_ENABLED=1 and librocksdb-dev, or set default.dsl.store=in_memory")

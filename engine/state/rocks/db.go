@@ -7,9 +7,12 @@ package rocks
 import "C"
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -42,10 +45,13 @@ type DB struct {
 	path string
 	db   *grocksdb.DB
 	opts *grocksdb.Options
+	bbto *grocksdb.BlockBasedTableOptions
 	ro   *grocksdb.ReadOptions
 	wo   *grocksdb.WriteOptions
-	// bulkWo writes a restore without the write-ahead log; EndRestore
-	// flushes the memtables instead, once.
+	// bulkWo writes a restore's batches, through the write-ahead log as
+	// commits are: going around it would need a flush of the memtables at
+	// the end, on the restore's critical path, before a commit could build
+	// on them.
 	bulkWo *grocksdb.WriteOptions
 
 	// mu guards layers, epoch, iters and the native handles' lifetime;
@@ -57,6 +63,9 @@ type DB struct {
 	layers []*layer
 	// epoch is the processing epoch: the epoch of new writes.
 	epoch int64
+	// ranges counts the range deletes on the stack, so that writes check
+	// them only when there are some.
+	ranges int
 	// iters are the open native iterators, which Close frees.
 	iters  map[*iterator]struct{}
 	closed atomic.Bool
@@ -93,6 +102,25 @@ type layer struct {
 	sealed bool
 	// dropped says the layer left the stack; it is freed when refs is 0.
 	dropped bool
+	// ranges are the key ranges the layer deleted as units (DeleteRange):
+	// they hide what the database and the layers below hold in them. The
+	// layer's own writes before the range delete were turned into deletes;
+	// its writes after it, and the layers above, show through.
+	ranges []*keyRange
+}
+
+// keyRange is a range delete of one layer: from <= key < to, both
+// prefixed.
+type keyRange struct {
+	from, to []byte
+	// touched says a write landed in the range after the delete (in the
+	// layer or one above it), so an iterator must step through the range
+	// rather than seek past it.
+	touched bool
+}
+
+func (r *keyRange) covers(k []byte) bool {
+	return bytes.Compare(k, r.from) >= 0 && bytes.Compare(k, r.to) < 0
 }
 
 func newLayer(epoch int64) *layer {
@@ -128,17 +156,37 @@ func Open(dir string) (*DB, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("open state directory %s: %w", dir, err)
 	}
-	opts := grocksdb.NewDefaultOptions()
-	opts.SetCreateIfMissing(true)
+	if err := checkRoom(dir, 0); err != nil {
+		return nil, fmt.Errorf("open: %w", err)
+	}
+	opts, bbto := options()
 	db, err := grocksdb.OpenDb(opts, dir)
 	if err != nil {
 		opts.Destroy()
+		bbto.Destroy()
 		return nil, fmt.Errorf("open RocksDB state in %s (is another stoatctl using it? its lock file is %s/LOCK): %w", dir, dir, err)
 	}
-	d := &DB{path: dir, db: db, opts: opts, ro: grocksdb.NewDefaultReadOptions(), wo: grocksdb.NewDefaultWriteOptions(), epoch: 1,
+	d := &DB{path: dir, db: db, opts: opts, bbto: bbto, ro: grocksdb.NewDefaultReadOptions(), wo: grocksdb.NewDefaultWriteOptions(), epoch: 1,
 		iters: map[*iterator]struct{}{}, bulkWo: grocksdb.NewDefaultWriteOptions()}
-	d.bulkWo.DisableWAL(true)
 	return d, nil
+}
+
+// options are a lane database's options, Kafka Streams' RocksDB settings
+// where they fit (RocksDBStore.openDB): a whole-key Bloom filter in the
+// tables and in the memtable, since most reads of a count or a window
+// aggregation look up a key that is not there yet; no compression, whose
+// CPU competes with the lanes on small machines for disk the changelog
+// already spends.
+func options() (*grocksdb.Options, *grocksdb.BlockBasedTableOptions) {
+	bbto := grocksdb.NewDefaultBlockBasedTableOptions()
+	bbto.SetFilterPolicy(grocksdb.NewBloomFilterFull(10))
+	opts := grocksdb.NewDefaultOptions()
+	opts.SetCreateIfMissing(true)
+	opts.SetBlockBasedTableFactory(bbto)
+	opts.SetCompression(grocksdb.NoCompression)
+	opts.SetMemTablePrefixBloomSizeRatio(0.1)
+	opts.SetMemtableWholeKeyFiltering(true)
+	return opts, bbto
 }
 
 // Path is the database's directory.
@@ -205,7 +253,12 @@ func (d *DB) Commit(epoch int64, cp Checkpoint) error {
 	for n < len(d.layers) && d.layers[n].epoch <= epoch {
 		n++
 	}
-	wb := grocksdb.WriteBatchFrom(encodeBatch(merge(d.layers[:n])))
+	vals, ranges := merge(d.layers[:n])
+	rep := encodeBatch(vals, ranges)
+	if err := checkRoom(d.path, len(rep)); err != nil {
+		return fmt.Errorf("commit epoch %d: %w", epoch, err)
+	}
+	wb := grocksdb.WriteBatchFrom(rep)
 	defer wb.Destroy()
 	wb.Put(checkpointKey, cp.encode())
 	if err := d.db.Write(d.wo, wb); err != nil {
@@ -219,31 +272,56 @@ func (d *DB) Commit(epoch int64, cp Checkpoint) error {
 // count (4 bytes, little-endian), before its records.
 const batchHeader = 12
 
-// merge is the last write of each key over layers, oldest first.
-func merge(layers []*layer) map[string][]byte {
+// merge is the last write of each key over layers, oldest first, and the
+// range deletes among them. A range delete drops the writes of the layers
+// below it that it covers: written after the range deletes, they would
+// bring back what it removed.
+func merge(layers []*layer) (map[string][]byte, []*keyRange) {
 	if len(layers) == 1 {
-		return layers[0].vals
+		return layers[0].vals, layers[0].ranges
 	}
 	out := map[string][]byte{}
+	var ranges []*keyRange
 	for _, l := range layers {
+		for _, r := range l.ranges {
+			for k := range out {
+				if r.covers([]byte(k)) {
+					delete(out, k)
+				}
+			}
+		}
+		ranges = append(ranges, l.ranges...)
 		for k, v := range l.vals {
 			out[k] = v
 		}
 	}
-	return out
+	return out, ranges
 }
 
 // encodeBatch lays writes out as a write batch's bytes (a nil value is a
-// delete): built in Go and handed over in one native call.
-func encodeBatch(vals map[string][]byte) []byte {
+// delete), the range deletes first: built in Go and handed over in one
+// native call. Every write a range covers is newer than it (see merge).
+func encodeBatch(vals map[string][]byte, ranges []*keyRange) []byte {
 	size := batchHeader
 	for k, v := range vals {
 		size += 1 + 2*binary.MaxVarintLen32 + len(k) + len(v)
 	}
+	for _, r := range ranges {
+		size += 1 + 2*binary.MaxVarintLen32 + len(r.from) + len(r.to)
+	}
 	out := make([]byte, batchHeader, size)
-	binary.LittleEndian.PutUint32(out[8:], uint32(len(vals)))
-	for k, v := range vals {
-		out = appendRecord(out, []byte(k), v)
+	binary.LittleEndian.PutUint32(out[8:], uint32(len(vals)+len(ranges)))
+	for _, r := range ranges {
+		out = append(out, byte(grocksdb.WriteBatchRangeDeletion))
+		out = binary.AppendUvarint(out, uint64(len(r.from)))
+		out = append(out, r.from...)
+		out = binary.AppendUvarint(out, uint64(len(r.to)))
+		out = append(out, r.to...)
+	}
+	// In key order: the memtable's skip list inserts a run of ascending
+	// keys from where the last one went, rather than from its head.
+	for _, k := range slices.Sorted(maps.Keys(vals)) {
+		out = appendRecord(out, []byte(k), vals[k])
 	}
 	return out
 }
@@ -274,6 +352,7 @@ func (d *DB) Abort() {
 // drop takes the first n layers off the stack. The lock must be held.
 func (d *DB) drop(n int) {
 	for _, l := range d.layers[:n] {
+		d.ranges -= len(l.ranges)
 		l.dropped = true
 		l.release()
 	}
@@ -291,6 +370,9 @@ func (d *DB) Wipe() error {
 		return err
 	}
 	d.drop(len(d.layers))
+	if err := checkRoom(d.path, 0); err != nil {
+		return fmt.Errorf("wipe: %w", err)
+	}
 	wb := grocksdb.NewWriteBatch()
 	defer wb.Destroy()
 	// Every key sorts below 0xff 0xff...: store names are printable.
@@ -311,11 +393,26 @@ func (d *DB) Close() error {
 		return nil
 	}
 	d.drop(len(d.layers))
+	// Flush the memtables, so that the next Open has no log to replay (a
+	// million keys' log takes seconds to replay, and a clean restart is
+	// to cost nothing); not on a disk without room, where RocksDB must
+	// not write (see room.go).
+	var err error
+	mem, _ := d.db.GetIntProperty("rocksdb.cur-size-all-mem-tables")
+	if checkRoom(d.path, int(mem)) == nil {
+		fo := grocksdb.NewDefaultFlushOptions()
+		fo.SetWait(true)
+		if ferr := d.db.Flush(fo); ferr != nil {
+			err = fmt.Errorf("flush RocksDB state in %s on close: %w", d.path, ferr)
+		}
+		fo.Destroy()
+	}
+	// The last iterator's release closes the database (freeLocked).
 	for it := range d.iters {
 		it.releaseLocked()
 	}
 	d.freeLocked()
-	return nil
+	return err
 }
 
 func (d *DB) freeLocked() {
@@ -328,6 +425,7 @@ func (d *DB) freeLocked() {
 	d.wo.Destroy()
 	d.bulkWo.Destroy()
 	d.opts.Destroy()
+	d.bbto.Destroy()
 }
 
 // writable returns the layer that takes the processing epoch's writes,
@@ -342,24 +440,78 @@ func (d *DB) writable() *layer {
 	return l
 }
 
-func (d *DB) put(key, value []byte) {
+// put writes key (prefixed, as a string: the layers' maps take it
+// without another copy) in the writable layer, or the restore's bulk.
+func (d *DB) put(key string, value []byte) {
+	v := append(make([]byte, 0, len(value)), value...)
 	if d.restoring {
-		d.bulkAdd(key, append(make([]byte, 0, len(value)), value...))
+		d.bulkAdd(key, v)
 		return
 	}
 	l := d.writable()
-	l.vals[string(key)] = append(make([]byte, 0, len(value)), value...)
-	l.pending[string(key)] = struct{}{}
+	l.vals[key] = v
+	l.pending[key] = struct{}{}
+	d.touch(key)
 }
 
-func (d *DB) del(key []byte) {
+func (d *DB) del(key string) {
 	if d.restoring {
 		d.bulkAdd(key, nil)
 		return
 	}
 	l := d.writable()
-	l.vals[string(key)] = nil
-	l.pending[string(key)] = struct{}{}
+	l.vals[key] = nil
+	l.pending[key] = struct{}{}
+	d.touch(key)
+}
+
+// touch marks the range deletes on the stack that cover key: a write
+// landed in them after the delete. The lock must be held.
+func (d *DB) touch(key string) {
+	if d.ranges == 0 {
+		return
+	}
+	for _, l := range d.layers {
+		for _, r := range l.ranges {
+			if !r.touched && r.covers([]byte(key)) {
+				r.touched = true
+			}
+		}
+	}
+}
+
+// deleteRange deletes from <= key < to (prefixed keys) as one unit: a range
+// delete on the writable layer, which hides what lies below, the layer's
+// own earlier writes in the range turned into deletes. A restore writes it
+// to the database at once. The lock must be held.
+func (d *DB) deleteRange(from, to []byte) error {
+	if d.restoring {
+		d.flushBulk()
+		if d.bulkErr != nil {
+			return d.bulkErr
+		}
+		if err := checkRoom(d.path, len(from)+len(to)); err != nil {
+			return err
+		}
+		wb := grocksdb.NewWriteBatch()
+		defer wb.Destroy()
+		wb.DeleteRange(from, to)
+		if err := d.db.Write(d.bulkWo, wb); err != nil {
+			return fmt.Errorf("delete a range of RocksDB state in %s: %w", d.path, err)
+		}
+		return nil
+	}
+	l := d.writable()
+	r := &keyRange{from: bytes.Clone(from), to: bytes.Clone(to)}
+	for k, v := range l.vals {
+		if v != nil && r.covers([]byte(k)) {
+			l.vals[k] = nil
+			l.pending[k] = struct{}{}
+		}
+	}
+	l.ranges = append(l.ranges, r)
+	d.ranges++
+	return nil
 }
 
 // DefaultRestoreBatchBytes is how many bytes of restored records are
@@ -397,7 +549,7 @@ func (d *DB) EndRestore(cp Checkpoint) error {
 	if err := d.checkOpen(); err != nil {
 		return err
 	}
-	d.put(checkpointKey, cp.encode())
+	d.put(string(checkpointKey), cp.encode())
 	d.flushBulk()
 	d.restoring, d.bulk = false, nil
 	err := d.bulkErr
@@ -405,24 +557,16 @@ func (d *DB) EndRestore(cp Checkpoint) error {
 	if err != nil {
 		return err
 	}
-	// The restore went around the write-ahead log: make it durable before
-	// any commit, which goes through the log, can build on it.
-	fo := grocksdb.NewDefaultFlushOptions()
-	defer fo.Destroy()
-	fo.SetWait(true)
-	if err := d.db.Flush(fo); err != nil {
-		return fmt.Errorf("flush the restore into RocksDB state in %s: %w", d.path, err)
-	}
 	return nil
 }
 
-func (d *DB) bulkAdd(key, value []byte) {
-	if old, ok := d.bulk[string(key)]; ok {
+func (d *DB) bulkAdd(key string, value []byte) {
+	if old, ok := d.bulk[key]; ok {
 		d.bulkSize -= len(old)
 	} else {
 		d.bulkSize += len(key)
 	}
-	d.bulk[string(key)] = value
+	d.bulk[key] = value
 	d.bulkSize += len(value)
 	limit := d.bulkMax
 	if limit <= 0 {
@@ -439,7 +583,12 @@ func (d *DB) flushBulk() {
 	if len(d.bulk) == 0 || d.bulkErr != nil {
 		return
 	}
-	wb := grocksdb.WriteBatchFrom(encodeBatch(d.bulk))
+	rep := encodeBatch(d.bulk, nil)
+	if err := checkRoom(d.path, len(rep)); err != nil {
+		d.bulkErr = fmt.Errorf("restore: %w", err)
+		return
+	}
+	wb := grocksdb.WriteBatchFrom(rep)
 	if err := d.db.Write(d.bulkWo, wb); err != nil {
 		d.bulkErr = fmt.Errorf("restore into RocksDB state in %s: %w", d.path, err)
 	}
@@ -453,11 +602,17 @@ func (d *DB) flushBulk() {
 func (d *DB) get(key []byte) ([]byte, error) {
 	d.flushBulk()
 	for i := len(d.layers) - 1; i >= 0; i-- {
-		if v, ok := d.layers[i].vals[string(key)]; ok {
+		l := d.layers[i]
+		if v, ok := l.vals[string(key)]; ok {
 			if v == nil {
 				return nil, nil
 			}
 			return append(make([]byte, 0, len(v)), v...), nil
+		}
+		for _, r := range l.ranges {
+			if r.covers(key) {
+				return nil, nil
+			}
 		}
 	}
 	s, err := d.db.Get(d.ro, key)
@@ -489,7 +644,8 @@ func (d *DB) compact() error {
 			continue
 		}
 		m := newLayer(d.layers[i].epoch)
-		m.vals = merge(d.layers[i:j])
+		// Of two layers or more, merge makes a new map.
+		m.vals, m.ranges = merge(d.layers[i:j])
 		for k := range m.vals {
 			m.pending[k] = struct{}{}
 		}

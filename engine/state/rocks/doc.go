@@ -30,6 +30,12 @@
 // and the database is closed only when its last iterator is. Keys and
 // values are copied out of RocksDB as the iterator reaches them.
 //
+// A full disk never reaches RocksDB: Open, and every write (a commit, a
+// restore's batch), first checks that its filesystem keeps room to spare
+// (room.go) and fails with ErrDiskFull, naming the directory, when not;
+// the database stays as its last commit left it. Debian's RocksDB build
+// aborts the process on a failed log write's successor.
+//
 // The backend needs cgo and RocksDB's C library (Debian's librocksdb-dev).
 // Built without cgo, Open returns ErrUnavailable and Available reports
 // false; the in-memory stores still work.

@@ -69,6 +69,9 @@ func (s *store) check(key []byte, wantKey bool) error {
 	return nil
 }
 
+// skey is the prefixed key as a string, in one allocation.
+func (s *store) skey(k []byte) string { return s.name + "\x00" + string(k) }
+
 func (s *store) key(k []byte) []byte {
 	return append(append(make([]byte, 0, len(s.prefix)+len(k)), s.prefix...), k...)
 }
@@ -104,10 +107,10 @@ func (s *store) Put(key, value []byte) error {
 // put(key, null) does.
 func (s *store) putLocked(key, value []byte) {
 	if value == nil {
-		s.d.del(s.key(key))
+		s.d.del(s.skey(key))
 		return
 	}
-	s.d.put(s.key(key), value)
+	s.d.put(s.skey(key), value)
 }
 
 func (s *store) PutIfAbsent(key, value []byte) ([]byte, error) {
@@ -149,13 +152,12 @@ func (s *store) Delete(key []byte) ([]byte, error) {
 	}
 	s.d.mu.Lock()
 	defer s.d.mu.Unlock()
-	k := s.key(key)
-	old, err := s.d.get(k)
+	old, err := s.d.get(s.key(key))
 	if err != nil {
 		return nil, s.wrap("get", err)
 	}
 	if old != nil {
-		s.d.del(k)
+		s.d.del(s.skey(key))
 	}
 	return old, nil
 }
@@ -175,6 +177,28 @@ func (s *store) ApproximateNumEntries() (int64, error) {
 		total += int64(len(l.vals))
 	}
 	return total, nil
+}
+
+// DeleteRange deletes from <= key < to (a nil to is open) as one unit: a
+// range delete of the epoch's layer, committed as one RocksDB range
+// deletion, which the window and session stores use to drop a segment.
+func (s *store) DeleteRange(from, to []byte) error {
+	if err := s.check(from, true); err != nil {
+		return err
+	}
+	hi := s.end
+	if to != nil {
+		hi = s.key(to)
+	}
+	if bytes.Compare(s.key(from), hi) >= 0 {
+		return nil
+	}
+	s.d.mu.Lock()
+	defer s.d.mu.Unlock()
+	if err := s.d.deleteRange(s.key(from), hi); err != nil {
+		return s.wrap("delete range", err)
+	}
+	return nil
 }
 
 func (s *store) Range(from, to []byte) (state.BytesIterator, error) {
@@ -219,6 +243,7 @@ func (s *store) scan(from, to, prefix []byte, reverse bool) (state.BytesIterator
 		l.sync()
 		l.refs++
 		it.layers = append(it.layers, l)
+		it.ranges = it.ranges || len(l.ranges) > 0
 		native = l.wb.NewIteratorWithBase(d.db, native)
 	}
 	d.iters[it] = struct{}{}
@@ -231,6 +256,8 @@ type iterator struct {
 	s      *store
 	native *grocksdb.Iterator
 	layers []*layer
+	// ranges says a layer it reads deleted key ranges (see hiddenBy).
+	ranges bool
 
 	reverse        bool
 	hasFrom, hasTo bool
@@ -288,26 +315,55 @@ func (it *iterator) Next() bool {
 		n.Seek(it.prefix)
 	}
 	it.started = true
-	if !n.Valid() {
-		if err := n.Err(); err != nil {
-			it.err = it.s.wrap("iterate", err)
+	var ks *grocksdb.Slice
+	var k []byte
+	for {
+		if !n.Valid() {
+			if err := n.Err(); err != nil {
+				it.err = it.s.wrap("iterate", err)
+			}
+			it.releaseLocked()
+			return false
 		}
-		it.releaseLocked()
-		return false
-	}
-	ks := n.Key()
-	k := ks.Data()
-	ok := bytes.HasPrefix(k, it.prefix)
-	switch {
-	case it.reverse && it.hasFrom:
-		ok = ok && bytes.Compare(k, it.from) >= 0
-	case !it.reverse && it.hasTo:
-		ok = ok && bytes.Compare(k, it.to) <= 0
-	}
-	if !ok {
+		ks = n.Key()
+		k = ks.Data()
+		ok := bytes.HasPrefix(k, it.prefix)
+		switch {
+		case it.reverse && it.hasFrom:
+			ok = ok && bytes.Compare(k, it.from) >= 0
+		case !it.reverse && it.hasTo:
+			ok = ok && bytes.Compare(k, it.to) <= 0
+		}
+		if !ok {
+			ks.Free()
+			it.releaseLocked()
+			return false
+		}
+		r := it.hiddenBy(k)
+		if r == nil {
+			break
+		}
+		// A range delete hides k: seek past the range when nothing was
+		// written in it since, else step over k.
 		ks.Free()
-		it.releaseLocked()
-		return false
+		switch {
+		case r.touched && it.reverse:
+			n.Prev()
+		case r.touched:
+			n.Next()
+		case it.reverse:
+			n.SeekForPrev(r.from)
+			if n.Valid() {
+				cur := n.Key()
+				at := bytes.Equal(cur.Data(), r.from)
+				cur.Free()
+				if at {
+					n.Prev()
+				}
+			}
+		default:
+			n.Seek(r.to)
+		}
 	}
 	it.key = append(it.key[:0], k[len(it.s.prefix):]...)
 	ks.Free()
@@ -316,6 +372,28 @@ func (it *iterator) Next() bool {
 	vs.Free()
 	it.valid = true
 	return true
+}
+
+// hiddenBy returns the range delete that hides k from the iterator, nil
+// when k shows: k shows when a layer at or above the newest range delete
+// covering it wrote k after that delete (the native iterator then yields
+// the newest write). The lock must be held.
+func (it *iterator) hiddenBy(k []byte) *keyRange {
+	if !it.ranges {
+		return nil
+	}
+	for i := len(it.layers) - 1; i >= 0; i-- {
+		l := it.layers[i]
+		if _, ok := l.vals[string(k)]; ok {
+			return nil
+		}
+		for _, r := range l.ranges {
+			if r.covers(k) {
+				return r
+			}
+		}
+	}
+	return nil
 }
 
 // Key returns a copy.

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -325,6 +326,31 @@ func TestWipe(t *testing.T) {
 // TestModel runs random operations, seals, commits, aborts and reopens
 // against a map model of what is committed and what is not. Run with
 // -seed to replay.
+// modelOp is one write of the model: a put (v set), a delete (v nil), or
+// a range delete of from <= key < to.
+type modelOp struct {
+	k, to string
+	v     *string
+	rng   bool
+}
+
+func applyOps(m map[string]string, ops []modelOp) {
+	for _, o := range ops {
+		switch {
+		case o.rng:
+			for k := range m {
+				if k >= o.k && k < o.to {
+					delete(m, k)
+				}
+			}
+		case o.v == nil:
+			delete(m, o.k)
+		default:
+			m[o.k] = *o.v
+		}
+	}
+}
+
 func TestModel(t *testing.T) {
 	seed := uint64(*seedFlag)
 	if seed == 0 {
@@ -336,43 +362,66 @@ func TestModel(t *testing.T) {
 	d := must(Open(dir))
 	defer func() { d.Close() }()
 	committed := map[string]string{}
-	var sealed, open map[string]*string // the committing and processing epochs' writes
-	open = map[string]*string{}
+	var sealed, open []modelOp // the committing and processing epochs' writes
+	hasSealed := false
 	epoch := int64(1)
 	view := func() map[string]string {
 		m := map[string]string{}
 		for k, v := range committed {
 			m[k] = v
 		}
-		for _, layer := range []map[string]*string{sealed, open} {
-			for k, v := range layer {
-				if v == nil {
-					delete(m, k)
-				} else {
-					m[k] = *v
-				}
+		applyOps(m, sealed)
+		applyOps(m, open)
+		return m
+	}
+	// check reads a scan whole against the model, in order.
+	check := func(op int, it state.BytesIterator, m map[string]string, from, to string, reverse bool) {
+		var want []string
+		for k, v := range m {
+			if (from == "" || k >= from) && (to == "" || k <= to) {
+				want = append(want, k+"="+v)
 			}
 		}
-		return m
+		slices.Sort(want)
+		if reverse {
+			slices.Reverse(want)
+		}
+		if got := collect(t, it); !slices.Equal(got, want) {
+			t.Fatalf("op %d: scan [%s, %s] reverse=%v read\n  %v\nwant\n  %v", op, from, to, reverse, got, want)
+		}
 	}
 	var iters []state.BytesIterator
 	for op := range 3000 {
 		s := d.Store("s")
 		k := fmt.Sprintf("k%02d", r.IntN(40))
 		switch x := r.IntN(100); {
-		case x < 45:
+		case x < 40:
 			v := fmt.Sprintf("v%d", op)
 			must(0, s.Put([]byte(k), []byte(v)))
-			open[k] = &v
-		case x < 60:
+			open = append(open, modelOp{k: k, v: &v})
+		case x < 52:
 			must(s.Delete([]byte(k)))
-			open[k] = nil
-		case x < 75:
+			open = append(open, modelOp{k: k})
+		case x < 56:
+			// A range delete, as expiry drops a segment.
+			to := fmt.Sprintf("k%02d", r.IntN(45))
+			must(0, s.(state.RangeDeleter).DeleteRange([]byte(k), []byte(to)))
+			open = append(open, modelOp{k: k, to: to, rng: true})
+		case x < 68:
 			want, ok := view()[k]
 			got := must(s.Get([]byte(k)))
 			if (got != nil) != ok || string(got) != want {
 				t.Fatalf("op %d: get %s = %q, want %q (%v)", op, k, got, want, ok)
 			}
+		case x < 72:
+			to := fmt.Sprintf("k%02d", r.IntN(45))
+			if r.IntN(2) == 0 {
+				check(op, must(s.Range([]byte(k), []byte(to))), view(), k, to, false)
+			} else {
+				check(op, must(s.ReverseRange([]byte(k), []byte(to))), view(), k, to, true)
+			}
+		case x < 74:
+			check(op, must(s.ReverseAll()), view(), "", "", true)
 		case x < 82:
 			// A scan, sometimes left open across later writes.
 			it := must(s.All())
@@ -391,23 +440,17 @@ func TestModel(t *testing.T) {
 			if n == len(m) {
 				it.Close()
 			}
-		case x < 88 && sealed == nil:
+		case x < 88 && !hasSealed:
 			d.Seal(epoch)
-			sealed, open = open, map[string]*string{}
+			sealed, open, hasSealed = open, nil, true
 			epoch++
-		case x < 94 && sealed != nil:
+		case x < 94 && hasSealed:
 			must(0, d.Commit(epoch-1, Checkpoint{Lanes: 1}))
-			for k, v := range sealed {
-				if v == nil {
-					delete(committed, k)
-				} else {
-					committed[k] = *v
-				}
-			}
-			sealed = nil
+			applyOps(committed, sealed)
+			sealed, hasSealed = nil, false
 		case x < 96:
 			d.Abort()
-			sealed, open = nil, map[string]*string{}
+			sealed, open, hasSealed = nil, nil, false
 		case x < 98:
 			for _, it := range iters {
 				it.Close()
@@ -423,18 +466,14 @@ func TestModel(t *testing.T) {
 			}
 			iters = nil
 			d = must(Open(dir))
-			sealed, open = nil, map[string]*string{}
+			sealed, open, hasSealed = nil, nil, false
 			epoch = d.Epoch()
 		}
 	}
 	for _, it := range iters {
 		it.Close()
 	}
-	m := view()
-	got := collect(t, must(d.Store("s").All()))
-	if len(got) != len(m) {
-		t.Fatalf("store holds %d keys, model %d", len(got), len(m))
-	}
+	check(-1, must(d.Store("s").All()), view(), "", "", false)
 }
 
 // TestLeakedIteratorReleasesTheDatabase: an iterator nobody closed does
