@@ -106,6 +106,19 @@ func (c *committer) send(outs []task.Output) {
 			err = c.r.checkSize(c.ctx, o, rec)
 		}
 		var tooLarge *RecordTooLargeError
+		if errors.As(err, &tooLarge) && c.r.s.production == handlerDeadLetter {
+			// The input behind it goes to the dead-letter topic instead,
+			// in this epoch's transaction; a replay writes the same one.
+			*rec = kgo.Record{}
+			recordPool.Put(rec)
+			rec, err = c.deadLetter(tooLarge)
+			if err != nil {
+				c.promise(&kgo.Record{Topic: o.Topic, Partition: o.Partition}, err)
+				continue
+			}
+			produce(c.ctx, rec, c.promise)
+			continue
+		}
 		if errors.As(err, &tooLarge) && c.r.s.production == config.HandlerContinue {
 			// The check depends on the record alone, so a replay of the
 			// epoch skips the same records: each is skipped once in
@@ -127,6 +140,33 @@ func (c *committer) send(outs []task.Output) {
 	}
 }
 
+// deadLetter makes the dead-letter record for an oversized output, logs
+// it and counts the drop. A dead letter too large itself (the input was)
+// goes without the input's key and value.
+func (c *committer) deadLetter(tooLarge *RecordTooLargeError) (*kgo.Record, error) {
+	dl, err := c.r.deadLetter(c.ctx, tooLarge)
+	if err != nil {
+		return nil, err
+	}
+	rec, err := c.r.record(c.ctx, dl)
+	if err != nil {
+		return nil, fmt.Errorf("dead letter for %s: %w", tooLarge.Origin, err)
+	}
+	if err := c.r.checkSize(c.ctx, dl, rec); err != nil {
+		dl.Key, dl.Value = nil, nil
+		dl.Headers = dl.Headers.Add("__streams.errors.note", []byte("the input record is too large for the dead-letter topic too; only its coordinates are here"))
+		*rec = kgo.Record{}
+		recordPool.Put(rec)
+		if rec, err = c.r.record(c.ctx, dl); err != nil {
+			return nil, fmt.Errorf("dead letter for %s: %w", tooLarge.Origin, err)
+		}
+	}
+	c.r.e.log.Warn("sink record too large; its input sent to the dead-letter topic (default.production.exception.handler=dead-letter)",
+		"topic", tooLarge.Topic, "partition", tooLarge.Partition, "bytes", tooLarge.Size, "limit", tooLarge.Limit,
+		"input", tooLarge.Origin.String(), "dead_letter_topic", dl.Topic)
+	return rec, nil
+}
+
 // RecordTooLargeError is a sink record larger than its topic or the
 // producer accepts. default.production.exception.handler decides: fail
 // stops the engine with it, continue skips the record.
@@ -141,7 +181,7 @@ type RecordTooLargeError struct {
 }
 
 func (e *RecordTooLargeError) Error() string {
-	return fmt.Sprintf("a record of %d bytes for %s[%d] is over the %d bytes it can take (the topic's max.message.bytes, or the producer's batch size); it was written while processing %s; %s=continue skips such records",
+	return fmt.Sprintf("a record of %d bytes for %s[%d] is over the %d bytes it can take (the topic's max.message.bytes, or the producer's batch size); it was written while processing %s; %s=continue skips such records, dead-letter sends their input to the dead-letter topic",
 		e.Size, e.Topic, e.Partition, e.Limit, e.Origin, config.ProductionHandler)
 }
 

@@ -323,12 +323,16 @@ type settings struct {
 	createTopic       bool
 	// production is default.production.exception.handler: fail or
 	// continue for a sink record too large for its topic.
-	production  string
-	interval    time.Duration
-	factor      float64
-	minInterval time.Duration
-	maxInterval time.Duration
-	clientOpts  []kgo.Opt
+	production string
+	// deadLetterTopic is errors.dead.letter.queue.topic.name, where the
+	// dead-letter production handler sends the input behind an
+	// oversized output (deadletter.go).
+	deadLetterTopic string
+	interval        time.Duration
+	factor          float64
+	minInterval     time.Duration
+	maxInterval     time.Duration
+	clientOpts      []kgo.Opt
 	// dialOpts are how every client connects (WithDialer), for clients
 	// made from the seeds alone; clientOpts include them.
 	dialOpts []kgo.Opt
@@ -390,8 +394,12 @@ func readSettings(c config.Config) (settings, error) {
 	if s.createTopic, err = c.Bool(CreateTopics, true); err != nil {
 		return s, err
 	}
-	if s.production, err = task.HandlerVerdict(c, config.ProductionHandler, false); err != nil {
+	if s.production, err = task.HandlerVerdict(c, config.ProductionHandler, true); err != nil {
 		return s, err
+	}
+	s.deadLetterTopic = strings.TrimSpace(c.String(config.DeadLetterQueueTopic))
+	if s.production == handlerDeadLetter && s.deadLetterTopic == "" {
+		return s, fmt.Errorf("config %s is dead-letter but %s is not set", config.ProductionHandler, config.DeadLetterQueueTopic)
 	}
 	ms := func(key string, def int64) (time.Duration, error) {
 		v, err := c.Int(key, def)

@@ -196,6 +196,49 @@ func TestOversizedOutput(t *testing.T) {
 			t.Errorf("%d epochs aborted, want 0", n)
 		}
 	})
+	t.Run("dead-letter", func(t *testing.T) {
+		addr := startKafka(t, map[string]int32{"in": 1, "out": 1, "dlq": 1})
+		produce(t, addr, "in", in)
+		e, stop := runEngine(t, inflate(), cfg(addr, "oversized-dlq", "default.production.exception.handler", "dead-letter",
+			"errors.dead.letter.queue.topic.name", "dlq"))
+		got := readCommitted(t, addr, "out", len(in)-1, 60*time.Second)
+		// The output is all committed, and the dead letter with it: read
+		// for a while past it, to see a second one if there is one.
+		letters := readCommittedRecords(t, addr, "dlq", 2, 3*time.Second)
+		if err := stop(); err != nil {
+			t.Fatalf("engine: %v", err)
+		}
+		var values []string
+		for _, r := range got {
+			values = append(values, r.Value)
+		}
+		if want := []string{"a0", "a1", "a2", "a3"}; !slices.Equal(values, want) {
+			t.Errorf("output %q, want %q", values, want)
+		}
+		if len(letters) != 1 {
+			t.Fatalf("%d dead letters, want 1", len(letters))
+		}
+		dl := letters[0]
+		if string(dl.Key) != "k" || string(dl.Value) != "big" {
+			t.Errorf("dead letter %q=%q, want the input record k=big", dl.Key, dl.Value)
+		}
+		headers := map[string]string{}
+		for _, h := range dl.Headers {
+			headers[h.Key] = string(h.Value)
+		}
+		for k, want := range map[string]string{"__streams.errors.exception": "RecordTooLargeException", "__streams.errors.topic": "in",
+			"__streams.errors.partition": "0", "__streams.errors.offset": "2"} {
+			if headers[k] != want {
+				t.Errorf("dead letter header %s = %q, want %q", k, headers[k], want)
+			}
+		}
+		if !strings.Contains(headers["__streams.errors.message"], "for out[0]") {
+			t.Errorf("dead letter message %q does not name the sink", headers["__streams.errors.message"])
+		}
+		if n := e.Stats().Aborted; n != 0 {
+			t.Errorf("%d epochs aborted, want 0", n)
+		}
+	})
 }
 
 // TestSecondInstanceWithSameIDIsRefused runs two instances with one
@@ -328,4 +371,23 @@ func TestFencedAgainAndAgainStops(t *testing.T) {
 			t.Fatalf("value %s came out twice", r.Value)
 		}
 	}
+}
+
+// readCommittedRecords reads topic read-committed until want records
+// arrived or within passed, headers and all.
+func readCommittedRecords(t testing.TB, addr, topic string, want int, within time.Duration) []*kgo.Record {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var out []*kgo.Record
+	for deadline := time.Now().Add(within); len(out) < want && time.Now().Before(deadline); {
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) { out = append(out, r) })
+		cancel()
+	}
+	return out
 }
