@@ -117,27 +117,35 @@ start() {
 	fi
 	local cp
 	cp=$(interop_classpath)
-	rm -rf "$DIR"
-	mkdir -p "$DIR/data"
-	local port cport
-	port=$(free_port)
-	cport=$(free_port)
-	while [[ $cport == "$port" ]]; do cport=$(free_port); done
-	write_properties "$port" "$cport"
-
 	local java=(java -Xms256m -Xmx1g -XX:+UseG1GC -Djava.awt.headless=true
 		"-Dlog4j2.configurationFile=$PWD/interop/kafka-log4j2.yaml" -cp "$cp")
-	local cluster
-	cluster=$("${java[@]}" kafka.tools.StorageTool random-uuid)
-	"${java[@]}" kafka.tools.StorageTool format --standalone -t "$cluster" \
-		-c "$DIR/server.properties" >"$DIR/format.log" 2>&1 ||
-		{ cat "$DIR/format.log" >&2; die "formatting the broker's log dir failed"; }
-	launch "$port" "$watch" "${java[@]}"
+	# A free port can be taken by another process between the check and
+	# the broker's bind (two brokers starting at once, a test's listener):
+	# the start is then tried again on other ports, up to three times.
+	local port cport cluster attempt
+	for attempt in 1 2 3; do
+		rm -rf "$DIR"
+		mkdir -p "$DIR/data"
+		port=$(free_port)
+		cport=$(free_port)
+		while [[ $cport == "$port" ]]; do cport=$(free_port); done
+		write_properties "$port" "$cport"
+		cluster=$("${java[@]}" kafka.tools.StorageTool random-uuid)
+		"${java[@]}" kafka.tools.StorageTool format --standalone -t "$cluster" \
+			-c "$DIR/server.properties" >"$DIR/format.log" 2>&1 ||
+			{ cat "$DIR/format.log" >&2; die "formatting the broker's log dir failed"; }
+		if launch "$port" "$watch" "${java[@]}"; then
+			return 0
+		fi
+		note "a port of the broker was taken before it bound it (attempt $attempt of 3); trying other ports"
+	done
+	die "the broker could not bind its ports in three attempts (log: $DIR/broker.log)"
 }
 
 # launch runs the broker on the folder's server.properties, waits until it
 # answers on port, and prints its address; with a PID, a watchdog stops it
-# once that process ends.
+# once that process ends. It returns 2 when the broker could not bind its
+# ports, and stops the script on any other failure.
 launch() {
 	local port=$1 watch=$2
 	shift 2
@@ -158,6 +166,10 @@ launch() {
 	until grep -q 'Kafka Server started' "$DIR/broker.log" 2>/dev/null &&
 		(exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do
 		if ! kill -0 "$pid" 2>/dev/null; then
+			if grep -q 'Address already in use' "$DIR/broker.log"; then
+				# start tries other ports; a restart cannot.
+				return 2
+			fi
 			tail -n 30 "$DIR/broker.log" >&2
 			die "the broker exited while starting (log: $DIR/broker.log)"
 		fi
@@ -225,7 +237,8 @@ restart() {
 	port=$(sed 's/.*://' "$DIR/bootstrap")
 	cp=$(interop_classpath)
 	launch "$port" "$watch" java -Xms256m -Xmx1g -XX:+UseG1GC -Djava.awt.headless=true \
-		"-Dlog4j2.configurationFile=$PWD/interop/kafka-log4j2.yaml" -cp "$cp"
+		"-Dlog4j2.configurationFile=$PWD/interop/kafka-log4j2.yaml" -cp "$cp" ||
+		die "the broker could not bind its port again, $port: another process holds it (log: $DIR/broker.log)"
 }
 
 status() {
