@@ -105,11 +105,7 @@ func produce(t testing.TB, addr, topic string, recs []kv) {
 // the deadline passed, then waits a little more to catch duplicates.
 func readCommitted(t testing.TB, addr, topic string, want int, within time.Duration) []kv {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl := committedReader(t, addr, topic)
 	defer cl.Close()
 	var out []kv
 	deadline := time.Now().Add(within)
@@ -128,6 +124,18 @@ func readCommitted(t testing.TB, addr, topic string, want int, within time.Durat
 			out = append(out, kv{Key: string(r.Key), Value: string(r.Value), Partition: r.Partition, Timestamp: r.Timestamp.UnixMilli()})
 		})
 	}
+}
+
+// committedReader is a client that reads topic read-committed from its
+// start.
+func committedReader(t testing.TB, addr, topic string) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cl
 }
 
 func testLogger(t testing.TB) *slog.Logger {

@@ -377,11 +377,7 @@ func TestFencedAgainAndAgainStops(t *testing.T) {
 // arrived or within passed, headers and all.
 func readCommittedRecords(t testing.TB, addr, topic string, want int, within time.Duration) []*kgo.Record {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl := committedReader(t, addr, topic)
 	defer cl.Close()
 	var out []*kgo.Record
 	for deadline := time.Now().Add(within); len(out) < want && time.Now().Before(deadline); {

@@ -5,7 +5,6 @@ package engine_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/stoatflow/stoatctl/engine"
 	"github.com/stoatflow/stoatctl/engine/state/rocks"
+	"github.com/stoatflow/stoatctl/internal/smalldisk"
 )
 
 // TestLocalStateFullDisk keeps the RocksDB state on a small tmpfs: a start
@@ -25,19 +25,7 @@ import (
 func TestLocalStateFullDisk(t *testing.T) {
 	needRocks(t)
 	const keys, per = 200, 5
-	disk := t.TempDir()
-	if err := syscall.Mount("tmpfs", disk, "tmpfs", 0, "size=320m"); err != nil {
-		why := fmt.Sprintf("a size-limited tmpfs needs root and CAP_SYS_ADMIN (uid %d): %v", os.Getuid(), err)
-		if os.Getenv("CI") != "" {
-			t.Fatal(why)
-		}
-		t.Skip(why)
-	}
-	t.Cleanup(func() {
-		if err := syscall.Unmount(disk, 0); err != nil {
-			t.Errorf("unmount %s: %v", disk, err)
-		}
-	})
+	disk := smalldisk.Mount(t, 320<<20)
 	addr := startBroker(t, map[string]int32{"in": 4, "out": 4})
 	dir := filepath.Join(disk, "state")
 	// One lane: each lane database preallocates its log (70 MiB), and

@@ -9,38 +9,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
+
+	"github.com/stoatflow/stoatctl/internal/smalldisk"
 )
-
-// smallDisk mounts a tmpfs of size bytes and returns its directory,
-// unmounted when the test ends. It needs root (CI runs as root): without
-// it the test is skipped, except under CI, where it fails.
-func smallDisk(t *testing.T, size int) string {
-	t.Helper()
-	dir := t.TempDir()
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, fmt.Sprintf("size=%d", size)); err != nil {
-		why := fmt.Sprintf("a size-limited tmpfs needs root and CAP_SYS_ADMIN (uid %d): %v", os.Getuid(), err)
-		if os.Getenv("CI") != "" {
-			t.Fatal(why)
-		}
-		t.Skip(why)
-	}
-	t.Cleanup(func() {
-		if err := syscall.Unmount(dir, 0); err != nil {
-			t.Errorf("unmount %s: %v", dir, err)
-		}
-	})
-	return dir
-}
-
-// grow remounts the tmpfs at dir with size bytes.
-func grow(t *testing.T, dir string, size int) {
-	t.Helper()
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", syscall.MS_REMOUNT, fmt.Sprintf("size=%d", size)); err != nil {
-		t.Fatalf("remount %s: %v", dir, err)
-	}
-}
 
 // TestFullDisk commits epochs to a lane database on a small disk until a
 // commit fails: the error names the database's directory, and once the
@@ -50,7 +22,7 @@ func TestFullDisk(t *testing.T) {
 	old := minFree
 	minFree = 1 << 20
 	t.Cleanup(func() { minFree = old })
-	disk := smallDisk(t, 8<<20)
+	disk := smalldisk.Mount(t, 8<<20)
 	dir := filepath.Join(disk, "app", "0_0")
 	d, err := Open(dir)
 	if err != nil {
@@ -106,7 +78,7 @@ func TestFullDisk(t *testing.T) {
 	}
 
 	// With room again, nothing committed is lost.
-	grow(t, disk, 64<<20)
+	smalldisk.Grow(t, disk, 64<<20)
 	d, err = Open(dir)
 	if err != nil {
 		t.Fatal(err)
