@@ -3,6 +3,8 @@ package migrate_test
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/stoatflow/stoatctl/engine/dsl"
 	"github.com/stoatflow/stoatctl/internal/golden"
 	"github.com/stoatflow/stoatctl/internal/kafkatest"
 	"github.com/stoatflow/stoatctl/migrate"
@@ -149,4 +152,36 @@ func TestUnmappedListsBothSides(t *testing.T) {
 	if len(p.Unmapped) != len(want) || p.Unmapped[0] != want[0] || p.Unmapped[1] != want[1] {
 		t.Errorf("unmapped:\n%+v\nwant\n%+v", p.Unmapped, want)
 	}
+}
+
+// TestSuppressBufferFromStateDirRefused: a suppress buffer holding records
+// cannot be migrated from a state directory (Kafka Streams keeps it in
+// memory; its changelog is its only copy), so a run from one refuses while
+// the changelog says it holds records, naming it, and writes nothing.
+func TestSuppressBufferFromStateDirRefused(t *testing.T) {
+	addr := kafkatest.Start(t, map[string]int32{"logins": 1, "login-counts": 1})
+	_, built := load(t, "suppress", "ours")
+	var buffer string
+	for name, info := range built.Stores {
+		if _, ok := info.Builder.(dsl.SuppressBuffer); ok {
+			buffer = name
+		}
+	}
+	topic := "ks-" + buffer + "-changelog"
+	adm := kadm.NewClient(client(t, addr))
+	if _, err := adm.CreateTopic(context.Background(), 1, -1, map[string]*string{"cleanup.policy": ptr("compact")}, topic); err != nil {
+		t.Fatal(err)
+	}
+	produceTo(t, addr, &kgo.Record{Topic: topic, Key: append([]byte("alice"), long(0)...), Value: v3Value(1, 0, 0, nil, 1, 300_000),
+		Headers: []kgo.RecordHeader{{Key: "v", Value: []byte{3}}}})
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "ks", "0_0"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, err := migrate.Run(context.Background(), migrate.Options{From: "ks", To: "ours", Built: built, Seeds: []string{addr}, StateDir: dir})
+	want := "migrate: " + topic + ": 1 records buffered, and migrating from a state directory"
+	if !errors.Is(err, migrate.ErrSuppressBuffer) || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("err = %v\nwant %q...", err, want)
+	}
+	assertNothingWritten(t, adm)
 }
