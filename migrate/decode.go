@@ -151,8 +151,7 @@ func serdeCheck(name string) func([]byte) error {
 }
 
 // ErrSuppressBuffer is a suppress buffer holding records that cannot be
-// translated: read from a state directory (Kafka Streams keeps the buffer
-// in memory only), with no suppress buffer of ours to go to, or for a
+// translated: with no suppress buffer of ours to go to, or for a
 // suppressed table whose key layout, and so the lane of each entry, our
 // topology does not tell (docs/migration.md, "What is not migrated").
 var ErrSuppressBuffer = errors.New("a suppress buffer that holds records is not translated: let the suppression drain (stop the input and wait for its releases) before cutting over")

@@ -55,8 +55,8 @@
 //     run time (Options.RocksDBLibrary; statedir_rocks.go says why).
 //
 // Kafka Streams' suppress buffers (changelog header v=3) are translated
-// into our topology's suppress buffer of the same name (suppress.go); one
-// holding records is refused from a state directory (Kafka Streams keeps
-// it in memory only) and when our topology does not tell the suppressed
-// table's key layout.
+// into our topology's suppress buffer of the same name (suppress.go), from
+// their changelog also on the offline path (Kafka Streams keeps them in
+// memory only); one holding records is refused when ours has no such
+// buffer or does not tell the suppressed table's key layout.
 package migrate

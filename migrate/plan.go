@@ -339,9 +339,9 @@ func (s *session) plan(ctx context.Context) (*Plan, error) {
 				p.Unmapped = append(p.Unmapped, Unmapped{t, "suppress buffer, empty: nothing to move (ours starts empty)"})
 				continue
 			}
-			if sd != nil {
-				return nil, fmt.Errorf("migrate: %s: %d records buffered, and migrating from a state directory, where Kafka Streams keeps no copy of a suppress buffer (it is in memory): migrate from the changelogs, or let the suppression drain: %w", t, live, ErrSuppressBuffer)
-			}
+			// Also from a state directory: Kafka Streams keeps no copy of
+			// a suppress buffer there (it is in memory), the changelog is
+			// its only one.
 			ours, info, ok, err := s.mapStore(p, used, store, t)
 			if err != nil {
 				return nil, err
