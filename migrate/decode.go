@@ -22,8 +22,8 @@ const (
 	Window Kind = "window"
 	// Session is a session store: key, end (8 bytes), start (8 bytes).
 	Session Kind = "session"
-	// SuppressBuffer is a suppress operator's buffer, refused while it
-	// holds records.
+	// SuppressBuffer is a suppress operator's buffer: Kafka Streams' V3
+	// layout (see SuppressV3), translated into ours by DecodeSuppress.
 	SuppressBuffer Kind = "suppress-buffer"
 )
 
@@ -108,7 +108,7 @@ func Decode(k Kind, key, value []byte, ts int64, valueCheck func([]byte) error) 
 		}
 		e.LaneKey, e.Start, e.End = inner, start, end
 	case SuppressBuffer:
-		return e, ErrSuppressBuffer
+		return e, errors.New("a suppress buffer record is decoded with its headers: DecodeSuppress")
 	default:
 		return e, fmt.Errorf("unknown store kind %q", k)
 	}
@@ -150,12 +150,10 @@ func serdeCheck(name string) func([]byte) error {
 	return nil
 }
 
-// ErrSuppressBuffer is a suppress buffer holding records: the migration
-// refuses it until the suppression has drained. Kafka Streams' V3 values
-// would translate into ours, but not the lane each entry restores to: that
-// is the hash of the key before the window suffix, whose length neither
-// the changelog nor our buffer store (raw bytes) tells (docs/migration.md,
-// "What is not migrated").
+// ErrSuppressBuffer is a suppress buffer holding records that cannot be
+// translated: with no suppress buffer of ours to go to, or for a
+// suppressed table whose key layout, and so the lane of each entry, our
+// topology does not tell (docs/migration.md, "What is not migrated").
 var ErrSuppressBuffer = errors.New("a suppress buffer that holds records is not translated: let the suppression drain (stop the input and wait for its releases) before cutting over")
 
 // SuppressVersion reads the version header Kafka Streams' suppress buffer

@@ -11,8 +11,8 @@
 //   - A mapping pairs a source store, named by its changelog topic
 //     "<source>-<store>-changelog", with a store of our topology, by name or
 //     by --map KS_STORE=OUR_STORE. Every other internal topic of the source
-//     is listed as unmapped, with the reason (a repartition topic, a suppress
-//     buffer, a join buffer, a generated name with no --map).
+//     is listed as unmapped, with the reason (a repartition topic, an empty
+//     suppress buffer, a join buffer, a generated name with no --map).
 //
 //   - A kind is a store's byte layout: key-value (plain or timestamped),
 //     window (key, 8-byte start, 4-byte sequence number) or session (key,
@@ -54,6 +54,9 @@
 //     verified as one. The stores are read with a RocksDB library loaded at
 //     run time (Options.RocksDBLibrary; statedir_rocks.go says why).
 //
-// Kafka Streams' suppress buffers (changelog header v=3) are refused while
-// they hold records: drain the suppression before cutting over.
+// Kafka Streams' suppress buffers (changelog header v=3) are translated
+// into our topology's suppress buffer of the same name (suppress.go), from
+// their changelog also on the offline path (Kafka Streams keeps them in
+// memory only); one holding records is refused when ours has no such
+// buffer or does not tell the suppressed table's key layout.
 package migrate

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/stoatflow/stoatctl/engine/dsl"
 	"github.com/stoatflow/stoatctl/engine/kafka"
 	"github.com/stoatflow/stoatctl/engine/topology"
 )
@@ -105,6 +106,9 @@ type StorePlan struct {
 	reader            *storeReader
 	liveWindows       map[int32]map[string]Entry
 	windowSize, grace int64
+	// keySuffix is, for a suppress buffer, the length of the window
+	// suffix after the lane key in its keys.
+	keySuffix int
 }
 
 // partitionsOf is the partition count of one of our internal topics: one
@@ -331,10 +335,28 @@ func (s *session) plan(ctx context.Context) (*Plan, error) {
 			if err != nil {
 				return nil, err
 			}
-			if live > 0 {
-				return nil, fmt.Errorf("migrate: %s: %d records buffered: %w", t, live, ErrSuppressBuffer)
+			if live == 0 {
+				p.Unmapped = append(p.Unmapped, Unmapped{t, "suppress buffer, empty: nothing to move (ours starts empty)"})
+				continue
 			}
-			p.Unmapped = append(p.Unmapped, Unmapped{t, "suppress buffer, empty: nothing to move (ours starts empty)"})
+			// Also from a state directory: Kafka Streams keeps no copy of
+			// a suppress buffer there (it is in memory), the changelog is
+			// its only one.
+			ours, info, ok, err := s.mapStore(p, used, store, t)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				return nil, fmt.Errorf("migrate: %s: %d records buffered, and our topology has no store %s; map it with --map %s=OUR_SUPPRESS_STORE: %w", t, live, store, store, ErrSuppressBuffer)
+			}
+			if _, isBuffer := info.Builder.(dsl.SuppressBuffer); !isBuffer {
+				return nil, fmt.Errorf("migrate: %s: %d records buffered, and our store %s is not a suppress buffer: %w", t, live, ours, ErrSuppressBuffer)
+			}
+			sp, err := s.planStore(ctx, p, store, ours, info, t, topics[t], meta)
+			if err != nil {
+				return nil, err
+			}
+			p.Stores = append(p.Stores, sp)
 			continue
 		}
 		if sd != nil {
@@ -788,11 +810,21 @@ func (s *session) newStorePlan(ctx context.Context, ksStore, ours string, info *
 	if !ok {
 		return nil, fmt.Errorf("migrate: store %s: our store kind %s cannot be migrated", ours, info.Builder.Kind())
 	}
+	suffix := 0
+	if sb, isBuffer := info.Builder.(dsl.SuppressBuffer); isBuffer {
+		// Our buffer's store is raw bytes; the suppressed table's key
+		// layout says where its lane key ends.
+		n, known := sb.SuppressKeySuffix()
+		if !known {
+			return nil, fmt.Errorf("migrate: store %s: the key layout of the table our suppress buffer %s holds is not known (a windowed table derived by a table operation), so the lane of its entries is not: %w", ksStore, ours, ErrSuppressBuffer)
+		}
+		kind, suffix = SuppressBuffer, n
+	}
 	if info.ChangelogTopic == "" {
 		return nil, fmt.Errorf("migrate: store %s: our store has logging disabled; there is no changelog to write", ours)
 	}
 	sp := &StorePlan{Source: ksStore, Store: ours, Kind: kind, SourceTopic: topic, Topic: info.ChangelogTopic,
-		keyCheck: serdeCheck(info.Builder.KeySerdeName()), valueCheck: serdeCheck(info.Builder.ValueSerdeName())}
+		keyCheck: serdeCheck(info.Builder.KeySerdeName()), valueCheck: serdeCheck(info.Builder.ValueSerdeName()), keySuffix: suffix}
 	if checkTopic {
 		if err := s.checkTopicConfig(ctx, sp, ksStore, ours, info, topic); err != nil {
 			return nil, err
@@ -831,7 +863,7 @@ func (s *session) checkTopicConfig(ctx context.Context, sp *StorePlan, ksStore, 
 		}
 	}
 	windowedTopic := strings.Contains(conf["cleanup.policy"], "delete")
-	if windowedTopic != (kind != KeyValue) {
+	if windowedTopic != (kind == Window || kind == Session) {
 		what := "a key-value store's (compact)"
 		if windowedTopic {
 			what = "a window or session store's (compact,delete)"
@@ -850,7 +882,13 @@ func (s *session) checkTopicConfig(ctx context.Context, sp *StorePlan, ksStore, 
 
 // decode decodes a record of sp's source changelog, positioned.
 func (s *session) decode(sp *StorePlan, r *kgo.Record) (Entry, error) {
-	e, err := Decode(sp.Kind, r.Key, r.Value, r.Timestamp.UnixMilli(), sp.valueCheck)
+	var e Entry
+	var err error
+	if sp.Kind == SuppressBuffer {
+		e, err = DecodeSuppress(r.Key, r.Value, headerMap(r), r.Timestamp.UnixMilli(), sp.keySuffix)
+	} else {
+		e, err = Decode(sp.Kind, r.Key, r.Value, r.Timestamp.UnixMilli(), sp.valueCheck)
+	}
 	if err == nil && sp.keyCheck != nil {
 		if kerr := sp.keyCheck(e.LaneKey); kerr != nil {
 			err = fmt.Errorf("key: %w", kerr)

@@ -3,6 +3,8 @@ package migrate_test
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/stoatflow/stoatctl/engine/dsl"
 	"github.com/stoatflow/stoatctl/internal/golden"
 	"github.com/stoatflow/stoatctl/internal/kafkatest"
 	"github.com/stoatflow/stoatctl/migrate"
@@ -148,5 +151,59 @@ func TestUnmappedListsBothSides(t *testing.T) {
 	}
 	if len(p.Unmapped) != len(want) || p.Unmapped[0] != want[0] || p.Unmapped[1] != want[1] {
 		t.Errorf("unmapped:\n%+v\nwant\n%+v", p.Unmapped, want)
+	}
+}
+
+// TestSuppressBufferWithoutOursRefused: a suppress buffer holding records
+// with no suppress buffer of ours to go to (our topology's buffer has
+// another name, and no --map) is refused, naming it, and nothing is
+// written: its windows would be lost.
+func TestSuppressBufferWithoutOursRefused(t *testing.T) {
+	addr := kafkatest.Start(t, map[string]int32{"logins": 1, "login-counts": 1})
+	_, built := load(t, "suppress", "ours")
+	topic := "ks-KTABLE-SUPPRESS-STATE-STORE-0000000099-changelog"
+	adm := kadm.NewClient(client(t, addr))
+	if _, err := adm.CreateTopic(context.Background(), 1, -1, map[string]*string{"cleanup.policy": ptr("compact")}, topic); err != nil {
+		t.Fatal(err)
+	}
+	produceTo(t, addr, &kgo.Record{Topic: topic, Key: append([]byte("alice"), long(0)...), Value: v3Value(1, 0, 0, nil, 1, 300_000),
+		Headers: []kgo.RecordHeader{{Key: "v", Value: []byte{3}}}})
+	_, err := migrate.Run(context.Background(), migrate.Options{From: "ks", To: "ours", Built: built, Seeds: []string{addr}})
+	want := "migrate: " + topic + ": 1 records buffered, and our topology has no store KTABLE-SUPPRESS-STATE-STORE-0000000099; map it with --map"
+	if !errors.Is(err, migrate.ErrSuppressBuffer) || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("err = %v\nwant %q...", err, want)
+	}
+	assertNothingWritten(t, adm)
+}
+
+// TestSuppressBufferFromStateDir: migrating from a state directory, a
+// suppress buffer still comes from its changelog (Kafka Streams keeps the
+// buffer in memory; the changelog is its only copy) and is verified.
+func TestSuppressBufferFromStateDir(t *testing.T) {
+	addr := kafkatest.Start(t, map[string]int32{"logins": 1, "login-counts": 1})
+	_, built := load(t, "suppress", "ours")
+	var buffer string
+	for name, info := range built.Stores {
+		if _, ok := info.Builder.(dsl.SuppressBuffer); ok {
+			buffer = name
+		}
+	}
+	topic := "ks-" + buffer + "-changelog"
+	adm := kadm.NewClient(client(t, addr))
+	if _, err := adm.CreateTopic(context.Background(), 1, -1, map[string]*string{"cleanup.policy": ptr("compact")}, topic); err != nil {
+		t.Fatal(err)
+	}
+	produceTo(t, addr, &kgo.Record{Topic: topic, Key: append([]byte("alice"), long(0)...), Value: v3Value(1, 0, 0, nil, 1, 300_000),
+		Headers: []kgo.RecordHeader{{Key: "v", Value: []byte{3}}}})
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "ks", "0_0"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := migrate.Run(context.Background(), migrate.Options{From: "ks", To: "ours", Built: built, Seeds: []string{addr}, StateDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Translated != 1 || !rep.Verify.OK || len(rep.Plan.Stores) != 1 || rep.Plan.Stores[0].Kind != migrate.SuppressBuffer || rep.Plan.Stores[0].StateDir != "" {
+		t.Fatalf("report: %+v, stores %+v", rep, rep.Plan.Stores)
 	}
 }

@@ -87,10 +87,19 @@ func (s *session) verify(ctx context.Context, p *Plan) (Verify, error) {
 			if r.Offset >= ends[r.Partition] {
 				return nil
 			}
-			if r.Value == nil {
+			value, ts := r.Value, r.Timestamp.UnixMilli()
+			if sp.Kind == SuppressBuffer && value != nil {
+				// Compared in our layout: the translation's.
+				e, err := s.decode(sp, r)
+				if err != nil {
+					return err
+				}
+				value, ts = e.Value, e.Timestamp
+			}
+			if value == nil {
 				delete(want, string(r.Key))
 			} else {
-				want[string(r.Key)] = kv{r.Value, r.Timestamp.UnixMilli()}
+				want[string(r.Key)] = kv{value, ts}
 			}
 			return nil
 		}); err != nil {
@@ -101,7 +110,14 @@ func (s *session) verify(ctx context.Context, p *Plan) (Verify, error) {
 		misplaced := 0
 		ourFrom := kafka.FromLogStart(seq(p.ourPartitions)...)
 		if _, err := s.read(ctx, sp.Topic, ourFrom, func(r *kgo.Record) error {
-			e, err := Decode(sp.Kind, r.Key, r.Value, 0, nil)
+			var e Entry
+			var err error
+			if sp.Kind == SuppressBuffer {
+				// Ours, in our layout: only the lane key is needed.
+				e, err = DecodeSuppress(r.Key, nil, nil, 0, sp.keySuffix)
+			} else {
+				e, err = Decode(sp.Kind, r.Key, r.Value, 0, nil)
+			}
 			if err != nil {
 				return &RecordError{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Store: sp.Store, Err: err}
 			}

@@ -111,7 +111,19 @@ func (t KTable[K, V]) Suppress(s Suppressed, opts ...Named) KTable[K, V] {
 		b.t.Fail(node, err)
 	}
 	if store != "" {
-		b.t.AddStateStore(s.buffer.storeBuilder(store), node)
+		// The buffer key is the table's serialized key; the lane that owns
+		// it is picked by the key before the window suffix. Known for a
+		// table that is not windowed and for a windowed aggregation's own
+		// table; not for a windowed table derived from one (its meta
+		// carries no suffix).
+		suffix := -1
+		switch {
+		case !windowed:
+			suffix = 0
+		case t.meta != nil && t.meta.windowKeySuffix > 0:
+			suffix = t.meta.windowKeySuffix
+		}
+		b.t.AddStateStore(suppressStore{KeyValueBuilder: s.buffer.storeBuilder(store), keySuffix: suffix}, node)
 		b.t.RequireEventTime(node, "suppress")
 	}
 	meta := &tableMeta{closeTime: closeTime}
@@ -336,7 +348,7 @@ func suppressPlural(n int64, unit string) string {
 // storeBuilder describes the store of a watermark trigger's buffer: raw
 // bytes in memory (Kafka Streams' suppress buffer is in memory too),
 // changelogged unless the config disables it.
-func (c BufferConfig) storeBuilder(name string) state.StoreBuilder {
+func (c BufferConfig) storeBuilder(name string) *state.KeyValueBuilder[[]byte, []byte] {
 	sb := state.KeyValueStoreBuilder(name, serde.Bytes(), serde.Bytes(), state.Default())
 	if c.loggingSet {
 		if !c.logging {
@@ -345,6 +357,42 @@ func (c BufferConfig) storeBuilder(name string) state.StoreBuilder {
 		return sb.WithLoggingEnabled(c.logConfig)
 	}
 	return sb
+}
+
+// SuppressBuffer is implemented by the store builder of a suppress
+// buffer (topology.StoreInfo.Builder), for tools that write the buffer's
+// changelog from elsewhere: a migration of Kafka Streams' suppress
+// changelog (migrate/). The engine itself does not use it.
+type SuppressBuffer interface {
+	state.StoreBuilder
+	// SuppressKeySuffix is how many bytes of a buffer key follow the key
+	// that picks the entry's lane: 8 for a time-windowed table (the
+	// window start), 16 for a session-windowed one (end, start), 0 for a
+	// table that is not windowed. A changelog record of the buffer must
+	// carry the lane hash of the key without them. ok is false when the
+	// suppressed table's key layout is not known (a windowed table
+	// derived from a windowed aggregation by a table operation).
+	SuppressKeySuffix() (n int, ok bool)
+}
+
+// suppressStore is the buffer's store builder, telling its key layout.
+type suppressStore struct {
+	*state.KeyValueBuilder[[]byte, []byte]
+	keySuffix int
+}
+
+func (s suppressStore) SuppressKeySuffix() (int, bool) { return s.keySuffix, s.keySuffix >= 0 }
+
+// SuppressBufferValue is the changelog value of one buffer entry in this
+// engine's layout (see suppress_buffer.go), for tools that write the
+// buffer's changelog: bufferTime is the event time of the first update
+// buffered since the last release (a window's end under
+// UntilWindowCloses), timestamp and headers the latest update's, prior the
+// old value of the first update buffered (nil for null), newValue the
+// latest update's new value (nil for null). Values are serialized by the
+// suppressed table's value serde.
+func SuppressBufferValue(bufferTime, timestamp int64, headers processor.Headers, prior, newValue []byte) []byte {
+	return encodeSuppressValue(suppressValue{bufferTime: bufferTime, timestamp: timestamp, headers: headers, prior: prior, newValue: newValue})
 }
 
 // BufferFullError fails the record that overfilled a suppress buffer that
@@ -768,3 +816,5 @@ func suppressAddSat(a, b int64) int64 {
 	}
 	return s
 }
+
+var _ SuppressBuffer = suppressStore{}

@@ -43,7 +43,8 @@ import (
 // and new values, buffer time last, and a "v" header on every record):
 // this engine's stores carry no changelog headers, and the record context
 // beyond timestamp and headers means nothing here. A migration of a Kafka
-// Streams suppress changelog has to translate it.
+// Streams suppress changelog translates it (migrate/suppress.go, through
+// SuppressBuffer and SuppressBufferValue in suppress.go).
 const suppressLayoutV1 byte = 1
 
 // errSuppressLayout marks a stored buffer entry that does not decode.

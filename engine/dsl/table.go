@@ -44,6 +44,11 @@ type tableMeta struct {
 	// definition, which suppress(untilWindowCloses) and emit-on-close
 	// judge by the one late rule.
 	closeTime func(w window.Window) int64
+	// windowKeySuffix is set with closeTime: how many bytes the table's
+	// key serde writes after the inner key (8 for a time window's start,
+	// 16 for a session's end and start), which a suppress buffer exposes
+	// so that a migration can hash the key before it (SuppressBuffer).
+	windowKeySuffix int
 	// store is the timestamped key-value store holding the table, or "".
 	store string
 	// view computes the values of a table that has no store from the

@@ -281,7 +281,7 @@ func (w windowedBuild[K, VA]) build() KTable[window.Windowed[K], VA] {
 		node:       listener,
 		keySerde:   windowedKeySerde(w.def, storeKeys),
 		valueSerde: w.valueSerde,
-		meta:       &tableMeta{store: store, closeTime: w.def.closeTime},
+		meta:       &tableMeta{store: store, closeTime: w.def.closeTime, windowKeySuffix: windowKeySuffix(w.def)},
 		sources:    sources,
 	}
 }
@@ -295,6 +295,15 @@ func windowedKeySerde[K any](d windowDef, keys serde.Serde[K]) serde.Serde[windo
 		return window.SessionWindowedSerde(keys)
 	}
 	return window.TimeWindowedSerde(keys, d.storeWindowSize())
+}
+
+// windowKeySuffix is how many bytes windowedKeySerde writes after the
+// inner key: a session's end and start, or a time window's start.
+func windowKeySuffix(d windowDef) int {
+	if d.kind == sessionWindowKind {
+		return 16
+	}
+	return 8
 }
 
 // windowedStore describes the store of a windowed aggregation: a
