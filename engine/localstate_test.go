@@ -205,11 +205,11 @@ func TestLocalStateKillRestoresTail(t *testing.T) {
 	cmd, _ := start()
 	produce(t, addr, "in", keyed(keys, per))
 	readCommitted(t, addr, "out", keys*per, 30*time.Second)
-	// The lane databases commit right after the transaction: give the
-	// last one time to land, then kill in the middle of a second batch.
-	time.Sleep(500 * time.Millisecond)
+	// Kill in the middle of a second batch, once some of it committed:
+	// the lane databases commit after each transaction and in epoch
+	// order, so the first batch's local commits are all in by then.
 	produce(t, addr, "in", keyed(keys, per))
-	time.Sleep(300 * time.Millisecond)
+	readCommitted(t, addr, "out", keys*per+1, 30*time.Second)
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
