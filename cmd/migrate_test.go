@@ -16,6 +16,7 @@ import (
 
 	"github.com/stoatflow/stoatctl/engine/broker"
 	"github.com/stoatflow/stoatctl/engine/kafka"
+	"github.com/stoatflow/stoatctl/internal/kafkatest"
 )
 
 // TestMigrateCommand runs stoatctl migrate in-process against state laid
@@ -123,9 +124,7 @@ func fakeKafkaStreamsWordCount(t *testing.T, addr string) {
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
 	compact := "compact"
-	if _, err := adm.CreateTopic(ctx, 2, -1, map[string]*string{"cleanup.policy": &compact}, "ks-counts-changelog"); err != nil {
-		t.Fatal(err)
-	}
+	kafkatest.CreateTopic(t, adm, "ks-counts-changelog", 2, map[string]*string{"cleanup.policy": &compact})
 	var recs []*kgo.Record
 	for i := range 20 {
 		for c := range i%5 + 1 {

@@ -14,6 +14,7 @@ import (
 	"github.com/stoatflow/stoatctl/engine/config"
 	"github.com/stoatflow/stoatctl/engine/kafka"
 	"github.com/stoatflow/stoatctl/engine/topofile"
+	"github.com/stoatflow/stoatctl/internal/kafkatest"
 )
 
 // BenchmarkTranslate measures the translation of a key-value changelog
@@ -38,9 +39,7 @@ func BenchmarkTranslate(b *testing.B) {
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
 	compact := "compact"
-	if _, err := adm.CreateTopic(ctx, parts, -1, map[string]*string{"cleanup.policy": &compact}, "ks-counts-changelog"); err != nil {
-		b.Fatal(err)
-	}
+	kafkatest.CreateTopic(b, adm, "ks-counts-changelog", parts, map[string]*string{"cleanup.policy": &compact})
 	recs := make([]*kgo.Record, n)
 	for i := range recs {
 		recs[i] = &kgo.Record{Topic: "ks-counts-changelog", Partition: int32(i % parts), Key: []byte("word-" + strconv.Itoa(i)),

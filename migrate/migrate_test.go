@@ -58,9 +58,7 @@ func fakeWordCount(t testing.TB, addr string, n int) {
 	t.Helper()
 	ctx := context.Background()
 	adm := kadm.NewClient(client(t, addr))
-	if _, err := adm.CreateTopic(ctx, 2, -1, map[string]*string{"cleanup.policy": ptr("compact")}, "ks-counts-changelog"); err != nil {
-		t.Fatal(err)
-	}
+	kafkatest.CreateTopic(t, adm, "ks-counts-changelog", 2, map[string]*string{"cleanup.policy": ptr("compact")})
 	cl := client(t, addr, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchMaxBytes(1<<20))
 	var recs []*kgo.Record
 	for i := range n {
@@ -213,10 +211,7 @@ func TestEmitFrontierSources(t *testing.T) {
 			addr := kafkatest.Start(t, map[string]int32{"clicks": 1, "clicks-per-minute": 1})
 			ctx := context.Background()
 			adm := kadm.NewClient(client(t, addr))
-			if _, err := adm.CreateTopic(ctx, 1, -1, map[string]*string{"cleanup.policy": ptr("compact,delete"), "retention.ms": ptr("86470000")},
-				"ks-clicks-per-minute-store-changelog"); err != nil {
-				t.Fatal(err)
-			}
+			kafkatest.CreateTopic(t, adm, "ks-clicks-per-minute-store-changelog", 1, map[string]*string{"cleanup.policy": ptr("compact,delete"), "retention.ms": ptr("86470000")})
 			// Windows [0,1), [1,2), ... [5,6) minutes of /home, each last
 			// updated five seconds into it.
 			var recs []*kgo.Record

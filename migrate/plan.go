@@ -266,7 +266,11 @@ func (s *session) plan(ctx context.Context) (*Plan, error) {
 	}
 	p.ourPartitions = max(p.ourPartitions, 1)
 
-	offsets, err := s.adm.FetchOffsets(ctx, o.From)
+	var offsets kadm.OffsetResponses
+	err = kafka.WhileSettling(ctx, func() (err error) {
+		offsets, err = s.adm.FetchOffsets(ctx, o.From)
+		return err
+	})
 	if errors.Is(err, kerr.GroupIDNotFound) {
 		// Kafka Streams never committed: there is state, perhaps, but no
 		// offsets or time to carry over.
@@ -490,7 +494,11 @@ var ErrAlreadyRunning = errors.New("our application has run since it was migrate
 // Streams': a re-run is only safe before our application processes
 // anything (the same offsets: the copy is then a no-op).
 func (s *session) checkNotRun(ctx context.Context, p *Plan) error {
-	ours, err := s.adm.FetchOffsets(ctx, s.opts.To)
+	var ours kadm.OffsetResponses
+	err := kafka.WhileSettling(ctx, func() (err error) {
+		ours, err = s.adm.FetchOffsets(ctx, s.opts.To)
+		return err
+	})
 	if errors.Is(err, kerr.GroupIDNotFound) {
 		return nil
 	}
@@ -523,17 +531,24 @@ func (s *session) checkNotRun(ctx context.Context, p *Plan) error {
 
 // groups counts the members of both groups.
 func (s *session) groups(ctx context.Context) ([]GroupMembers, error) {
-	groups, err := s.adm.DescribeGroups(ctx, s.opts.From, s.opts.To)
-	if err != nil {
-		return nil, fmt.Errorf("migrate: describe groups: %w", err)
-	}
 	var out []GroupMembers
-	for _, g := range []string{s.opts.From, s.opts.To} {
-		d := groups[g]
-		if d.Err != nil && !errors.Is(d.Err, kerr.GroupIDNotFound) {
-			return nil, fmt.Errorf("migrate: describe group %s: %w", g, d.Err)
+	err := kafka.WhileSettling(ctx, func() error {
+		out = out[:0]
+		groups, err := s.adm.DescribeGroups(ctx, s.opts.From, s.opts.To)
+		if err != nil {
+			return fmt.Errorf("migrate: describe groups: %w", err)
 		}
-		out = append(out, GroupMembers{Group: g, Members: len(d.Members)})
+		for _, g := range []string{s.opts.From, s.opts.To} {
+			d := groups[g]
+			if d.Err != nil && !errors.Is(d.Err, kerr.GroupIDNotFound) {
+				return fmt.Errorf("migrate: describe group %s: %w", g, d.Err)
+			}
+			out = append(out, GroupMembers{Group: g, Members: len(d.Members)})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -68,9 +68,7 @@ func TestRefusals(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			addr := kafkatest.Start(t, map[string]int32{"lines": 2, "word-counts": 2})
 			adm := kadm.NewClient(client(t, addr))
-			if _, err := adm.CreateTopic(context.Background(), 2, -1, map[string]*string{"cleanup.policy": ptr("compact")}, "ks-counts-changelog"); err != nil {
-				t.Fatal(err)
-			}
+			kafkatest.CreateTopic(t, adm, "ks-counts-changelog", 2, map[string]*string{"cleanup.policy": ptr("compact")})
 			tc.spoil(t, addr)
 			_, built := load(t, "word-count", "ours")
 			_, err := migrate.Run(context.Background(), migrate.Options{From: "ks", To: "ours", Built: built, Seeds: []string{addr}})
@@ -86,10 +84,7 @@ func TestWindowSizeMismatch(t *testing.T) {
 	addr := kafkatest.Start(t, map[string]int32{"clicks": 1, "clicks-per-minute": 1})
 	adm := kadm.NewClient(client(t, addr))
 	// A five-minute window with ten seconds of grace: retention 310 s.
-	if _, err := adm.CreateTopic(context.Background(), 1, -1, map[string]*string{"cleanup.policy": ptr("compact,delete"), "retention.ms": ptr("86710000")},
-		"ks-clicks-per-minute-store-changelog"); err != nil {
-		t.Fatal(err)
-	}
+	kafkatest.CreateTopic(t, adm, "ks-clicks-per-minute-store-changelog", 1, map[string]*string{"cleanup.policy": ptr("compact,delete"), "retention.ms": ptr("86710000")})
 	_, built := load(t, "window-close", "ours")
 	_, err := migrate.Run(context.Background(), migrate.Options{From: "ks", To: "ours", Built: built, Seeds: []string{addr}, EmitFrontier: true})
 	want := "migrate: store clicks-per-minute-store: window size or grace mismatch: ks-clicks-per-minute-store-changelog's retention.ms 86710000 is a store retention of 310000 ms, ours (clicks-per-minute-store) keeps 70000 ms"
@@ -135,10 +130,7 @@ func assertNothingWritten(t *testing.T, adm *kadm.Client) {
 func TestUnmappedListsBothSides(t *testing.T) {
 	addr := kafkatest.Start(t, map[string]int32{"clicks": 1, "clicks-per-minute": 1})
 	adm := kadm.NewClient(client(t, addr))
-	if _, err := adm.CreateTopic(context.Background(), 1, -1, map[string]*string{"cleanup.policy": ptr("compact")},
-		"ks-KSTREAM-AGGREGATE-STATE-STORE-0000000002-changelog"); err != nil {
-		t.Fatal(err)
-	}
+	kafkatest.CreateTopic(t, adm, "ks-KSTREAM-AGGREGATE-STATE-STORE-0000000002-changelog", 1, map[string]*string{"cleanup.policy": ptr("compact")})
 	_, built := load(t, "window-close", "ours")
 	p, err := migrate.MakePlan(context.Background(), migrate.Options{From: "ks", To: "ours", Built: built, Seeds: []string{addr}})
 	if err != nil {
@@ -163,9 +155,7 @@ func TestSuppressBufferWithoutOursRefused(t *testing.T) {
 	_, built := load(t, "suppress", "ours")
 	topic := "ks-KTABLE-SUPPRESS-STATE-STORE-0000000099-changelog"
 	adm := kadm.NewClient(client(t, addr))
-	if _, err := adm.CreateTopic(context.Background(), 1, -1, map[string]*string{"cleanup.policy": ptr("compact")}, topic); err != nil {
-		t.Fatal(err)
-	}
+	kafkatest.CreateTopic(t, adm, topic, 1, map[string]*string{"cleanup.policy": ptr("compact")})
 	produceTo(t, addr, &kgo.Record{Topic: topic, Key: append([]byte("alice"), long(0)...), Value: v3Value(1, 0, 0, nil, 1, 300_000),
 		Headers: []kgo.RecordHeader{{Key: "v", Value: []byte{3}}}})
 	_, err := migrate.Run(context.Background(), migrate.Options{From: "ks", To: "ours", Built: built, Seeds: []string{addr}})
@@ -190,9 +180,7 @@ func TestSuppressBufferFromStateDir(t *testing.T) {
 	}
 	topic := "ks-" + buffer + "-changelog"
 	adm := kadm.NewClient(client(t, addr))
-	if _, err := adm.CreateTopic(context.Background(), 1, -1, map[string]*string{"cleanup.policy": ptr("compact")}, topic); err != nil {
-		t.Fatal(err)
-	}
+	kafkatest.CreateTopic(t, adm, topic, 1, map[string]*string{"cleanup.policy": ptr("compact")})
 	produceTo(t, addr, &kgo.Record{Topic: topic, Key: append([]byte("alice"), long(0)...), Value: v3Value(1, 0, 0, nil, 1, 300_000),
 		Headers: []kgo.RecordHeader{{Key: "v", Value: []byte{3}}}})
 	dir := t.TempDir()

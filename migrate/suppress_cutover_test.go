@@ -72,13 +72,9 @@ func TestSuppressBufferRestoresToOwningLane(t *testing.T) {
 	w := time.Now().Add(-3*time.Hour).UnixMilli() / size * size
 	adm := kadm.NewClient(client(t, addr))
 	counts, buf := "ks-failed-logins-changelog", "ks-"+buffer+"-changelog"
-	if _, err := adm.CreateTopic(ctx, 4, -1, map[string]*string{"cleanup.policy": ptr("compact,delete"),
-		"retention.ms": ptr(strconv.Itoa(size + grace + 24*3600*1000))}, counts); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := adm.CreateTopic(ctx, 4, -1, map[string]*string{"cleanup.policy": ptr("compact")}, buf); err != nil {
-		t.Fatal(err)
-	}
+	kafkatest.CreateTopic(t, adm, counts, 4, map[string]*string{"cleanup.policy": ptr("compact,delete"),
+		"retention.ms": ptr(strconv.Itoa(size + grace + 24*3600*1000))})
+	kafkatest.CreateTopic(t, adm, buf, 4, map[string]*string{"cleanup.policy": ptr("compact")})
 	long := func(v int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(v)) }
 	var recs []*kgo.Record
 	const users = 8

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/stoatflow/stoatctl/engine/kafka"
@@ -164,7 +165,11 @@ func (s *session) verify(ctx context.Context, p *Plan) (Verify, error) {
 		v.Stores = append(v.Stores, sv)
 	}
 	if len(p.Offsets) > 0 {
-		ours, err := s.adm.FetchOffsets(ctx, p.To)
+		var ours kadm.OffsetResponses
+		err := kafka.WhileSettling(ctx, func() (err error) {
+			ours, err = s.adm.FetchOffsets(ctx, p.To)
+			return err
+		})
 		if err != nil {
 			return v, fmt.Errorf("migrate: verify: offsets of group %s: %w", p.To, err)
 		}

@@ -231,33 +231,59 @@ func CreateTopics(ctx context.Context, adm *kadm.Client, topics map[string]int32
 	}
 	slices.Sort(names)
 	for _, name := range names {
-		n := topics[name]
-		if n <= 0 {
-			n = 1
-		}
-		for {
-			res, err := adm.CreateTopic(ctx, n, -1, keepForever, name)
-			if err == nil {
-				err = res.Err
-			}
-			if err == nil || errors.Is(err, kerr.TopicAlreadyExists) && !markedForDeletion(res.ErrMessage) {
-				break
-			}
-			if !retriable(err) {
-				return fmt.Errorf("create topic %s: %w", name, err)
-			}
-			select {
-			case <-ctx.Done():
-				return fmt.Errorf("create topic %s: %w (last: %v)", name, ctx.Err(), err)
-			case <-time.After(200 * time.Millisecond):
-			}
+		if err := createTopic(ctx, adm, name, topics[name], keepForever); err != nil {
+			return err
 		}
 	}
+	return awaitLeaders(ctx, adm, names)
+}
+
+// CreateTopic creates one topic with its own configs (a changelog's
+// cleanup.policy and retention.ms, say) and waits until the broker lists
+// it with a leader for every partition. Apache Kafka answers CreateTopics
+// before its metadata has caught up, so a test that lists topics right
+// after a bare kadm CreateTopic can miss the one it made.
+func CreateTopic(t testing.TB, adm *kadm.Client, name string, partitions int32, configs map[string]*string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := createTopic(ctx, adm, name, partitions, configs); err != nil {
+		t.Fatal(err)
+	}
+	if err := awaitLeaders(ctx, adm, []string{name}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func createTopic(ctx context.Context, adm *kadm.Client, name string, partitions int32, configs map[string]*string) error {
+	if partitions <= 0 {
+		partitions = 1
+	}
+	for {
+		res, err := adm.CreateTopic(ctx, partitions, -1, configs, name)
+		if err == nil {
+			err = res.Err
+		}
+		if err == nil || errors.Is(err, kerr.TopicAlreadyExists) && !markedForDeletion(res.ErrMessage) {
+			return nil
+		}
+		if !retriable(err) {
+			return fmt.Errorf("create topic %s: %w", name, err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("create topic %s: %w (last: %v)", name, ctx.Err(), err)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// awaitLeaders waits until every partition of names has a leader, so the
+// first produce does not race the controller.
+func awaitLeaders(ctx context.Context, adm *kadm.Client, names []string) error {
 	if len(names) == 0 {
 		return nil
 	}
-	// Wait until every new partition has a leader, so the first produce
-	// does not race the controller.
 	for {
 		md, err := adm.Metadata(ctx, names...)
 		if err == nil && ready(md, names) {
