@@ -46,9 +46,10 @@ from it, until SIGINT (Ctrl-C) or SIGTERM stops it.
 It prints the address it listens on to stdout, and how to produce and
 consume with kcat to stderr. Without --data-dir everything it holds is lost
 when it stops; with it, topics, records, committed offsets and transactions
-are kept there and found again on the next start. A broker killed (kill -9)
-while a transaction commits can come back with that transaction committed
-in some partitions only: it is a development broker, not a durable one.
+are kept there and found again on the next start, even after kill -9: a
+transaction left open is aborted, and one killed while it committed is
+finished, before any client is let in. Records are synced to disk on stop
+only (as Kafka's default is), so a machine crash can lose the latest.
 
 As Apache Kafka does by default (auto.create.topics.enable=true), it
 creates a topic, with one partition, the first time a client asks for one

@@ -12,9 +12,12 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/stoatflow/stoatctl/engine"
 	"github.com/stoatflow/stoatctl/engine/broker"
@@ -42,10 +45,45 @@ func runBrokerChild(spec string) int {
 		fmt.Fprintln(os.Stderr, "broker child:", err)
 		return 1
 	}
+	// SIGUSR1 arms a kill inside the next commit: the child then SIGKILLs
+	// itself when an EndTxn that commits arrives, after the broker has
+	// logged its commit intent and before kfake writes a marker, the
+	// moment that used to leave a transaction half committed.
+	armed := make(chan os.Signal, 1)
+	signal.Notify(armed, syscall.SIGUSR1)
+	var inCommit atomic.Bool
+	go func() {
+		for range armed {
+			inCommit.Store(true)
+		}
+	}()
+	b.Cluster().ControlKey(int16(kmsg.EndTxn), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		b.Cluster().KeepControl()
+		if req.(*kmsg.EndTxnRequest).Commit && inCommit.Load() {
+			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		}
+		return nil, nil, false
+	})
 	fmt.Println(b.Addr())
 	<-ctx.Done()
 	_ = b.Close()
 	return 0
+}
+
+// awaitDeath waits for a broker child armed to die inside its next commit;
+// if no commit comes within 10 s (the engine is recovering), it SIGKILLs
+// the child there and then.
+func awaitDeath(t *testing.T, b *exec.Cmd) {
+	t.Helper()
+	died := make(chan struct{})
+	go func() { _ = b.Wait(); close(died) }()
+	select {
+	case <-died:
+	case <-time.After(10 * time.Second):
+		t.Log("no commit came within 10 s of arming the kill; killing the broker now")
+		_ = b.Process.Kill()
+		<-died
+	}
 }
 
 // freePort returns a loopback port nothing listens on now.
@@ -93,7 +131,12 @@ func startBrokerChild(t *testing.T, dir string, port int) *exec.Cmd {
 // has committed a seeded share of it (the crash point), the broker is
 // killed and restarted. The output must then be exact, read back by
 // franz-go and by kcat, and the engine must stop within its deadline.
-func killBrokerUnderLoad(t *testing.T, addr, app string, rng *rand.Rand, kill, restart func()) {
+//
+// arm, when not nil, is called as each slice is produced; when it returns
+// true it has armed the broker to die inside its next commit, and kill
+// then waits for that death rather than sending a SIGKILL at the crash
+// point.
+func killBrokerUnderLoad(t *testing.T, addr, app string, rng *rand.Rand, arm func() bool, kill func(armed bool), restart func()) {
 	const kills, keys, per = 10, 200, 22
 	var in []kv
 	for i := range keys * per {
@@ -103,14 +146,18 @@ func killBrokerUnderLoad(t *testing.T, addr, app string, rng *rand.Rand, kill, r
 	e, stop := runEngine(t, counts(), cfg(addr, app, "session.timeout.ms", "10000"))
 	for i := range kills {
 		at := e.Stats().Records + int64(rng.IntN(len(slice(i))))
+		armed := arm != nil && arm()
 		produce(t, addr, "in", slice(i))
-		// The crash point: a seeded number of this slice's records
-		// committed, or a few seconds if the engine is still recovering
-		// from the last kill (then the kill lands during recovery).
-		waitUntil(5*time.Second, func() bool { return e.Stats().Records >= at })
-		kill()
+		if !armed {
+			// The crash point: a seeded number of this slice's records
+			// committed, or a few seconds if the engine is still
+			// recovering from the last kill (then the kill lands during
+			// recovery).
+			waitUntil(5*time.Second, func() bool { return e.Stats().Records >= at })
+		}
+		kill(armed)
 		restart()
-		t.Logf("broker kill %d done; engine state %v, %d epochs committed, %d aborted", i+1, e.State(), e.Stats().Committed, e.Stats().Aborted)
+		t.Logf("broker kill %d done (inside a commit: %v); engine state %v, %d epochs committed, %d aborted", i+1, armed, e.State(), e.Stats().Committed, e.Stats().Aborted)
 	}
 	produce(t, addr, "in", slice(kills))
 	got := readCommitted(t, addr, "out", len(in), 3*time.Minute)
@@ -123,25 +170,34 @@ func killBrokerUnderLoad(t *testing.T, addr, app string, rng *rand.Rand, kill, r
 // disk) ten times at random points while the engine counts and input
 // arrives, restarting it on the same port and directory each time. The
 // engine must ride every outage out, and the committed output be exact.
+//
+// Half the kills (seeded) land inside a commit: the broker dies as an
+// EndTxn that commits arrives, which kfake alone would have left committed
+// in some partitions only (docs/decisions/0003, 0012).
 func TestBrokerKillExactlyOnce(t *testing.T) {
 	kafkatest.EmbeddedOnly(t)
-	if os.Getenv("STOATCTL_TEST_EMBEDDED_BROKER_KILL") == "" {
-		// Once in about 18 runs, a kill landed inside kfake's EndTxn, which
-		// writes the commit markers partition by partition and the
-		// offsets after them, with no commit record first: the restarted
-		// broker then holds a transaction committed in some partitions
-		// and not in others (a key's counts 3..6 twice). That is the
-		// broker's atomicity, not the engine's (the same test on Apache
-		// Kafka, TestRealBrokerKillExactlyOnce, runs in the real tier).
-		// Open: docs/decisions/0003, docs/testing.md.
-		t.Skip("the embedded broker's EndTxn is not atomic under SIGKILL (docs/decisions/0003); STOATCTL_TEST_EMBEDDED_BROKER_KILL=1 runs it")
-	}
 	rng := rand.New(rand.NewPCG(crashSeed(t), 11))
 	dir, port := t.TempDir(), freePort(t)
 	b := startBrokerChild(t, dir, port)
 	t.Cleanup(func() { _ = b.Process.Kill(); _ = b.Wait() })
 	killBrokerUnderLoad(t, "127.0.0.1:"+strconv.Itoa(port), "broker-kill", rng,
-		func() { _ = b.Process.Kill(); _ = b.Wait() },
+		func() bool {
+			if rng.IntN(2) != 0 {
+				return false
+			}
+			if err := b.Process.Signal(syscall.SIGUSR1); err != nil {
+				t.Fatal(err)
+			}
+			return true
+		},
+		func(armed bool) {
+			if armed {
+				awaitDeath(t, b)
+				return
+			}
+			_ = b.Process.Kill()
+			_ = b.Wait()
+		},
 		func() { b = startBrokerChild(t, dir, port) })
 }
 
@@ -216,7 +272,7 @@ func TestRealBrokerKillExactlyOnce(t *testing.T) {
 	if err := kafkatest.CreateTopics(ctx, kafkatest.Admin(t, kb.Addr()), map[string]int32{"in": 4, "out": 4}); err != nil {
 		t.Fatal(err)
 	}
-	killBrokerUnderLoad(t, kb.Addr(), "real-broker-kill", rng, func() { kb.Kill(t) }, func() { kb.Restart(t) })
+	killBrokerUnderLoad(t, kb.Addr(), "real-broker-kill", rng, nil, func(bool) { kb.Kill(t) }, func() { kb.Restart(t) })
 }
 
 // TestStopWhileBrokerIsDown stops the engine while its broker is dead and

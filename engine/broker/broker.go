@@ -68,6 +68,7 @@ type Broker struct {
 	cluster *kfake.Cluster
 	addrs   []string
 	unlock  func() error
+	intents *intentLog // with a data directory
 
 	closeOnce sync.Once
 	closeErr  error
@@ -167,6 +168,13 @@ func Start(ctx context.Context, opts Options) (*Broker, error) {
 	}
 	b := &Broker{cluster: cluster, addrs: cluster.ListenAddrs(), unlock: unlock}
 	if opts.DataDir != "" {
+		// The hooks go in before the repair, whose own commit they log.
+		if b.intents, err = openIntentLog(opts.DataDir, opts.SyncWrites); err != nil {
+			g.open()
+			b.Close()
+			return nil, fmt.Errorf("start broker with data directory %s: %w", opts.DataDir, err)
+		}
+		b.intents.install(cluster)
 		err := b.recover(ctx, &g, opts.Logger)
 		g.open()
 		if err != nil {
@@ -222,7 +230,12 @@ func (b *Broker) Topics(ctx context.Context) (map[string]int32, error) {
 func (b *Broker) Close() error {
 	b.closeOnce.Do(func() {
 		b.cluster.Close()
-		if err := b.unlock(); err != nil {
+		var errs []error
+		if b.intents != nil {
+			errs = append(errs, b.intents.close())
+		}
+		errs = append(errs, b.unlock())
+		if err := errors.Join(errs...); err != nil {
 			b.closeErr = fmt.Errorf("close broker: %w", err)
 		}
 	})
@@ -235,12 +248,19 @@ func (b *Broker) recover(ctx context.Context, g *gate, logger *slog.Logger) erro
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.addrs...), kgo.Dialer(g.dial))
+	newClient := func(opts ...kgo.Opt) (*kgo.Client, error) {
+		cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(b.addrs...), kgo.Dialer(g.dial)}, opts...)...)
+		if err != nil {
+			return nil, fmt.Errorf("connect to broker %s: %w", b.Addr(), err)
+		}
+		return cl, nil
+	}
+	cl, err := newClient()
 	if err != nil {
-		return fmt.Errorf("connect to broker %s: %w", b.Addr(), err)
+		return err
 	}
 	defer cl.Close()
-	return recoverTxns(ctx, cl, logger)
+	return recoverTxns(ctx, cl, b.intents, newClient, logger)
 }
 
 // admin is a kadm client on the broker, and its close function.

@@ -33,6 +33,15 @@
 //     Start writes the abort marker before it serves anyone, or
 //     read_committed consumers would never see that transactional id's
 //     later transactions (docs/decisions/0003).
+//   - A commit intent is the broker's own record, in the data directory,
+//     that a producer asked to commit a transaction, with the offsets the
+//     transaction carries, written before kfake starts on it. kfake
+//     writes a commit's markers partition by partition and its offsets
+//     after them, so a kill in between leaves it half done; an intent not
+//     followed by the producer's next request is such a commit, and Start
+//     finishes it: it copies the records kfake reloaded as aborted into a
+//     repair transaction of its own, with the offsets the groups lack
+//     (docs/decisions/0012).
 //
 // What kfake leaves out compared with a real broker matters little for
 // development: no real replication (each partition is stored once, whatever

@@ -58,9 +58,12 @@ type danglingAbort struct {
 	// entry: their records were already hidden from read_committed
 	// consumers, and the marker, written at the end, cannot show them.
 	later bool
+	// reproduced is set when the entry's records belong to a commit a
+	// kill cut short, and finishCommits committed copies of them.
+	reproduced bool
 }
 
-func recoverTxns(ctx context.Context, cl *kgo.Client, logger *slog.Logger) error {
+func recoverTxns(ctx context.Context, cl *kgo.Client, intents *intentLog, newTxnClient func(...kgo.Opt) (*kgo.Client, error), logger *slog.Logger) error {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, recoverTimeout)
@@ -75,7 +78,7 @@ func recoverTxns(ctx context.Context, cl *kgo.Client, logger *slog.Logger) error
 	if err != nil {
 		return fmt.Errorf("recover open transactions: start offsets: %w", err)
 	}
-	var dangling []danglingAbort
+	var scans []*partScan
 	for _, topic := range md.Topics.Names() {
 		td := md.Topics[topic]
 		if td.Err != nil {
@@ -86,30 +89,62 @@ func recoverTxns(ctx context.Context, cl *kgo.Client, logger *slog.Logger) error
 			if !ok || start.Err != nil {
 				return fmt.Errorf("recover open transactions: start offset of %s[%d]: %v", topic, p, start.Err)
 			}
-			ds, err := scanPartition(ctx, cl, td.ID, topic, p, td.Partitions[p].Leader, start.Offset, logger)
+			ps, err := scanPartition(ctx, cl, td.ID, topic, p, td.Partitions[p].Leader, start.Offset, logger)
 			if err != nil {
 				return fmt.Errorf("recover open transactions: %s[%d]: %w", topic, p, err)
 			}
-			dangling = append(dangling, ds...)
+			scans = append(scans, ps)
 		}
 	}
-	if len(dangling) == 0 {
-		return nil
+	if intents != nil {
+		if err := finishCommits(ctx, cl, md, scans, intents, newTxnClient, logger); err != nil {
+			return fmt.Errorf("recover open transactions: %w", err)
+		}
 	}
-	if err := writeAbortMarkers(ctx, cl, dangling); err != nil {
-		return fmt.Errorf("recover open transactions: %w", err)
+	var dangling []danglingAbort
+	for _, ps := range scans {
+		dangling = append(dangling, ps.dangling...)
+	}
+	if len(dangling) > 0 {
+		if err := writeAbortMarkers(ctx, cl, dangling); err != nil {
+			return fmt.Errorf("recover open transactions: %w", err)
+		}
 	}
 	for _, d := range dangling {
 		args := []any{"component", "broker", "topic", d.topic, "partition", d.partition, "producer_id", d.pid, "first_offset", d.first}
-		if d.later {
+		switch {
+		case d.reproduced:
+			logger.Warn("wrote the abort marker of the records of a commit cut short by an unclean stop; their copies are committed", args...)
+		case d.later:
 			logger.Warn("wrote the abort marker of a transaction left open by an unclean stop; "+
 				"this producer id's transactions written after it before this repair stay hidden from read_committed consumers", args...)
-		} else {
+		default:
 			logger.Warn("wrote the abort marker of a transaction left open by an unclean stop", args...)
+		}
+	}
+	if intents != nil {
+		// Every commit intent is now finished or known to be done.
+		if err := intents.compact(); err != nil {
+			return fmt.Errorf("recover open transactions: %w", err)
 		}
 	}
 	return nil
 }
+
+// partScan is what scanPartition found in one partition.
+type partScan struct {
+	topic     string
+	id        kadm.TopicID
+	partition int32
+	leader    int32
+	hw        int64
+	dangling  []danglingAbort
+	// markers are the end markers in the log, by producer id and epoch.
+	markers map[producerRef]markerKinds
+}
+
+// markerKinds says which end markers a producer id wrote at an epoch.
+type markerKinds struct{ commit, abort bool }
 
 // scanPartition reads a partition read_committed from start to its end
 // and returns the aborted-transaction entries no abort marker ends. A
@@ -118,7 +153,8 @@ func recoverTxns(ctx context.Context, cl *kgo.Client, logger *slog.Logger) error
 // left alone: its entries and markers past the last stable offset are out
 // of a read_committed fetch's reach, so an entry could look dangling that
 // is not.
-func scanPartition(ctx context.Context, cl *kgo.Client, id kadm.TopicID, topic string, p, leader int32, start int64, logger *slog.Logger) ([]danglingAbort, error) {
+func scanPartition(ctx context.Context, cl *kgo.Client, id kadm.TopicID, topic string, p, leader int32, start int64, logger *slog.Logger) (*partScan, error) {
+	ps := &partScan{topic: topic, id: id, partition: p, leader: leader, markers: map[producerRef]markerKinds{}}
 	var (
 		entries = make(map[int64]map[int64]bool) // pid -> first offsets of aborted entries
 		aborts  = make(map[int64][]int64)        // pid -> offsets of abort markers
@@ -127,35 +163,15 @@ func scanPartition(ctx context.Context, cl *kgo.Client, id kadm.TopicID, topic s
 		off     = start
 	)
 	for {
-		req := kmsg.NewPtrFetchRequest()
-		req.MaxBytes = recoverFetchBytes
-		req.IsolationLevel = 1 // read_committed: the response carries the aborted-transaction entries
-		rt := kmsg.NewFetchRequestTopic()
-		rt.Topic, rt.TopicID = topic, id
-		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.Partition = p
-		rp.FetchOffset = off
-		rp.PartitionMaxBytes = recoverFetchBytes
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
-		resp, err := req.RequestWith(ctx, cl.Broker(int(leader)))
+		part, err := fetchAt(ctx, cl, id, topic, p, leader, off, 1) // read_committed: the response carries the aborted-transaction entries
 		if err != nil {
-			return nil, fmt.Errorf("fetch from offset %d: %w", off, err)
+			return nil, err
 		}
-		if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
-			return nil, fmt.Errorf("fetch from offset %d: %w", off, err)
-		}
-		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
-			return nil, fmt.Errorf("fetch from offset %d: the response is not for this one partition", off)
-		}
-		part := resp.Topics[0].Partitions[0]
-		if err := kerr.ErrorForCode(part.ErrorCode); err != nil {
-			return nil, fmt.Errorf("fetch from offset %d: %w", off, err)
-		}
+		ps.hw = part.HighWatermark
 		if part.LastStableOffset < part.HighWatermark {
 			logger.Debug("not checked for transactions left open: one is open", "component", "broker",
 				"topic", topic, "partition", p, "last_stable_offset", part.LastStableOffset, "high_watermark", part.HighWatermark)
-			return nil, nil
+			return &partScan{topic: topic, id: id, partition: p, leader: leader, markers: map[producerRef]markerKinds{}}, nil
 		}
 		for _, at := range part.AbortedTransactions {
 			if entries[at.ProducerID] == nil {
@@ -176,6 +192,10 @@ func scanPartition(ctx context.Context, cl *kgo.Client, id kadm.TopicID, topic s
 			if err != nil {
 				return fmt.Errorf("control batch at offset %d: %w", b.FirstOffset, err)
 			}
+			ref := producerRef{b.ProducerID, b.ProducerEpoch}
+			m := ps.markers[ref]
+			m.commit, m.abort = m.commit || !abort, m.abort || abort
+			ps.markers[ref] = m
 			if abort {
 				aborts[b.ProducerID] = append(aborts[b.ProducerID], b.FirstOffset)
 			}
@@ -195,12 +215,11 @@ func scanPartition(ctx context.Context, cl *kgo.Client, id kadm.TopicID, topic s
 			// have its marker further on, so judge none of them.
 			logger.Warn("not checked for transactions left open: a fetch returned no whole record batch", "component", "broker",
 				"topic", topic, "partition", p, "offset", off, "high_watermark", part.HighWatermark)
-			return nil, nil
+			return &partScan{topic: topic, id: id, partition: p, leader: leader, markers: map[producerRef]markerKinds{}}, nil
 		}
 		off = next
 	}
 
-	var out []danglingAbort
 	for _, pid := range slices.Sorted(maps.Keys(entries)) {
 		firsts := slices.Sorted(maps.Keys(entries[pid]))
 		for i, first := range firsts {
@@ -216,14 +235,45 @@ func scanPartition(ctx context.Context, cl *kgo.Client, id kadm.TopicID, topic s
 				continue
 			}
 			k, _ := slices.BinarySearch(ends[pid], first+1)
-			out = append(out, danglingAbort{
+			ps.dangling = append(ps.dangling, danglingAbort{
 				topic: topic, partition: p, leader: leader,
 				pid: pid, epoch: epochs[pid], first: first,
 				later: k < len(ends[pid]),
 			})
 		}
 	}
-	return out, nil
+	return ps, nil
+}
+
+// fetchAt fetches one partition from off at an isolation level (0
+// read_uncommitted, 1 read_committed) from its leader.
+func fetchAt(ctx context.Context, cl *kgo.Client, id kadm.TopicID, topic string, p, leader int32, off int64, isolation int8) (*kmsg.FetchResponseTopicPartition, error) {
+	req := kmsg.NewPtrFetchRequest()
+	req.MaxBytes = recoverFetchBytes
+	req.IsolationLevel = isolation
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic, rt.TopicID = topic, id
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.Partition = p
+	rp.FetchOffset = off
+	rp.PartitionMaxBytes = recoverFetchBytes
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl.Broker(int(leader)))
+	if err != nil {
+		return nil, fmt.Errorf("fetch from offset %d: %w", off, err)
+	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return nil, fmt.Errorf("fetch from offset %d: %w", off, err)
+	}
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		return nil, fmt.Errorf("fetch from offset %d: the response is not for this one partition", off)
+	}
+	part := &resp.Topics[0].Partitions[0]
+	if err := kerr.ErrorForCode(part.ErrorCode); err != nil {
+		return nil, fmt.Errorf("fetch from offset %d: %w", off, err)
+	}
+	return part, nil
 }
 
 // eachBatch calls fn on every whole record batch of a fetch response's
