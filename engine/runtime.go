@@ -19,7 +19,6 @@ import (
 	"github.com/stoatflow/stoatctl/engine/config"
 	"github.com/stoatflow/stoatctl/engine/kafka"
 	"github.com/stoatflow/stoatctl/engine/lane"
-	"github.com/stoatflow/stoatctl/engine/lanes"
 	"github.com/stoatflow/stoatctl/engine/task"
 	"github.com/stoatflow/stoatctl/engine/topology"
 	"github.com/stoatflow/stoatctl/engine/watermark"
@@ -1256,7 +1255,7 @@ func (r *runner) restorePartition(ctx context.Context, topic string, partition i
 	return kafka.ReadToEndSettledWithin(ctx, r.s.seeds, topic, kafka.Positions{partition: offset}, r.s.restoreFetchBytes, func(rec *kgo.Record) error {
 		cr := changelogRecord{key: rec.Key, value: rec.Value, timestamp: rec.Timestamp.UnixMilli(), partition: rec.Partition, offset: rec.Offset}
 		for _, h := range rec.Headers {
-			if h.Key == lanes.HashHeader && len(h.Value) == 4 {
+			if h.Key == lane.HashHeader && len(h.Value) == 4 {
 				cr.hash = int32(uint32(h.Value[0])<<24 | uint32(h.Value[1])<<16 | uint32(h.Value[2])<<8 | uint32(h.Value[3]))
 				cr.hashed = true
 			}

@@ -9,13 +9,6 @@ import (
 	"github.com/stoatflow/stoatctl/engine/task"
 )
 
-// HashHeader carries, on a changelog record written while processing a
-// record or a timer, the murmur2 hash of the key bytes that picked the
-// lane. Restoration routes the record to lane hash mod N for whatever N
-// the restarted engine runs with; a record without it (written by a
-// barrier or punctuator) goes to every lane.
-const HashHeader = "__stoatflow.lane.hash"
-
 // reportChunk is how many records a lane collects before handing them
 // to the committer mid-epoch.
 const reportChunk = 512
@@ -81,7 +74,7 @@ func (l *Lane) routeChangelog(o *task.Output) {
 	o.Partition = int32(lane.For(o.Key, int(l.group.partitions)))
 	if laned {
 		h := binary.BigEndian.AppendUint32(nil, uint32(lane.Murmur2(keyBytes)))
-		o.Headers = append(o.Headers[:len(o.Headers):len(o.Headers)], processor.Header{Key: HashHeader, Value: h})
+		o.Headers = append(o.Headers[:len(o.Headers):len(o.Headers)], processor.Header{Key: lane.HashHeader, Value: h})
 	}
 }
 
