@@ -26,9 +26,6 @@ func NewGroup(partitions int32) *Group {
 	return &Group{partitions: partitions, slots: map[int]int{}}
 }
 
-// Lanes are the group's lanes, in index order.
-func (g *Group) Lanes() []*Lane { return g.lanes }
-
 // Feed makes every lane of g a producer of every lane of to, once however
 // many boundaries join them; a group does not feed itself. Call it before
 // Open.
@@ -47,15 +44,15 @@ func (g *Group) Feed(to *Group) {
 	}
 }
 
-// Producers is how many markers a lane of the group waits for per epoch:
+// producers is how many markers a lane of the group waits for per epoch:
 // the dispatcher's and one per upstream lane.
-func (g *Group) Producers() int { return 1 + len(g.slots) }
+func (g *Group) producers() int { return 1 + len(g.slots) }
 
 // Open readies the group's lanes for their producers, each with queue
 // records' credit (stoatflow.lane.queue-size).
 func (g *Group) Open(queue int) {
 	for _, l := range g.lanes {
-		l.open(g.Producers(), queue)
+		l.open(g.producers(), queue)
 	}
 }
 
