@@ -213,3 +213,67 @@ func TestLaneProducerOverBound(t *testing.T) {
 		t.Fatalf("run: %v, want %v", err, barrier.ErrOverBound)
 	}
 }
+
+// TestLaneReportWaitsForHeldCredit: a report of an epoch after the one
+// being produced (epoch 2 while nothing is committed) takes the
+// committer's budget of held records first, and waits while it is spent;
+// a report of the epoch being produced (epoch 1) never does.
+func TestLaneReportWaitsForHeldCredit(t *testing.T) {
+	g := newTwoGroups(t)
+	// The committer's budget is spent: the test holds all of it.
+	if n, err := g.sink.Held.Take(g.ctx, 1<<10); err != nil || n != 1<<10 {
+		t.Fatalf("take the budget: %d, %v", n, err)
+	}
+	b1 := &barrier.Barrier{Epoch: 1, Stamp: 1}
+	b2 := &barrier.Barrier{Epoch: 2, Stamp: 2, Final: true}
+	for _, step := range []func() error{
+		func() error { return g.down.Deliver(g.ctx, record("side", 0, "s1")) },
+		func() error { return g.down.Mark(g.ctx, b1) },
+		func() error { return g.up.Mark(g.ctx, b1) },
+		func() error { return g.down.Deliver(g.ctx, record("side", 1, "s2")) },
+		func() error { return g.down.Mark(g.ctx, b2) },
+		func() error { return g.up.Mark(g.ctx, b2) },
+	} {
+		if err := step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	upDone, downDone := run(g.ctx, g.up), run(g.ctx, g.down)
+	deadline := time.Now().Add(10 * time.Second)
+	for g.sink.Held.Waits() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no report waited for the held-records budget after 10s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	// The lane waits in its epoch-2 report: what arrived is epoch 1's.
+	var early []lanes.Report
+	for len(g.sink.Reports) > 0 {
+		early = append(early, <-g.sink.Reports)
+	}
+	for _, r := range early {
+		if r.Lane == g.downID && r.Epoch != 1 {
+			t.Fatalf("report of epoch %d from the waiting lane before credit came back: %+v", r.Epoch, r)
+		}
+		if r.Credit != 0 {
+			t.Fatalf("a report took %d credit with the budget spent: %+v", r.Credit, r)
+		}
+	}
+	g.sink.Held.Give(1 << 10)
+	if err := <-upDone; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-downDone; err != nil {
+		t.Fatal(err)
+	}
+	close(g.sink.Reports)
+	var last lanes.Report
+	for r := range g.sink.Reports {
+		if r.Lane == g.downID && r.Epoch == 2 {
+			last = r
+		}
+	}
+	if !last.Final || last.Credit != 1 || len(last.Outs) != 1 || string(last.Outs[0].Value) != "s2" {
+		t.Fatalf("epoch 2's final report of the downstream lane: %+v, want s2 with 1 record's credit", last)
+	}
+}
