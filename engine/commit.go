@@ -283,18 +283,18 @@ func (r *runner) commitLoop(ctx context.Context, g *generation, cuts <-chan epoc
 			return
 		case cut := <-cuts:
 			get(cut.epoch).cut = &cut
-		case rep := <-g.reports:
-			p := get(rep.epoch)
-			if rep.epoch == next {
-				c.send(rep.outs)
-				g.held.give(rep.credit)
-			} else if len(rep.outs) > 0 {
-				p.held = append(p.held, rep.outs)
-				p.heldCredit += rep.credit
+		case rep := <-g.sink.Reports:
+			p := get(rep.Epoch)
+			if rep.Epoch == next {
+				c.send(rep.Outs)
+				g.sink.Held.Give(rep.Credit)
+			} else if len(rep.Outs) > 0 {
+				p.held = append(p.held, rep.Outs)
+				p.heldCredit += rep.Credit
 			}
-			if rep.final {
+			if rep.Final {
 				p.finished++
-				for k, v := range rep.partTimes {
+				for k, v := range rep.PartTimes {
 					if old, ok := p.partTimes[k]; !ok || v > old {
 						p.partTimes[k] = v
 					}
@@ -332,7 +332,7 @@ func (r *runner) commitLoop(ctx context.Context, g *generation, cuts <-chan epoc
 			// from here on: it is the one being produced. Before the
 			// dispatcher learns of the commit, so that no lane takes
 			// credit for the epoch the dispatcher's next barrier closes.
-			g.committed.Store(next)
+			g.sink.Committed.Store(next)
 			r.committedEpoch.Store(next)
 			r.e.addStats(func(s *Stats) {
 				s.Committed++
@@ -345,7 +345,7 @@ func (r *runner) commitLoop(ctx context.Context, g *generation, cuts <-chan epoc
 					c.send(outs)
 				}
 				q.held = nil
-				g.held.give(q.heldCredit)
+				g.sink.Held.Give(q.heldCredit)
 				q.heldCredit = 0
 			}
 		}

@@ -7,7 +7,8 @@
 //     a record goes to lane hash(key bytes) mod N, so one key is always
 //     processed by one lane, in order. Each lane runs its own task, so
 //     each lane owns the state of its keys and no store is shared
-//     between goroutines.
+//     between goroutines. Package lane picks a key's lane; package lanes
+//     runs the lanes.
 //   - An epoch is the work between two commit barriers. The dispatcher
 //     cuts one by sending barrier N down every lane (after the records
 //     dispatched before it). A lane that has received barrier N from

@@ -42,17 +42,13 @@ func (p *Probe) Bounds() Bounds {
 	defer p.mu.Unlock()
 	var b Bounds
 	for _, g := range p.gens {
-		b.HeldWaits += g.held.waits.Load()
+		b.HeldWaits += g.sink.Held.Waits()
 		for _, l := range g.lanes {
-			b.StashPeak = max(b.StashPeak, int(l.stashPeak.Load()))
-			b.StashBound = max(b.StashBound, l.align.Bound())
-			for slot, c := range l.credits {
-				if slot == 0 {
-					b.DispatcherWaits += c.waits.Load()
-				} else {
-					b.UpstreamWaits += c.waits.Load()
-				}
-			}
+			b.StashPeak = max(b.StashPeak, int(l.StashPeak()))
+			b.StashBound = max(b.StashBound, l.StashBound())
+			d, u := l.QueueWaits()
+			b.DispatcherWaits += d
+			b.UpstreamWaits += u
 		}
 	}
 	return b
@@ -64,9 +60,9 @@ func (p *Probe) Live() (stashPeak, held int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, g := range p.gens {
-		held += g.held.waits.Load()
+		held += g.sink.Held.Waits()
 		for _, l := range g.lanes {
-			stashPeak = max(stashPeak, l.stashPeak.Load())
+			stashPeak = max(stashPeak, l.StashPeak())
 		}
 	}
 	return stashPeak, held

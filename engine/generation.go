@@ -11,11 +11,11 @@ import (
 	"github.com/stoatflow/stoatctl/engine/barrier"
 	"github.com/stoatflow/stoatctl/engine/kafka"
 	"github.com/stoatflow/stoatctl/engine/lane"
+	"github.com/stoatflow/stoatctl/engine/lanes"
 	"github.com/stoatflow/stoatctl/engine/metrics"
 	"github.com/stoatflow/stoatctl/engine/state"
 	"github.com/stoatflow/stoatctl/engine/task"
 	"github.com/stoatflow/stoatctl/engine/topology"
-	"github.com/stoatflow/stoatctl/engine/watermark"
 )
 
 // generation is one incarnation of the lanes, from a reset (or the start)
@@ -24,7 +24,7 @@ type generation struct {
 	e     *Engine
 	built *topology.Built
 	subs  []*subRun
-	lanes []*worker
+	lanes []*laneRun
 	// segmented is what publishSegmented handed the scrape.
 	segmented *[]segmentedStore
 
@@ -32,18 +32,14 @@ type generation struct {
 	// outputs counts records the lanes wrote, so an epoch that only
 	// emitted final results is not taken for idle.
 	outputs atomic.Int64
-	reports chan report
-	// held is the committer's budget of records it holds for an epoch
-	// whose transaction is not open yet (stoatflow.commit.held-records);
-	// committed is the last epoch it committed, which tells a lane
-	// whether its report needs that budget.
-	held      *credit
-	committed atomic.Int64
+	// sink is where the lanes hand the committer their reports, with its
+	// budget of held records and the last epoch it committed.
+	sink *lanes.Sink
 	// batchMax is how many records the dispatcher hands a lane at once:
-	// dispatchBatch, or the queue size when that is smaller.
+	// lanes.BatchSize, or the queue size when that is smaller.
 	batchMax int
 	// batches are the dispatcher's per-lane records not sent yet.
-	batches [][]item
+	batches [][]lanes.Item
 	// global are the global stores every lane reads.
 	global map[string]state.Store
 	// wallClock says a task has wall-clock punctuators or timers: they
@@ -58,6 +54,60 @@ type generation struct {
 	wg     sync.WaitGroup
 	errMu  sync.Mutex
 	err    error
+}
+
+// subRun is one sub-topology's lanes.
+type subRun struct {
+	id    int
+	lanes []*laneRun
+	// group is the same lanes as package lanes wires them: producer
+	// slots, the groups this one feeds.
+	group *lanes.Group
+	// changelogPartitions is the partition count of this sub's
+	// changelogs, which changelog writes outside a record hash over.
+	changelogPartitions int32
+}
+
+// laneRun is a lane as the generation runs it: the lane (package lanes),
+// where it sits, and the RocksDB database its stores live in.
+type laneRun struct {
+	*lanes.Lane
+	sub *subRun
+	idx int // within the sub-topology
+	gid int // across the generation
+	// local is the lane's RocksDB database, nil when its stores are in
+	// memory.
+	local *laneState
+}
+
+// backend is the supplier of the lane's default.dsl.store stores: its
+// database under default.dsl.store=rocksDB, else nil (in memory).
+func (l *laneRun) backend() state.BytesSupplier {
+	if l.local == nil || !l.local.defaults {
+		return nil
+	}
+	return l.local.db.Supplier()
+}
+
+// persistent is the supplier of the lane's state.RocksDB stores: its
+// database; in memory in a generation with nothing assigned, which opens
+// none and processes nothing; nil without RocksDB.
+func (l *laneRun) persistent(g *generation) state.BytesSupplier {
+	switch {
+	case l.local != nil:
+		return l.local.db.Supplier()
+	case g.local != nil:
+		return state.InMemory()
+	}
+	return nil
+}
+
+// seal seals the epoch's writes in the lane's database, if it has one:
+// what follows is the next epoch's, a layer of its own.
+func (l *laneRun) seal(epoch int64) {
+	if l.local != nil {
+		l.local.db.Seal(epoch)
+	}
 }
 
 // restoreSource reads a store's changelog partitions into the lanes'
@@ -79,21 +129,37 @@ type changelogRecord struct {
 // newGeneration builds the lanes of every sub-topology, their tasks and
 // stores, restored through restore, with each lane's floor at floor.
 func newGeneration(ctx context.Context, e *Engine, built *topology.Built, s settings, partitions func(sub *topology.Subtopology) int32, floor int64, restore restoreSource, global map[string]state.Store, local *localState) (*generation, error) {
-	g := &generation{e: e, built: built, global: global, local: local, held: newCredit(int64(max(s.held, 1))), batchMax: min(dispatchBatch, max(s.queue, 1))}
+	g := &generation{e: e, built: built, global: global, local: local, batchMax: min(lanes.BatchSize, max(s.queue, 1))}
 	g.watermark.Store(max(floor, task.Unknown))
 	// Shutdown outlives the caller's context: the final barrier still has
 	// to travel and commit after it is cancelled.
 	g.ctx, g.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	g.sink = &lanes.Sink{Held: lanes.NewCredit(int64(max(s.held, 1)))}
+	// What the lanes use of the generation.
+	env := &lanes.Env{
+		Ctx:       g.ctx,
+		Watermark: g.watermark.Load,
+		Wall:      e.opts.wall,
+		OnLate:    e.obs.onLate,
+		Outputs:   &g.outputs,
+		Sink:      g.sink,
+		Downstream: func(node string) *lanes.Group {
+			return g.subs[built.Nodes[node].Subtopology].group
+		},
+		GiveBack: g.batchMax,
+	}
+	if p := e.opts.probe; p != nil {
+		env.Probe = p.lane
+	}
 	for _, st := range built.Subtopologies {
-		g.subs = append(g.subs, &subRun{id: st.ID, upstreamSlots: map[int]int{}, changelogPartitions: max(partitions(st), 1)})
+		parts := max(partitions(st), 1)
+		g.subs = append(g.subs, &subRun{id: st.ID, group: lanes.NewGroup(parts), changelogPartitions: parts})
 	}
 	for _, st := range built.Subtopologies {
 		sr := g.subs[st.ID]
 		for i := 0; i < s.lanes; i++ {
-			l := &worker{g: g, sub: sr, idx: i, gid: len(g.lanes),
-				floor: max(floor, task.Unknown), proto: barrier.NewLane(max(floor, task.Unknown)), pinned: noPin, fwdFloor: noPin,
-				partTimes: map[watermark.Partition]int64{}, epoch: 1, ctx: g.ctx}
-			l.clock = laneClock{l}
+			l := &laneRun{sub: sr, idx: i, gid: len(g.lanes)}
+			l.Lane = lanes.New(sr.group, lanes.Config{Sub: sr.id, Index: i, Global: l.gid, Floor: max(floor, task.Unknown), OnCommit: l.seal}, env)
 			sr.lanes = append(sr.lanes, l)
 			g.lanes = append(g.lanes, l)
 		}
@@ -101,32 +167,11 @@ func newGeneration(ctx context.Context, e *Engine, built *topology.Built, s sett
 	for _, bd := range built.Boundaries {
 		from := g.subs[built.Nodes[bd.SinkNode].Subtopology]
 		to := g.subs[built.Nodes[bd.SourceNode].Subtopology]
-		if from == to || containsSub(from.downstream, to) {
-			continue
-		}
-		from.downstream = append(from.downstream, to)
-		for _, l := range from.lanes {
-			to.upstreamSlots[l.gid] = 1 + len(to.upstreamSlots)
-		}
+		from.group.Feed(to.group)
 	}
-	g.reports = make(chan report, 4*len(g.lanes))
+	g.sink.Reports = make(chan lanes.Report, 4*len(g.lanes))
 	for _, sr := range g.subs {
-		sr.producers = 1 + len(sr.upstreamSlots)
-		for _, l := range sr.lanes {
-			// A producer has queue records' credit; what it sent past
-			// the barrier the lane waits at is stashed, and it cannot
-			// send more than that (the bound counts its marker too).
-			l.align = barrier.NewBoundedAligner[item](sr.producers, s.queue+1)
-			l.credits = make([]*credit, sr.producers)
-			for slot := range l.credits {
-				l.credits[slot] = newCredit(int64(s.queue))
-			}
-			l.owed = make([]int64, sr.producers)
-			// Room for every record a producer's credit covers, one
-			// channel slot each at worst, and its marker: no send ever
-			// waits on the channel itself.
-			l.in = make(chan []item, sr.producers*(s.queue+1))
-		}
+		sr.group.Open(s.queue)
 	}
 	// Stores are restored sub-topology by sub-topology: a changelog
 	// record goes to the lane its hash picks, or to every lane when it
@@ -153,10 +198,10 @@ type segmentedStore struct {
 func (g *generation) publishSegmented() {
 	var list []segmentedStore
 	for _, l := range g.lanes {
-		if l.task == nil {
+		if l.Task() == nil {
 			continue
 		}
-		for name, s := range l.task.Stores() {
+		for name, s := range l.Task().Stores() {
 			if sg, ok := s.(state.Segmented); ok {
 				list = append(list, segmentedStore{name: name, store: sg})
 			}
@@ -164,15 +209,6 @@ func (g *generation) publishSegmented() {
 	}
 	g.segmented = &list
 	g.e.obs.segmented.Store(g.segmented)
-}
-
-func containsSub(list []*subRun, s *subRun) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func (g *generation) initTasks(ctx context.Context, sr *subRun, s settings, restore restoreSource) error {
@@ -188,8 +224,8 @@ func (g *generation) initTasks(ctx context.Context, sr *subRun, s settings, rest
 	for _, l := range sr.lanes {
 		t, err := task.New(g.built, st, task.Options{
 			ID:        fmt.Sprintf("%d_lane%d", st.ID, l.idx),
-			Collector: l,
-			Time:      l.clock,
+			Collector: l.Collector(),
+			Time:      l.Clock(),
 			Logger:    g.e.log,
 			Metrics:   g.e.metrics,
 			Lanes:     len(sr.lanes),
@@ -200,12 +236,12 @@ func (g *generation) initTasks(ctx context.Context, sr *subRun, s settings, rest
 				return sr.changelogPartitions
 			},
 			Backend:    l.backend(),
-			Persistent: l.persistent(),
+			Persistent: l.persistent(g),
 		})
 		if err != nil {
 			return err
 		}
-		l.task = t
+		l.SetTask(t)
 		if err := t.OpenStores(); err != nil {
 			return err
 		}
@@ -238,10 +274,10 @@ func (g *generation) initTasks(ctx context.Context, sr *subRun, s settings, rest
 				return fmt.Errorf("sub-topology %d lane %d: restore state: %w", sr.id, l.idx, err)
 			}
 		}
-		if err := l.task.Init(); err != nil {
+		if err := l.Task().Init(); err != nil {
 			return err
 		}
-		if l.task.HasWallClockWork() {
+		if l.Task().HasWallClockWork() {
 			g.wallClock = true
 		}
 	}
@@ -290,7 +326,7 @@ func (g *generation) restoreStore(ctx context.Context, sr *subRun, name, topic s
 			if len(part) == 0 {
 				continue
 			}
-			r, ok := l.task.Stores()[name].(state.Restorer)
+			r, ok := l.Task().Stores()[name].(state.Restorer)
 			if !ok {
 				return fmt.Errorf("state store %s cannot be restored from its changelog", name)
 			}
@@ -341,7 +377,7 @@ func (g *generation) start() {
 		g.wg.Add(1)
 		go func() {
 			defer g.wg.Done()
-			if err := l.run(g.ctx); err != nil && !errors.Is(err, context.Canceled) {
+			if err := l.Run(g.ctx); err != nil && !errors.Is(err, context.Canceled) {
 				g.fail(fmt.Errorf("sub-topology %d lane %d: %w", l.sub.id, l.idx, err))
 			}
 		}()
@@ -375,63 +411,36 @@ func (g *generation) close() {
 		g.e.obs.segmented.CompareAndSwap(g.segmented, nil)
 	}
 	for _, l := range g.lanes {
-		if l.task != nil {
-			if err := l.task.Close(); err != nil {
-				g.e.log.Warn("close task", "task", l.task.ID(), "err", err)
+		if l.Task() != nil {
+			if err := l.Task().Close(); err != nil {
+				g.e.log.Warn("close task", "task", l.Task().ID(), "err", err)
 			}
 		}
 	}
 	g.closeLocal()
 }
 
-// dispatchBatch is how many records the dispatcher hands a lane at once:
-// one channel operation (and one wake-up) per batch, not per record.
-const dispatchBatch = 64
-
 // dispatch queues a source record for its lane; flush sends what is
 // queued.
 func (g *generation) dispatch(sub int, in task.Input, laneIdx int) error {
 	l := g.subs[sub].lanes[laneIdx]
 	if g.batches == nil {
-		g.batches = make([][]item, len(g.lanes))
+		g.batches = make([][]lanes.Item, len(g.lanes))
 	}
-	g.batches[l.gid] = append(g.batches[l.gid], item{kind: itemRecord, from: 0, in: in, floor: noPin, source: true})
+	g.batches[l.gid] = append(g.batches[l.gid], lanes.SourceRecord(in))
 	if len(g.batches[l.gid]) >= g.batchMax {
 		return g.send(l)
 	}
 	return nil
 }
 
-func (g *generation) send(l *worker) error {
+func (g *generation) send(l *laneRun) error {
 	batch := g.batches[l.gid]
 	if len(batch) == 0 {
 		return nil
 	}
-	g.batches[l.gid] = getBatch()
-	// A lane whose records of this producer wait in its stash for
-	// alignment holds the dispatcher here, not in an unbounded stash.
-	if _, err := l.credits[0].take(g.ctx, int64(len(batch))); err != nil {
-		return err
-	}
-	select {
-	case l.in <- batch:
-		return nil
-	case <-g.ctx.Done():
-		return g.ctx.Err()
-	}
-}
-
-// batchPool recycles the arrays of drained batches: a batch of records is
-// the largest allocation per record on the dispatch path.
-var batchPool = sync.Pool{New: func() any { b := make([]item, 0, dispatchBatch); return &b }}
-
-func getBatch() []item { return (*batchPool.Get().(*[]item))[:0] }
-
-func putBatch(b []item) {
-	b = b[:cap(b)]
-	clear(b)
-	b = b[:0]
-	batchPool.Put(&b)
+	g.batches[l.gid] = lanes.NewBatch()
+	return l.Deliver(g.ctx, batch)
 }
 
 // flush sends every lane what the dispatcher queued for it.
@@ -447,15 +456,13 @@ func (g *generation) flush() error {
 }
 
 // cut sends barrier b to every lane, after everything dispatched before.
-func (g *generation) cut(b *marker) error {
+func (g *generation) cut(b barrier.Barrier) error {
 	if err := g.flush(); err != nil {
 		return err
 	}
 	for _, l := range g.lanes {
-		select {
-		case l.in <- []item{{kind: itemMarker, from: 0, b: b}}:
-		case <-g.ctx.Done():
-			return g.ctx.Err()
+		if err := l.Mark(g.ctx, &b); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -195,7 +195,7 @@ func (r *runner) publishView(force bool) {
 	}
 	if r.gen != nil {
 		for _, l := range r.gen.lanes {
-			v.queued += len(l.in)
+			v.queued += l.Queued()
 		}
 	}
 	r.e.obs.view.Store(v)

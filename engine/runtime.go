@@ -724,7 +724,7 @@ func (r *runner) dispatchOne(rec *kgo.Record) error {
 func (r *runner) watermarkNow() int64 {
 	now := r.e.opts.wall()
 	for _, l := range r.gen.lanes {
-		for p, ts := range l.snapshotPartTimes() {
+		for p, ts := range l.PartTimes() {
 			if ts > r.partTimes[p] || !hasKey(r.partTimes, p) {
 				r.partTimes[p] = ts
 				r.tracker.Observe(p, ts, now)
@@ -799,9 +799,8 @@ func (r *runner) maybeBarrier(final bool) error {
 	}
 	bc := r.cutter.Cut(w, final)
 	r.noteCut(bc, r.dispatched, outputs)
-	b := &marker{epoch: bc.Epoch, stamp: bc.Stamp, final: bc.Final}
 	c := epochCut{epoch: bc.Epoch, stamp: bc.Stamp, final: bc.Final, records: r.dispatched, offsets: cloneOffsets(r.cutOffsets)}
-	if err := r.gen.cut(b); err != nil {
+	if err := r.gen.cut(bc); err != nil {
 		return err
 	}
 	select {
@@ -1256,7 +1255,7 @@ func (r *runner) restorePartition(ctx context.Context, topic string, partition i
 	return kafka.ReadToEndSettledWithin(ctx, r.s.seeds, topic, kafka.Positions{partition: offset}, r.s.restoreFetchBytes, func(rec *kgo.Record) error {
 		cr := changelogRecord{key: rec.Key, value: rec.Value, timestamp: rec.Timestamp.UnixMilli(), partition: rec.Partition, offset: rec.Offset}
 		for _, h := range rec.Headers {
-			if h.Key == laneHashHeader && len(h.Value) == 4 {
+			if h.Key == lane.HashHeader && len(h.Value) == 4 {
 				cr.hash = int32(uint32(h.Value[0])<<24 | uint32(h.Value[1])<<16 | uint32(h.Value[2])<<8 | uint32(h.Value[3]))
 				cr.hashed = true
 			}

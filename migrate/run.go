@@ -16,11 +16,6 @@ import (
 	"github.com/stoatflow/stoatctl/engine/lane"
 )
 
-// laneHashHeader is the engine's header naming the murmur2 hash of the
-// key that picked a changelog record's lane (engine/worker.go); restoration
-// routes by it.
-const laneHashHeader = "__stoatflow.lane.hash"
-
 // marker is the value of a migration marker.
 type marker struct {
 	End     int64 `json:"end_offset"`
@@ -257,7 +252,7 @@ func ourRecord(sp *StorePlan, e Entry, partitions int32) *kgo.Record {
 		part = lane.For(e.Key, int(partitions))
 	}
 	binary.BigEndian.PutUint32(r.val[:], uint32(lh))
-	r.hdr[0] = kgo.RecordHeader{Key: laneHashHeader, Value: r.val[:]}
+	r.hdr[0] = kgo.RecordHeader{Key: lane.HashHeader, Value: r.val[:]}
 	r.rec = kgo.Record{Topic: sp.Topic, Partition: int32(part), Key: e.Key, Value: e.Value, Timestamp: msTime(e.Timestamp), Headers: r.hdr[:]}
 	return &r.rec
 }

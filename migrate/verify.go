@@ -122,7 +122,7 @@ func (s *session) verify(ctx context.Context, p *Plan) (Verify, error) {
 			if err != nil {
 				return &RecordError{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Store: sp.Store, Err: err}
 			}
-			h := headerMap(r)[laneHashHeader]
+			h := headerMap(r)[lane.HashHeader]
 			if r.Partition != int32(lane.For(r.Key, int(p.ourPartitions))) || len(h) != 4 || int32(binary.BigEndian.Uint32(h)) != lane.Murmur2(e.LaneKey) {
 				misplaced++
 				if len(sv.Examples) < 5 {

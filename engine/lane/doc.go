@@ -12,6 +12,10 @@
 //     writes. A timer is laned by its key re-serialised with the timer key
 //     serde, so a key's timers share its records' lane only when those two
 //     byte strings hash alike.
+//   - The lane hash of a changelog record is the Murmur2 of the lane bytes
+//     of the record or timer that wrote it, in the HashHeader header:
+//     restoration puts the record back on the lane its hash picks under
+//     the lane count of the engine that restores it.
 //   - The lane count is the number of lanes of a sub-topology. The test
 //     driver, which has no threads, judges lanes over a reference count
 //     (Configured) so that a test gives the same answer on every machine.

@@ -7,6 +7,14 @@ import (
 	"github.com/stoatflow/stoatctl/engine/config"
 )
 
+// HashHeader carries, on a changelog record written while processing a
+// record or a timer, the Murmur2 hash (4 bytes, big-endian) of the key
+// bytes that picked the lane. Restoration routes the record to lane hash
+// mod N for whatever N the restarted engine runs with; a record without it
+// (written by a barrier or punctuator) goes to every lane. The live lanes
+// write it (engine/lanes), and so does migrate.
+const HashHeader = "__stoatflow.lane.hash"
+
 // ReferenceCount is the lane count used when nothing configures one. It is
 // fixed, never the machine's core count, so that a lane judgement made in a
 // unit test is the same on a laptop and in CI.

@@ -1,4 +1,4 @@
-package engine
+package lanes
 
 import (
 	"context"
@@ -6,13 +6,13 @@ import (
 	"sync/atomic"
 )
 
-// credit is a budget of records shared by one producer and one consumer:
+// Credit is a budget of records shared by one producer and one consumer:
 // the producer takes credit before it hands records over and waits while
 // there is not enough; the consumer gives it back as it is done with them.
 // It is how the engine's bounds hold without a channel that must stop
 // being read: a lane's queue per producer (stoatflow.lane.queue-size) and
 // the committer's held records (stoatflow.commit.held-records).
-type credit struct {
+type Credit struct {
 	size int64
 
 	mu    sync.Mutex
@@ -26,12 +26,16 @@ type credit struct {
 	waits atomic.Int64
 }
 
-func newCredit(size int64) *credit { return &credit{size: size, avail: size} }
+// NewCredit returns a budget of size records, all available.
+func NewCredit(size int64) *Credit { return &Credit{size: size, avail: size} }
 
-// take takes n records' credit, waiting while there is not enough, until
+// Waits is how many times a producer had to wait for credit.
+func (c *Credit) Waits() int64 { return c.waits.Load() }
+
+// Take takes n records' credit, waiting while there is not enough, until
 // ctx is done. n is capped at the whole budget, so that a hand-over larger
 // than it waits for the budget to be free instead of forever.
-func (c *credit) take(ctx context.Context, n int64) (int64, error) {
+func (c *Credit) Take(ctx context.Context, n int64) (int64, error) {
 	n = min(n, c.size)
 	c.mu.Lock()
 	if c.avail >= n {
@@ -58,8 +62,8 @@ func (c *credit) take(ctx context.Context, n int64) (int64, error) {
 	return n, nil
 }
 
-// give returns n records' credit.
-func (c *credit) give(n int64) {
+// Give returns n records' credit.
+func (c *Credit) Give(n int64) {
 	if n == 0 {
 		return
 	}

@@ -1,4 +1,4 @@
-package engine
+package lanes
 
 import (
 	"context"
@@ -12,13 +12,13 @@ import (
 // whole budget, and stops waiting when its context ends.
 func TestCredit(t *testing.T) {
 	ctx := context.Background()
-	c := newCredit(4)
-	if n, err := c.take(ctx, 3); n != 3 || err != nil {
+	c := NewCredit(4)
+	if n, err := c.Take(ctx, 3); n != 3 || err != nil {
 		t.Fatalf("take 3 of 4: %d, %v", n, err)
 	}
 	took := make(chan int64)
 	go func() {
-		n, err := c.take(ctx, 2)
+		n, err := c.Take(ctx, 2)
 		if err != nil {
 			t.Error(err)
 		}
@@ -29,21 +29,21 @@ func TestCredit(t *testing.T) {
 		t.Fatalf("took %d with 1 left of 4", n)
 	case <-time.After(50 * time.Millisecond):
 	}
-	c.give(1)
+	c.Give(1)
 	if n := <-took; n != 2 {
 		t.Fatalf("took %d, want 2", n)
 	}
-	if w := c.waits.Load(); w != 1 {
+	if w := c.Waits(); w != 1 {
 		t.Fatalf("%d waits counted, want 1", w)
 	}
-	c.give(4)
+	c.Give(4)
 	// More than the budget: capped at it, not waited for forever.
-	if n, err := c.take(ctx, 10); n != 4 || err != nil {
+	if n, err := c.Take(ctx, 10); n != 4 || err != nil {
 		t.Fatalf("take 10 of 4: %d, %v", n, err)
 	}
 	cctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
 	defer cancel()
-	if _, err := c.take(cctx, 1); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := c.Take(cctx, 1); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("take from a spent budget until the deadline: %v", err)
 	}
 }

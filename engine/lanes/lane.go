@@ -1,0 +1,391 @@
+package lanes
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+
+	"github.com/stoatflow/stoatctl/engine/barrier"
+	"github.com/stoatflow/stoatctl/engine/task"
+	"github.com/stoatflow/stoatctl/engine/watermark"
+)
+
+// noPin marks an item judged against its lane's own floor.
+const noPin = math.MinInt64
+
+type itemKind uint8
+
+const (
+	itemRecord itemKind = iota
+	itemMarker
+)
+
+// Item is what travels down a lane: a record, or a barrier marker from
+// one of the lane's producers. The dispatcher makes records with
+// SourceRecord; markers travel through Lane.Mark.
+type Item struct {
+	kind itemKind
+	// from is the producer's slot at the receiving lane: 0 the
+	// dispatcher, 1+ an upstream lane across a boundary.
+	from  int
+	in    task.Input
+	floor int64
+	// source says in came from a source topic (the dispatcher), so its
+	// event time counts towards its partition's watermark.
+	source bool
+	// b is the barrier of a marker, shared by every lane it reaches.
+	b *barrier.Barrier
+}
+
+// SourceRecord is a record read from a source topic, as the dispatcher
+// hands it to a lane: judged against the lane's own floor, its event time
+// counting towards its partition's watermark.
+func SourceRecord(in task.Input) Item {
+	return Item{kind: itemRecord, from: 0, in: in, floor: noPin, source: true}
+}
+
+// BatchSize is how many records the dispatcher hands a lane at once: one
+// channel operation (and one wake-up) per batch, not per record.
+const BatchSize = 64
+
+// batchPool recycles the arrays of drained batches: a batch of records is
+// the largest allocation per record on the dispatch path.
+var batchPool = sync.Pool{New: func() any { b := make([]Item, 0, BatchSize); return &b }}
+
+// NewBatch returns an empty batch of BatchSize room, recycled when one is
+// free: the lane a batch is delivered to hands its array back once it
+// processed it.
+func NewBatch() []Item { return (*batchPool.Get().(*[]Item))[:0] }
+
+func putBatch(b []Item) {
+	b = b[:cap(b)]
+	clear(b)
+	b = b[:0]
+	batchPool.Put(&b)
+}
+
+// Config is what makes one lane.
+type Config struct {
+	// Sub is the lane's sub-topology, Index its index within it, Global
+	// its index across the generation (reports and producer slots name a
+	// lane by it).
+	Sub, Index, Global int
+	// Floor is the lane's floor before its first barrier.
+	Floor int64
+	// OnCommit, when set, runs after the task committed an epoch's writes
+	// at its barrier: the lane's database seals them.
+	OnCommit func(epoch int64)
+}
+
+// Env is what a lane needs of the generation that runs it; the lanes of
+// one generation share it.
+type Env struct {
+	// Ctx ends the lane's waits: for credit, for room in a queue, for the
+	// committer.
+	Ctx context.Context
+	// Watermark is the global watermark now: the lanes' stream time.
+	Watermark func() int64
+	// Wall is the wall clock, in epoch milliseconds.
+	Wall func() int64
+	// OnLate, when set, is told of a source record whose event time is
+	// behind the global watermark.
+	OnLate func(watermark.Partition)
+	// Probe, when set, runs in a lane before it processes a record
+	// (barrier false) or crosses a barrier (barrier true).
+	Probe func(sub, idx int, barrier bool)
+	// Outputs counts the records the lanes write, so that an epoch that
+	// only emitted final results is not taken for idle.
+	Outputs *atomic.Int64
+	// Sink is the committer's side: where finished epochs go.
+	Sink *Sink
+	// Downstream is the group of the sub-topology a boundary's source
+	// node reads in.
+	Downstream func(sourceNode string) *Group
+	// GiveBack is how many processed records of one producer a lane
+	// gives back at once while it has more input (the dispatcher's batch
+	// size, or the queue size when that is smaller).
+	GiveBack int
+}
+
+// Lane is one lane: it runs one task on one goroutine (Run). Its fields
+// are owned by that goroutine, except partTimes (under ptMu) which the
+// dispatcher reads to move the watermark.
+type Lane struct {
+	cfg   Config
+	env   *Env
+	group *Group
+	task  *task.Task
+	// in is the lane's queue, shared by its producers. Each producer
+	// takes credit (credits[slot], stoatflow.lane.queue-size records)
+	// before it sends and the lane gives it back as it processes what the
+	// producer sent, so in never fills: the lane always receives, and the
+	// marker it waits for always arrives, while a producer that is ahead
+	// waits at its own end once its credit is spent on stashed records.
+	in      chan []Item
+	credits []*Credit
+	// owed is the credit of processed records not given back yet, per
+	// producer slot.
+	owed []int64
+
+	// align aligns the markers of the lane's producers (and holds what
+	// arrives early); proto is the lane's floor and frontier bookkeeping.
+	// Both are the protocol of engine/barrier: the order of the work at a
+	// barrier is proto.Cross's, not the lane's.
+	align  *barrier.Aligner[Item]
+	proto  *barrier.Lane
+	replay []Item
+	// batch is the last batch received, recycled once replayed.
+	batch []Item
+	// stashPeak is the most items the aligner held at once, for the
+	// tests (atomic: they read it while the lane runs).
+	stashPeak atomic.Int64
+
+	// epoch and floor are what the lane's work runs under now; they
+	// follow proto at each barrier's Enter step.
+	epoch int64
+	floor int64
+	// pinned is the floor of the item in progress, or noPin; fwdFloor is
+	// the floor records it forwards across a boundary are pinned to.
+	pinned   int64
+	fwdFloor int64
+	cur      Item
+	seq      int64
+
+	outs []task.Output
+	// sendErr is the first failure to forward across a boundary.
+	sendErr error
+
+	ptMu      sync.Mutex
+	partTimes map[watermark.Partition]int64
+}
+
+// New makes a lane of group g. It takes input once g is opened
+// (Group.Open) and runs once it has a task (SetTask).
+func New(g *Group, cfg Config, env *Env) *Lane {
+	l := &Lane{cfg: cfg, env: env, group: g,
+		floor: cfg.Floor, proto: barrier.NewLane(cfg.Floor), pinned: noPin, fwdFloor: noPin,
+		partTimes: map[watermark.Partition]int64{}, epoch: 1}
+	g.lanes = append(g.lanes, l)
+	return l
+}
+
+// open readies the lane for producers producers, each with queue
+// records' credit.
+func (l *Lane) open(producers, queue int) {
+	// A producer has queue records' credit; what it sent past the
+	// barrier the lane waits at is stashed, and it cannot send more than
+	// that (the bound counts its marker too).
+	l.align = barrier.NewBoundedAligner[Item](producers, queue+1)
+	l.credits = make([]*Credit, producers)
+	for slot := range l.credits {
+		l.credits[slot] = NewCredit(int64(queue))
+	}
+	l.owed = make([]int64, producers)
+	// Room for every record a producer's credit covers, one channel slot
+	// each at worst, and its marker: no send ever waits on the channel
+	// itself.
+	l.in = make(chan []Item, producers*(queue+1))
+}
+
+// SetTask gives the lane the task it runs.
+func (l *Lane) SetTask(t *task.Task) { l.task = t }
+
+// Task is the task the lane runs, nil before SetTask.
+func (l *Lane) Task() *task.Task { return l.task }
+
+// Collector is what the lane's task writes to: boundary records go to the
+// downstream lane of their key, everything else joins the epoch's output.
+func (l *Lane) Collector() task.Collector { return task.CollectorFunc(l.send) }
+
+// Clock is the lane's task's view of time: the global watermark for
+// stream time, the lane's floor (or the pinned floor of the item in
+// progress) for late drops.
+func (l *Lane) Clock() task.Time { return clock{l} }
+
+// Queued is how many hand-overs wait in the lane's queue.
+func (l *Lane) Queued() int { return len(l.in) }
+
+// StashPeak is the most items the lane's aligner held at once.
+func (l *Lane) StashPeak() int64 { return l.stashPeak.Load() }
+
+// StashBound is the most items of one producer the aligner may hold.
+func (l *Lane) StashBound() int { return l.align.Bound() }
+
+// QueueWaits counts the hand-overs to the lane that waited for credit:
+// the dispatcher's (producer slot 0) and the upstream lanes'.
+func (l *Lane) QueueWaits() (dispatcher, upstream int64) {
+	for slot, c := range l.credits {
+		if slot == 0 {
+			dispatcher += c.Waits()
+		} else {
+			upstream += c.Waits()
+		}
+	}
+	return dispatcher, upstream
+}
+
+// PartTimes is a copy of the largest event time the lane processed per
+// source partition.
+func (l *Lane) PartTimes() map[watermark.Partition]int64 {
+	l.ptMu.Lock()
+	defer l.ptMu.Unlock()
+	out := make(map[watermark.Partition]int64, len(l.partTimes))
+	for k, v := range l.partTimes {
+		out[k] = v
+	}
+	return out
+}
+
+// Deliver hands the lane a batch of the dispatcher's records, taking the
+// dispatcher's credit first: a lane whose records of this producer wait
+// in its stash for alignment holds the dispatcher here, not in an
+// unbounded stash. The lane owns batch from here on.
+func (l *Lane) Deliver(ctx context.Context, batch []Item) error {
+	if _, err := l.credits[0].Take(ctx, int64(len(batch))); err != nil {
+		return err
+	}
+	select {
+	case l.in <- batch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Mark sends the dispatcher's marker of barrier b, behind what it
+// delivered before. b is shared by every lane and never changed.
+func (l *Lane) Mark(ctx context.Context, b *barrier.Barrier) error {
+	select {
+	case l.in <- []Item{{kind: itemMarker, from: 0, b: b}}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Run processes items until ctx ends or processing fails.
+func (l *Lane) Run(ctx context.Context) error {
+	for {
+		if len(l.replay) == 0 {
+			// About to wait for input: what was processed is given back
+			// to its producers first.
+			l.giveBack()
+			if cap(l.batch) >= BatchSize {
+				// Nothing holds a drained batch any more (a barrier
+				// copies what it stashes): hand its array back.
+				putBatch(l.batch)
+			}
+			l.batch = nil
+			select {
+			case <-ctx.Done():
+				return nil
+			case l.batch = <-l.in:
+			}
+			l.replay = l.batch
+			continue
+		}
+		it := l.replay[0]
+		l.replay = l.replay[1:]
+		done, err := l.handle(it)
+		if err != nil {
+			return err
+		}
+		if done {
+			return nil
+		}
+	}
+}
+
+// giveBack returns the credit of the records processed to their
+// producers.
+func (l *Lane) giveBack() {
+	for slot, n := range l.owed {
+		if n > 0 {
+			l.credits[slot].Give(n)
+			l.owed[slot] = 0
+		}
+	}
+}
+
+// handle processes one item; done reports the final barrier crossed.
+func (l *Lane) handle(it Item) (done bool, err error) {
+	if l.align.Blocked(it.from) {
+		// The producer's credit should have held it back.
+		return false, fmt.Errorf("lane %d: producer %d sent past its %d records: %w", l.cfg.Global, it.from, l.align.Bound()-1, barrier.ErrOverBound)
+	}
+	if !l.align.Offer(it.from, it) {
+		// Its producer is already past the barrier this lane waits at:
+		// the item belongs to the next epoch. Its credit stays taken
+		// until it is processed: that is what holds the producer back.
+		if n := int64(l.align.Stashed()); n > l.stashPeak.Load() {
+			l.stashPeak.Store(n)
+		}
+		return false, nil
+	}
+	if it.kind == itemRecord {
+		err := l.process(it)
+		if l.owed[it.from]++; l.owed[it.from] >= int64(l.env.GiveBack) {
+			l.credits[it.from].Give(l.owed[it.from])
+			l.owed[it.from] = 0
+		}
+		return false, err
+	}
+	aligned, released := l.align.Marker(it.from)
+	if !aligned {
+		return false, nil
+	}
+	l.replay = append(released, l.replay...)
+	if err := l.cross(it.b); err != nil {
+		return false, err
+	}
+	return it.b.Final, nil
+}
+
+func (l *Lane) process(it Item) error {
+	if p := l.env.Probe; p != nil {
+		p(l.cfg.Sub, l.cfg.Index, false)
+	}
+	l.cur = it
+	l.pinned = it.floor
+	err := l.task.Process(it.in)
+	l.pinned = noPin
+	l.cur = Item{}
+	if l.sendErr != nil {
+		return l.sendErr
+	}
+	return err
+}
+
+// clock is a lane's view of time: the global watermark for stream time,
+// the lane's floor (or the pinned floor of the item in progress) for late
+// drops.
+type clock struct{ l *Lane }
+
+func (c clock) StreamTime() int64 { return c.l.env.Watermark() }
+
+func (c clock) ObserveStreamTime(ts int64) {
+	l := c.l
+	if !l.cur.source {
+		return
+	}
+	p := watermark.Partition{Topic: l.cur.in.Topic, Partition: l.cur.in.Partition}
+	if late := l.env.OnLate; late != nil && ts < l.env.Watermark() {
+		late(p)
+	}
+	l.ptMu.Lock()
+	if old, ok := l.partTimes[p]; !ok || ts > old {
+		l.partTimes[p] = ts
+	}
+	l.ptMu.Unlock()
+}
+
+func (c clock) Floor() int64 {
+	if c.l.pinned != noPin {
+		return c.l.pinned
+	}
+	return c.l.floor
+}
+
+func (c clock) WallClock() int64 { return c.l.env.Wall() }

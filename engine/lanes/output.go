@@ -1,0 +1,140 @@
+package lanes
+
+import (
+	"encoding/binary"
+
+	"github.com/stoatflow/stoatctl/engine/barrier"
+	"github.com/stoatflow/stoatctl/engine/lane"
+	"github.com/stoatflow/stoatctl/engine/processor"
+	"github.com/stoatflow/stoatctl/engine/task"
+)
+
+// reportChunk is how many records a lane collects before handing them
+// to the committer mid-epoch.
+const reportChunk = 512
+
+// send is the task's collector: boundary records go to the downstream
+// lane of their key, everything else joins the epoch's output.
+func (l *Lane) send(o task.Output) error {
+	if o.Boundary != nil {
+		return l.forward(o)
+	}
+	if o.Store != "" {
+		l.routeChangelog(&o)
+	}
+	if l.cur.kind == itemRecord && l.cur.in.Topic != "" {
+		o.Origin = l.origin()
+	}
+	l.outs = append(l.outs, o)
+	l.env.Outputs.Add(1)
+	if len(l.outs) >= reportChunk {
+		r := Report{Epoch: l.epoch, Lane: l.cfg.Global, Outs: l.outs}
+		l.outs = make([]task.Output, 0, reportChunk)
+		return l.report(r)
+	}
+	return nil
+}
+
+// report hands r to the committer. Records of an epoch after the one
+// being produced are held by the committer until their transaction
+// opens; they take credit of its budget first, so that a lane ahead of a
+// slow one waits here rather than the committer's buffer growing. A
+// report of the epoch being produced never waits for credit: the commit
+// every held record waits for needs it.
+func (l *Lane) report(r Report) error {
+	sink, ctx := l.env.Sink, l.env.Ctx
+	if len(r.Outs) > 0 && r.Epoch > sink.Committed.Load()+1 {
+		n, err := sink.Held.Take(ctx, int64(len(r.Outs)))
+		if err != nil {
+			return err
+		}
+		r.Credit = n
+	}
+	select {
+	case sink.Reports <- r:
+		return nil
+	case <-ctx.Done():
+		if r.Credit > 0 {
+			sink.Held.Give(r.Credit)
+		}
+		return ctx.Err()
+	}
+}
+
+// routeChangelog picks a changelog record's partition: the hash of its
+// changelog key, so that every write of one store key lands in one
+// partition, in order, whether a record, a timer or an emission pass wrote
+// it. (Kafka Streams writes a task's changes to the task's partition; here
+// a lane holds keys of many partitions, and a delete made by an emission
+// pass in another partition than the put it undoes could be restored
+// before it.) It also stamps the hash of the key bytes that picked the
+// lane, which restoration routes by.
+func (l *Lane) routeChangelog(o *task.Output) {
+	_, _, keyBytes, laned := l.task.Laning()
+	o.Partition = int32(lane.For(o.Key, int(l.group.partitions)))
+	if laned {
+		h := binary.BigEndian.AppendUint32(nil, uint32(lane.Murmur2(keyBytes)))
+		o.Headers = append(o.Headers[:len(o.Headers):len(o.Headers)], processor.Header{Key: lane.HashHeader, Value: h})
+	}
+}
+
+func (l *Lane) forward(o task.Output) error {
+	ctx := l.env.Ctx
+	down := l.env.Downstream(o.Boundary.SourceNode)
+	n := len(down.lanes)
+	var idx int
+	part := o.Partition
+	if o.Boundary.Partitioner != nil && part >= 0 {
+		idx = int(part) % n
+	} else {
+		idx = lane.For(o.Key, n)
+		part = int32(lane.For(o.Key, int(down.partitions)))
+	}
+	l.seq++
+	it := Item{
+		kind: itemRecord, from: down.slots[l.cfg.Global], floor: l.fwdFloor,
+		in: task.Input{Topic: o.Topic, Partition: part, Offset: l.seq, Key: o.Key, Value: o.Value, Timestamp: o.Timestamp, Headers: o.Headers},
+	}
+	if l.cur.kind == itemRecord && l.cur.in.Topic != "" {
+		it.in.Origin = l.origin()
+	}
+	dl := down.lanes[idx]
+	if _, err := dl.credits[it.from].Take(ctx, 1); err != nil {
+		if l.sendErr == nil {
+			l.sendErr = err
+		}
+		return err
+	}
+	select {
+	case dl.in <- []Item{it}:
+		return nil
+	case <-ctx.Done():
+		if l.sendErr == nil {
+			l.sendErr = ctx.Err()
+		}
+		return ctx.Err()
+	}
+}
+
+// origin is the source-topic record the item in progress descends from.
+func (l *Lane) origin() task.Origin {
+	if l.cur.in.Origin.Topic != "" {
+		return l.cur.in.Origin
+	}
+	return task.Origin{Topic: l.cur.in.Topic, Partition: l.cur.in.Partition, Offset: l.cur.in.Offset}
+}
+
+func (l *Lane) sendMarker(b *barrier.Barrier) error {
+	ctx := l.env.Ctx
+	for _, down := range l.group.downstream {
+		it := Item{kind: itemMarker, from: down.slots[l.cfg.Global], b: b}
+		for _, dl := range down.lanes {
+			select {
+			case dl.in <- []Item{it}:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+	}
+	return nil
+}
