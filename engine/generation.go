@@ -230,14 +230,31 @@ func (g *generation) initTasks(ctx context.Context, sr *subRun, s settings, rest
 			total += n
 		}
 	}
-	for _, l := range sr.lanes {
-		if l.local != nil {
-			// What was restored is committed state: it is made durable
-			// now, with the positions read up to.
-			if err := l.local.db.EndRestore(l.local.checkpoint(g.local.pos.snapshot())); err != nil {
-				return fmt.Errorf("sub-topology %d lane %d: restore state: %w", sr.id, l.idx, err)
+	if g.local != nil {
+		// What was restored is committed state: it is made durable now,
+		// with the positions read up to, the lanes' databases side by
+		// side (each writes the last of its bulk).
+		pos := g.local.pos.snapshot()
+		errs := make([]error, len(sr.lanes))
+		var wg sync.WaitGroup
+		for i, l := range sr.lanes {
+			if l.local == nil {
+				continue
 			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := l.local.db.EndRestore(l.local.checkpoint(pos)); err != nil {
+					errs[i] = fmt.Errorf("sub-topology %d lane %d: restore state: %w", sr.id, l.idx, err)
+				}
+			}()
 		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			return err
+		}
+	}
+	for _, l := range sr.lanes {
 		if err := l.task.Init(); err != nil {
 			return err
 		}
