@@ -266,14 +266,31 @@ func (g *generation) initTasks(ctx context.Context, sr *subRun, s settings, rest
 			total += n
 		}
 	}
-	for _, l := range sr.lanes {
-		if l.local != nil {
-			// What was restored is committed state: it is made durable
-			// now, with the positions read up to.
-			if err := l.local.db.EndRestore(l.local.checkpoint(g.local.pos.snapshot())); err != nil {
-				return fmt.Errorf("sub-topology %d lane %d: restore state: %w", sr.id, l.idx, err)
+	if g.local != nil {
+		// What was restored is committed state: it is made durable now,
+		// with the positions read up to, the lanes' databases side by
+		// side (each writes the last of its bulk).
+		pos := g.local.pos.snapshot()
+		errs := make([]error, len(sr.lanes))
+		var wg sync.WaitGroup
+		for i, l := range sr.lanes {
+			if l.local == nil {
+				continue
 			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := l.local.db.EndRestore(l.local.checkpoint(pos)); err != nil {
+					errs[i] = fmt.Errorf("sub-topology %d lane %d: restore state: %w", sr.id, l.idx, err)
+				}
+			}()
 		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			return err
+		}
+	}
+	for _, l := range sr.lanes {
 		if err := l.Task().Init(); err != nil {
 			return err
 		}
@@ -300,60 +317,52 @@ type restoreEntry struct {
 
 // restoreStore streams store's changelog into the stores of sr's lanes:
 // restore reads it partition by partition, and every chunk records it
-// delivers are written, each to the store of the lane its hash picks (a
-// record without one to every lane's, from the one copy in the chunk).
-// What a restore holds is so the chunk, the lane's part of it, and what
-// the read has fetched, whatever the changelog's length. It returns how
-// many records the lanes' stores took.
+// delivers is handed to an applier goroutine, which writes it to the
+// lanes' stores, each record to the store of the lane its hash picks (a
+// record without one to every lane's, from the one copy in the chunk),
+// the lanes side by side. The read goes on into the next chunk while the
+// applier writes the last one, so fetching and decoding overlap writing;
+// there are two chunks, and the read waits for the one being written
+// before it starts a third. What a restore holds is so two chunks, the
+// lanes' parts of one, and what the read has fetched, whatever the
+// changelog's length. It returns how many records the lanes' stores took.
 func (g *generation) restoreStore(ctx context.Context, sr *subRun, name, topic string, chunk int, restore restoreSource) (int, error) {
 	var from map[int32]int64
 	if g.local != nil {
 		from = restoreFrom(sr, topic)
 	}
-	buf := make([]restoreEntry, 0, chunk)
-	part := make([]state.ChangelogRecord, 0, chunk)
-	n := 0
-	write := func() error {
-		for i, l := range sr.lanes {
-			part = part[:0]
-			for _, e := range buf {
-				// A lane database skips what its checkpoint says it
-				// holds.
-				if (e.lane == i || e.lane < 0) && !l.local.has(topic, e.partition, e.offset) {
-					part = append(part, e.rec)
-				}
-			}
-			if len(part) == 0 {
-				continue
-			}
-			r, ok := l.Task().Stores()[name].(state.Restorer)
-			if !ok {
-				return fmt.Errorf("state store %s cannot be restored from its changelog", name)
-			}
-			if err := r.Restore(part); err != nil {
-				return fmt.Errorf("lane %d: state store %s: %w", l.idx, name, err)
-			}
-			n += len(part)
-		}
-		clear(part[:cap(part)])
-		clear(buf)
-		buf = buf[:0]
-		return nil
-	}
+	w := newChunkWriter(sr, name, topic, chunk)
+	go w.run()
 	began := time.Now()
+	buf := w.take()
 	ends, err := restore(ctx, sr, name, from, func(rec changelogRecord) error {
 		e := restoreEntry{rec: state.ChangelogRecord{Key: rec.key, Value: rec.value, Timestamp: rec.timestamp}, lane: -1, partition: rec.partition, offset: rec.offset}
 		if rec.hashed {
 			e.lane = lane.For32(rec.hash, len(sr.lanes))
 		}
 		buf = append(buf, e)
-		if len(buf) >= chunk {
-			return write()
+		if len(buf) < chunk {
+			return nil
 		}
-		return nil
+		if err := w.hand(ctx, buf); err != nil {
+			return err
+		}
+		buf = nil
+		select {
+		case buf = <-w.free:
+			return nil
+		case <-w.failed:
+			return w.err
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	})
+	if err == nil && len(buf) > 0 {
+		err = w.hand(ctx, buf)
+	}
+	n, werr := w.finish()
 	if err == nil {
-		err = write()
+		err = werr
 	}
 	if err != nil {
 		return 0, fmt.Errorf("restore state store %s from %s: %w", name, topic, err)
@@ -369,6 +378,125 @@ func (g *generation) restoreStore(ctx context.Context, sr *subRun, name, topic s
 		g.e.metrics.Counter(metrics.RestoredRecords, "store", name).Add(int64(n))
 	}
 	return n, nil
+}
+
+// chunkWriter is restoreStore's applier: it writes the chunks the read
+// hands it to the lanes' stores, one lane per goroutine, and gives each
+// chunk back, emptied, on free. A failure stops it: err holds it and
+// failed is closed.
+type chunkWriter struct {
+	sr          *subRun
+	name, topic string
+	full, free  chan []restoreEntry
+	failed      chan struct{}
+	done        chan struct{}
+	err         error
+	// parts are each lane's records of the chunk being written.
+	parts [][]state.ChangelogRecord
+	// n counts the records the lanes' stores took; read after done.
+	n int
+}
+
+func newChunkWriter(sr *subRun, name, topic string, chunk int) *chunkWriter {
+	w := &chunkWriter{sr: sr, name: name, topic: topic, full: make(chan []restoreEntry), free: make(chan []restoreEntry, 2),
+		failed: make(chan struct{}), done: make(chan struct{}), parts: make([][]state.ChangelogRecord, len(sr.lanes))}
+	for range 2 {
+		w.free <- make([]restoreEntry, 0, chunk)
+	}
+	return w
+}
+
+// take is the read's first chunk.
+func (w *chunkWriter) take() []restoreEntry { return <-w.free }
+
+// hand gives the applier a chunk to write, or returns why it cannot.
+func (w *chunkWriter) hand(ctx context.Context, buf []restoreEntry) error {
+	select {
+	case w.full <- buf:
+		return nil
+	case <-w.failed:
+		return w.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// finish waits for the applier to write what it was handed, and returns
+// how many records the stores took and the applier's failure.
+func (w *chunkWriter) finish() (int, error) {
+	close(w.full)
+	<-w.done
+	return w.n, w.err
+}
+
+func (w *chunkWriter) run() {
+	defer close(w.done)
+	for buf := range w.full {
+		if err := w.write(buf); err != nil {
+			w.err = err
+			close(w.failed)
+			// Drain, so that a hand in flight does not wait on a
+			// writer that has stopped (finish closes full).
+			for range w.full {
+			}
+			return
+		}
+		clear(buf)
+		w.free <- buf[:0]
+	}
+}
+
+// write writes one chunk to the lanes' stores, the lanes side by side:
+// each has its own database (or in-memory stores), which no one else
+// touches during a restore.
+func (w *chunkWriter) write(buf []restoreEntry) error {
+	lanes := w.sr.lanes
+	errs := make([]error, len(lanes))
+	var wg sync.WaitGroup
+	for i := range lanes {
+		if i == len(lanes)-1 {
+			errs[i] = w.writeLane(i, buf)
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = w.writeLane(i, buf)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	for _, p := range w.parts {
+		w.n += len(p)
+	}
+	return nil
+}
+
+// writeLane writes lane i's part of buf to its store.
+func (w *chunkWriter) writeLane(i int, buf []restoreEntry) error {
+	l := w.sr.lanes[i]
+	part := w.parts[i][:0]
+	for _, e := range buf {
+		// A lane database skips what its checkpoint says it holds.
+		if (e.lane == i || e.lane < 0) && !l.local.has(w.topic, e.partition, e.offset) {
+			part = append(part, e.rec)
+		}
+	}
+	w.parts[i] = part
+	defer clear(part)
+	if len(part) == 0 {
+		return nil
+	}
+	r, ok := l.Task().Stores()[w.name].(state.Restorer)
+	if !ok {
+		return fmt.Errorf("state store %s cannot be restored from its changelog", w.name)
+	}
+	if err := r.Restore(part); err != nil {
+		return fmt.Errorf("lane %d: state store %s: %w", l.idx, w.name, err)
+	}
+	return nil
 }
 
 // start runs the lanes.

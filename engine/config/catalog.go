@@ -224,7 +224,7 @@ var catalogue = sortedKeys([]Key{
 		ReadBy:      []Component{LiveEngine},
 		Note:        "a lane hands records over 512 at a time at most; one hand-over larger than this waits for the whole budget"}, 1),
 	atLeast(Key{Name: keyRestoreChunkRecords, Type: TypeInt, Default: "16384",
-		Description: "the changelog records a restore reads ahead before it writes them to the lanes' stores; changelog partitions are read one at a time",
+		Description: "the changelog records a restore reads ahead before it writes them to the lanes' stores; the read fills the next chunk while one is written, and changelog partitions are read one at a time",
 		ReadBy:      []Component{LiveEngine}}, 1),
 	atLeast(Key{Name: keyBufferMemory, Type: TypeInt, Default: "33554432",
 		Description: "the bytes of records the live engine has produced and the brokers not yet acknowledged; a full buffer holds the committer, and through it the lanes",

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/linxGnu/grocksdb"
 )
@@ -71,13 +72,20 @@ type DB struct {
 	closed atomic.Bool
 	freed  bool
 
-	// restoring says writes go to bulk, the last restored write of each
-	// key (nil for a delete), instead of to a layer (BeginRestore);
-	// bulkSize is the bytes of its keys and values.
+	// restoring says writes go to bulk instead of to a layer
+	// (BeginRestore): the index in bulkVals of the last restored write of
+	// each key (nil for a delete). An index, not the value, so that a new
+	// version of a key changes no map key: the keys and values live in
+	// arena, not in an allocation each. bulkSize is the bytes the arena
+	// holds for them.
 	restoring bool
-	bulk      map[string][]byte
+	bulk      map[string]int
+	bulkVals  [][]byte
+	arena     bulkArena
 	bulkSize  int
 	bulkErr   error
+	// scratch builds a prefixed key to look up in bulk.
+	scratch []byte
 	// bulkMax is the bytes of one bulk write batch (SetRestoreBatchBytes,
 	// DefaultRestoreBatchBytes when 0).
 	bulkMax int
@@ -539,7 +547,7 @@ func (d *DB) BeginRestore() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.restoring = true
-	d.bulk = map[string][]byte{}
+	d.bulk = map[string]int{}
 }
 
 // EndRestore writes what is left of the restore with cp, atomically.
@@ -551,7 +559,7 @@ func (d *DB) EndRestore(cp Checkpoint) error {
 	}
 	d.put(string(checkpointKey), cp.encode())
 	d.flushBulk()
-	d.restoring, d.bulk = false, nil
+	d.restoring, d.bulk, d.bulkVals, d.arena, d.scratch = false, nil, nil, bulkArena{}, nil
 	err := d.bulkErr
 	d.bulkErr = nil
 	if err != nil {
@@ -561,13 +569,29 @@ func (d *DB) EndRestore(cp Checkpoint) error {
 }
 
 func (d *DB) bulkAdd(key string, value []byte) {
-	if old, ok := d.bulk[key]; ok {
-		d.bulkSize -= len(old)
+	d.bulkPut(nil, []byte(key), value)
+}
+
+// bulkPut gathers the restored write of prefix+key (a delete when value is
+// nil). A key already in bulk keeps its string, and its value's room when
+// the new value fits (a count's versions all have one length), so a
+// changelog's versions of a key cost no allocation; a new key or a larger
+// value is copied into the arena.
+func (d *DB) bulkPut(prefix, key, value []byte) {
+	d.scratch = append(append(d.scratch[:0], prefix...), key...)
+	i, ok := d.bulk[string(d.scratch)]
+	if !ok {
+		k := d.arena.copy(d.scratch)
+		d.bulkSize += len(k)
+		// The string is the arena's bytes, which stay as they are
+		// until flushBulk has dropped it from the map.
+		d.bulk[unsafe.String(unsafe.SliceData(k), len(k))] = len(d.bulkVals)
+		d.bulkVals = append(d.bulkVals, d.copyValue(value))
+	} else if old := d.bulkVals[i]; value != nil && old != nil && cap(old) >= len(value) {
+		d.bulkVals[i] = append(old[:0], value...)
 	} else {
-		d.bulkSize += len(key)
+		d.bulkVals[i] = d.copyValue(value)
 	}
-	d.bulk[key] = value
-	d.bulkSize += len(value)
 	limit := d.bulkMax
 	if limit <= 0 {
 		limit = DefaultRestoreBatchBytes
@@ -577,13 +601,26 @@ func (d *DB) bulkAdd(key string, value []byte) {
 	}
 }
 
+// copyValue copies value into the arena; nil stays nil (a delete), and an
+// empty value is an empty one, not a delete.
+func (d *DB) copyValue(value []byte) []byte {
+	if value == nil {
+		return nil
+	}
+	if len(value) == 0 {
+		return []byte{}
+	}
+	d.bulkSize += len(value)
+	return d.arena.copy(value)
+}
+
 // flushBulk writes the restored records gathered so far. The lock must be
 // held.
 func (d *DB) flushBulk() {
 	if len(d.bulk) == 0 || d.bulkErr != nil {
 		return
 	}
-	rep := encodeBatch(d.bulk, nil)
+	rep := d.encodeBulk()
 	if err := checkRoom(d.path, len(rep)); err != nil {
 		d.bulkErr = fmt.Errorf("restore: %w", err)
 		return
@@ -593,8 +630,68 @@ func (d *DB) flushBulk() {
 		d.bulkErr = fmt.Errorf("restore into RocksDB state in %s: %w", d.path, err)
 	}
 	wb.Destroy()
+	// The map's keys and values point into the arena: they go before
+	// the arena's blocks are written again.
 	clear(d.bulk)
+	clear(d.bulkVals)
+	d.bulkVals = d.bulkVals[:0]
+	d.arena.reset()
 	d.bulkSize = 0
+}
+
+// encodeBulk lays bulk out as a write batch's bytes, in key order as
+// encodeBatch does. The lock must be held.
+func (d *DB) encodeBulk() []byte {
+	size := batchHeader
+	for k, i := range d.bulk {
+		size += 1 + 2*binary.MaxVarintLen32 + len(k) + len(d.bulkVals[i])
+	}
+	out := make([]byte, batchHeader, size)
+	binary.LittleEndian.PutUint32(out[8:], uint32(len(d.bulk)))
+	for _, k := range slices.Sorted(maps.Keys(d.bulk)) {
+		out = appendRecord(out, unsafe.Slice(unsafe.StringData(k), len(k)), d.bulkVals[d.bulk[k]])
+	}
+	return out
+}
+
+// arenaBlock is the size of a bulkArena's blocks.
+const arenaBlock = 1 << 20
+
+// bulkArena holds the bytes of a restore's bulk in blocks that never move,
+// so that bulk's keys (strings over the bytes) and values can point into
+// them: one allocation per block instead of two per record. reset keeps
+// the blocks for the next batch; the bulk's bound bounds them.
+type bulkArena struct {
+	blocks [][]byte
+	// cur is the block being filled, an index into blocks.
+	cur int
+}
+
+// copy returns a copy of b in the arena, its capacity its length, so that
+// an append to it cannot run into its neighbour.
+func (a *bulkArena) copy(b []byte) []byte {
+	if len(b) > arenaBlock/4 {
+		return append(make([]byte, 0, len(b)), b...)
+	}
+	for a.cur < len(a.blocks) && cap(a.blocks[a.cur])-len(a.blocks[a.cur]) < len(b) {
+		a.cur++
+	}
+	if a.cur == len(a.blocks) {
+		a.blocks = append(a.blocks, make([]byte, 0, arenaBlock))
+	}
+	blk := a.blocks[a.cur]
+	n := len(blk)
+	blk = append(blk, b...)
+	a.blocks[a.cur] = blk
+	return blk[n:len(blk):len(blk)]
+}
+
+// reset empties the arena; what pointed into it must be gone.
+func (a *bulkArena) reset() {
+	for i := range a.blocks {
+		a.blocks[i] = a.blocks[i][:0]
+	}
+	a.cur = 0
 }
 
 // get reads key through the layers, newest first, then the database. The

@@ -106,6 +106,10 @@ func (s *store) Put(key, value []byte) error {
 // putLocked treats a nil value as a delete, as Kafka Streams'
 // put(key, null) does.
 func (s *store) putLocked(key, value []byte) {
+	if s.d.restoring {
+		s.d.bulkPut(s.prefix, key, value)
+		return
+	}
 	if value == nil {
 		s.d.del(s.skey(key))
 		return
