@@ -258,12 +258,13 @@ func checkCountsWithKcat(t *testing.T, addr string, keys, per int) {
 // its data (log recovery, coordinators reloading). Real tier only.
 func TestRealBrokerKillExactlyOnce(t *testing.T) {
 	if kafkatest.Real() && os.Getenv("STOATCTL_TEST_REAL_BROKER_KILL") == "" {
-		// It passed twice (193 s locally, and in CI), then failed in CI
-		// with seed 1796146313238154366: the engine stayed REBALANCING
-		// from the first kill to the end and committed no output in
-		// 400 s. An open liveness bug after a real broker's crash
-		// (docs/testing.md), to be found before this runs in CI again.
-		t.Skip("open bug: the engine can stay REBALANCING after a real broker is killed (docs/testing.md); STOATCTL_TEST_REAL_BROKER_KILL=1 runs it")
+		// It fails about every other run: a single Kafka node restarted
+		// after SIGKILL can complete a PREPARE_COMMIT transaction without
+		// writing any of its markers (its partitions are leaderless for a
+		// moment while the node registers again, and Kafka skips markers
+		// of leaderless partitions as deleted), leaving the engine's
+		// transaction hanging in every partition (docs/testing.md).
+		t.Skip("Apache Kafka drops the markers of a transaction it recovers on a single node restarted after SIGKILL (docs/testing.md); STOATCTL_TEST_REAL_BROKER_KILL=1 runs it")
 	}
 	kb := kafkatest.StartCrashable(t)
 	rng := rand.New(rand.NewPCG(crashSeed(t), 13))
