@@ -112,10 +112,15 @@ func TestAPIServesTheRunningEngine(t *testing.T) {
 			t.Errorf("/metrics lacks %q", want)
 		}
 	}
-	// A late record is dropped and counted.
+	// A late record is dropped and counted. Lateness is judged against
+	// the floor, the watermark stamped on the last barrier a lane
+	// crossed, so the late record goes in only once the watermark's move
+	// to base+50 s has been committed: the windows it closed, [10 s, 20 s)
+	// to [30 s, 40 s), are then in the output.
 	produceTo(t, addr, "in", 1, base+20_000)
 	produceTo(t, addr, "in", 1, base+50_000)
 	produceTo(t, addr, "in", 0, base+60_000)
+	readCommitted(t, addr, "out", 3, 20*time.Second)
 	produceTo(t, addr, "in", 1, base+1_000)
 	eventually(t, 20*time.Second, func() string { return "no late drop counted" }, func() bool {
 		m, _ = cl.Metrics(bg)
