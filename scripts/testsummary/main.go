@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -75,7 +76,10 @@ func summarize(r io.Reader, w io.Writer) (failed bool, err error) {
 			}
 			delete(outputs, id)
 		case e.Action == "fail":
+			// A package that fails with tests still open timed out or
+			// crashed: what those tests printed says where it hung.
 			failed = true
+			printUnfinished(w, e.Package, outputs)
 		case e.Action == "skip" && e.Test != "":
 			skips = append(skips, skip{e.Package, e.Test, reason(outputs[id])})
 			delete(outputs, id)
@@ -95,6 +99,35 @@ func summarize(r io.Reader, w io.Writer) (failed bool, err error) {
 		fmt.Fprintf(w, "  %s %s: %s\n", s.pkg, s.test, s.reason)
 	}
 	return failed, nil
+}
+
+// unfinishedTail is how many of an unfinished test's last output lines
+// are printed: enough for the timeout's goroutine dump to show the test's
+// own stack, not the whole dump.
+const unfinishedTail = 150
+
+// printUnfinished prints the tests of pkg that never passed, failed or
+// skipped, each with the end of its output, and forgets them.
+func printUnfinished(w io.Writer, pkg string, outputs map[string][]string) {
+	var ids []string
+	for id := range outputs {
+		if strings.HasPrefix(id, pkg+" ") {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		lines := outputs[id]
+		test := strings.TrimPrefix(id, pkg+" ")
+		if test == "" {
+			continue
+		}
+		fmt.Fprintf(w, "--- UNFINISHED: %s %s (the package failed while it ran; its last %d lines follow)\n", pkg, test, min(len(lines), unfinishedTail))
+		for _, o := range lines[max(0, len(lines)-unfinishedTail):] {
+			io.WriteString(w, o)
+		}
+		delete(outputs, id)
+	}
 }
 
 // reason is what a skipped test said: its output but the run and skip

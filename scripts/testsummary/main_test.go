@@ -61,3 +61,41 @@ func TestSummarizeRefusesGarbage(t *testing.T) {
 		t.Error("no error for a broken JSON line")
 	}
 }
+
+// TestSummarizeTimeout: a package that times out is reported with the
+// test that was running and the end of what it printed, the timeout's
+// goroutine dump included.
+func TestSummarizeTimeout(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir+"/go.mod", "module example.com/h\n\ngo 1.22\n")
+	write(t, dir+"/h_test.go", `package h
+
+import (
+	"testing"
+	"time"
+)
+
+func TestQuick(t *testing.T) {}
+func TestHangs(t *testing.T) { t.Log("waiting for the broker"); time.Sleep(time.Hour) }
+`)
+	cmd := exec.Command("go", "test", "-json", "-count=1", "-timeout", "2s", ".")
+	cmd.Dir = dir
+	out, _ := cmd.Output()
+	var b strings.Builder
+	failed, err := summarize(strings.NewReader(string(out)), &b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := b.String()
+	if !failed {
+		t.Errorf("a timed-out package was not reported as a failure:\n%s", got)
+	}
+	for _, want := range []string{"--- UNFINISHED: example.com/h TestHangs", "waiting for the broker", "TestHangs"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("summary lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "UNFINISHED: example.com/h TestQuick") {
+		t.Errorf("summary lists a finished test as unfinished:\n%s", got)
+	}
+}
