@@ -142,12 +142,23 @@ func RunContext(ctx context.Context, args []string, stdout, stderr io.Writer, op
 	if c != nil {
 		path = c.CommandPath()
 	}
-	fmt.Fprintf(stderr, "%s: %v\n", path, err)
+	fmt.Fprintf(stderr, "%s: %s\n", path, withoutCommandPrefix(err.Error(), c))
 	code := ExitCode(err)
 	if code == ExitUsage {
 		fmt.Fprintf(stderr, "run '%s --help' for usage\n", path)
 	}
 	return code
+}
+
+// withoutCommandPrefix drops a leading "NAME: " from msg when NAME is the
+// command's own name: the packages behind the commands (migrate, replay)
+// prefix their errors with their name, and the line already starts with
+// the command path ("stoatctl migrate: migrate: ..." said it twice).
+func withoutCommandPrefix(msg string, c *cobra.Command) string {
+	if c == nil {
+		return msg
+	}
+	return strings.TrimPrefix(msg, c.Name()+": ")
 }
 
 // ExitCode is the exit code for an error Execute returned: 0 for nil, 1
