@@ -132,10 +132,10 @@ func startBrokerChild(t *testing.T, dir string, port int) *exec.Cmd {
 // killed and restarted. The output must then be exact, read back by
 // franz-go and by kcat, and the engine must stop within its deadline.
 //
-// arm, when not nil, is called as each slice is produced; when it returns
-// true it has armed the broker to die inside its next commit, and kill
-// then waits for that death rather than sending a SIGKILL at the crash
-// point.
+// arm, when not nil, is called once each slice is produced; when it
+// returns true it has armed the broker to die inside its next commit (the
+// commit of that slice's records, as a rule), and kill then waits for that
+// death rather than sending a SIGKILL at the crash point.
 func killBrokerUnderLoad(t *testing.T, addr, app string, rng *rand.Rand, arm func() bool, kill func(armed bool), restart func()) {
 	const kills, keys, per = 10, 200, 22
 	var in []kv
@@ -146,8 +146,11 @@ func killBrokerUnderLoad(t *testing.T, addr, app string, rng *rand.Rand, arm fun
 	e, stop := runEngine(t, counts(), cfg(addr, app, "session.timeout.ms", "10000"))
 	for i := range kills {
 		at := e.Stats().Records + int64(rng.IntN(len(slice(i))))
-		armed := arm != nil && arm()
 		produce(t, addr, "in", slice(i))
+		// Armed only once the slice is in: a broker that died inside a
+		// commit while the test still produced would leave the produce
+		// waiting for a broker that only the test restarts.
+		armed := arm != nil && arm()
 		if !armed {
 			// The crash point: a seeded number of this slice's records
 			// committed, or a few seconds if the engine is still
