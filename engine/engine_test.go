@@ -96,10 +96,18 @@ func produce(t testing.TB, addr, topic string, recs []kv) {
 		}
 		rs = append(rs, rec)
 	}
-	if err := cl.ProduceSync(context.Background(), rs...).FirstErr(); err != nil {
-		t.Fatal(err)
+	// franz-go retries a produce for as long as its context lasts: a
+	// broker that died under it would hang the test until go test's own
+	// timeout, which names no test.
+	ctx, cancel := context.WithTimeout(context.Background(), produceWithin)
+	defer cancel()
+	if err := cl.ProduceSync(ctx, rs...).FirstErr(); err != nil {
+		t.Fatalf("produce %d records to %s within %s: %v", len(rs), topic, produceWithin, err)
 	}
 }
+
+// produceWithin bounds a test's produce.
+const produceWithin = 2 * time.Minute
 
 // readCommitted reads topic read-committed until want records arrived or
 // the deadline passed, then waits a little more to catch duplicates.
