@@ -28,10 +28,12 @@ func produceTo(t testing.TB, addr, topic string, p int32, timestamps ...int64) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), produceWithin)
+	defer cancel()
 	for _, ts := range timestamps {
 		rec := &kgo.Record{Key: []byte("a"), Value: []byte("x"), Partition: p, Timestamp: time.UnixMilli(ts)}
-		if err := cl.ProduceSync(context.Background(), rec).FirstErr(); err != nil {
-			t.Fatal(err)
+		if err := cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
+			t.Fatalf("produce to %s[%d] within %s: %v", topic, p, produceWithin, err)
 		}
 	}
 }
