@@ -420,7 +420,7 @@ func clicks(base int64) (first, second []interop.Record) {
 func TestKafkaStreamsCutoverWindowClose(t *testing.T) {
 	j := kafkaStreams(t)
 	m := mirror(t, "window-close")
-	base := time.Now().Add(-3*time.Hour).UnixMilli() / 3_600_000 * 3_600_000
+	base := inputHour
 	first, second := clicks(base)
 
 	t.Run("emit-frontier", func(t *testing.T) {
@@ -470,15 +470,23 @@ func TestKafkaStreamsCutoverWindowClose(t *testing.T) {
 	})
 }
 
-// shift moves the input's times to a few hours ago, by whole hours (a
-// broker deletes records older than retention.ms; see interop's recent).
+// inputHour is the whole hour, three hours ago, that the Kafka Streams
+// tests move their input to (a broker deletes records older than
+// retention.ms; see interop's recent). It is taken once per test binary:
+// the reference runs are cached per mirror (references) and shared by the
+// tests, so every test must move its input alike, even in a run that
+// crosses an hour (one did, in CI at 02:00, and every timestamp differed
+// by an hour from the cached reference's).
+var inputHour = time.Now().Add(-3*time.Hour).UnixMilli() / 3_600_000 * 3_600_000
+
+// shift moves the input's times to inputHour, by whole hours.
 func shift(in []interop.Record) []interop.Record {
 	const hour = int64(time.Hour / time.Millisecond)
 	first := in[0].Timestamp
 	for _, r := range in {
 		first = min(first, r.Timestamp)
 	}
-	d := (time.Now().UnixMilli()-3*hour)/hour*hour - first/hour*hour
+	d := inputHour - first/hour*hour
 	out := slices.Clone(in)
 	for i := range out {
 		out[i].Timestamp += d
@@ -497,7 +505,7 @@ func TestKafkaStreamsCutoverFromStateDir(t *testing.T) {
 	j := kafkaStreams(t)
 	t.Run("window-close", func(t *testing.T) {
 		m := mirror(t, "window-close")
-		base := time.Now().Add(-3*time.Hour).UnixMilli() / 3_600_000 * 3_600_000
+		base := inputHour
 		first, second := clicks(base)
 		c := runCutover(t, j, m, first, second, how{emitFrontier: true, fromStateDir: true})
 		if !c.report.Verify.OK || c.report.Translated == 0 || c.plan.Stores[0].StateDir == "" {
