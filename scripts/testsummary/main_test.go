@@ -14,13 +14,30 @@ func write(t *testing.T, path, data string) {
 	}
 }
 
+// summarizeModule writes a module of its own with the test file given,
+// runs go test -json on it with args, and returns what summarize wrote and
+// whether it saw a failure.
+func summarizeModule(t *testing.T, module, testFile string, args ...string) (string, bool) {
+	t.Helper()
+	dir := t.TempDir()
+	write(t, dir+"/go.mod", "module "+module+"\n\ngo 1.22\n")
+	write(t, dir+"/x_test.go", testFile)
+	cmd := exec.Command("go", append([]string{"test", "-json", "-count=1"}, append(args, ".")...)...)
+	cmd.Dir = dir
+	out, _ := cmd.Output()
+	var b strings.Builder
+	failed, err := summarize(strings.NewReader(string(out)), &b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.String(), failed
+}
+
 // TestSummarize feeds it real go test -json output: a package of its own
 // with a passing, a skipped and a failing test, written to a temporary
 // module.
 func TestSummarize(t *testing.T) {
-	dir := t.TempDir()
-	write(t, dir+"/go.mod", "module example.com/s\n\ngo 1.22\n")
-	write(t, dir+"/s_test.go", `package s
+	got, failed := summarizeModule(t, "example.com/s", `package s
 
 import "testing"
 
@@ -29,23 +46,14 @@ func TestSkip(t *testing.T) { t.Skip("zsh is not installed") }
 func TestFail(t *testing.T) { t.Log("before"); t.Fatal("broken") }
 func TestSub(t *testing.T) { t.Run("inner", func(t *testing.T) { t.Skip("no fish") }) }
 `)
-	cmd := exec.Command("go", "test", "-json", "-count=1", ".")
-	cmd.Dir = dir
-	out, _ := cmd.Output()
-	var b strings.Builder
-	failed, err := summarize(strings.NewReader(string(out)), &b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := b.String()
 	if !failed {
 		t.Errorf("a failing test was not reported as a failure:\n%s", got)
 	}
 	for _, want := range []string{
 		"--- FAIL: TestFail", "broken", "FAIL\texample.com/s",
 		"2 tests skipped:\n",
-		"  example.com/s TestSkip: s_test.go:6: zsh is not installed\n",
-		"  example.com/s TestSub/inner: s_test.go:8: no fish\n",
+		"  example.com/s TestSkip: x_test.go:6: zsh is not installed\n",
+		"  example.com/s TestSub/inner: x_test.go:8: no fish\n",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("summary lacks %q:\n%s", want, got)
@@ -66,9 +74,7 @@ func TestSummarizeRefusesGarbage(t *testing.T) {
 // test that was running and the end of what it printed, the timeout's
 // goroutine dump included.
 func TestSummarizeTimeout(t *testing.T) {
-	dir := t.TempDir()
-	write(t, dir+"/go.mod", "module example.com/h\n\ngo 1.22\n")
-	write(t, dir+"/h_test.go", `package h
+	got, failed := summarizeModule(t, "example.com/h", `package h
 
 import (
 	"testing"
@@ -77,16 +83,7 @@ import (
 
 func TestQuick(t *testing.T) {}
 func TestHangs(t *testing.T) { t.Log("waiting for the broker"); time.Sleep(time.Hour) }
-`)
-	cmd := exec.Command("go", "test", "-json", "-count=1", "-timeout", "2s", ".")
-	cmd.Dir = dir
-	out, _ := cmd.Output()
-	var b strings.Builder
-	failed, err := summarize(strings.NewReader(string(out)), &b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := b.String()
+`, "-timeout", "2s")
 	if !failed {
 		t.Errorf("a timed-out package was not reported as a failure:\n%s", got)
 	}
