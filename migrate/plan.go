@@ -868,6 +868,9 @@ func (s *session) checkTopicConfig(ctx context.Context, sp *StorePlan, ksStore, 
 		return fmt.Errorf("migrate: configs of %s: %w", topic, err)
 	}
 	rc, err := cfgs.On(topic, nil)
+	if err == nil {
+		err = rc.Err
+	}
 	if err != nil {
 		return fmt.Errorf("migrate: configs of %s: %w", topic, err)
 	}
@@ -887,7 +890,15 @@ func (s *session) checkTopicConfig(ctx context.Context, sp *StorePlan, ksStore, 
 			ksStore, topic, conf["cleanup.policy"], what, ours, info.Builder.Kind())
 	}
 	if w, ok := info.Builder.(windowed); ok && kind != KeyValue {
-		if ret, err := strconv.ParseInt(conf["retention.ms"], 10, 64); err == nil && ret != w.Retention()+windowedChangelogExtraRetention {
+		// Kafka always describes retention.ms (its default when the topic
+		// sets none); without it the window size cannot be checked, and a
+		// check that cannot be made is not passed.
+		ret, err := strconv.ParseInt(conf["retention.ms"], 10, 64)
+		if err != nil {
+			return fmt.Errorf("migrate: store %s: %s's retention.ms %q does not say the store's retention, so its window size and grace cannot be checked against ours (%s)",
+				ksStore, topic, conf["retention.ms"], ours)
+		}
+		if ret != w.Retention()+windowedChangelogExtraRetention {
 			return fmt.Errorf("migrate: store %s: window size or grace mismatch: %s's retention.ms %d is a store retention of %d ms, ours (%s) keeps %d ms (window size + grace, or its retention)",
 				ksStore, topic, ret, ret-windowedChangelogExtraRetention, ours, w.Retention())
 		}

@@ -85,10 +85,31 @@ func TestWindowSizeMismatch(t *testing.T) {
 	adm := kadm.NewClient(client(t, addr))
 	// A five-minute window with ten seconds of grace: retention 310 s.
 	kafkatest.CreateTopic(t, adm, "ks-clicks-per-minute-store-changelog", 1, map[string]*string{"cleanup.policy": ptr("compact,delete"), "retention.ms": ptr("86710000")})
+	// The broker must describe the topic as made (CI's real tier once saw
+	// this test's migration pass; a changelog left by an earlier test with
+	// our retention would do that).
+	if cfgs, err := adm.DescribeTopicConfigs(context.Background(), "ks-clicks-per-minute-store-changelog"); err != nil {
+		t.Fatal(err)
+	} else if rc, err := cfgs.On("ks-clicks-per-minute-store-changelog", nil); err != nil || rc.Err != nil {
+		t.Fatalf("describe the changelog: %v %v", err, rc.Err)
+	} else {
+		for _, c := range rc.Configs {
+			if c.Key == "retention.ms" && (c.Value == nil || *c.Value != "86710000") {
+				t.Fatalf("the changelog just made has retention.ms %v (source %v), not 86710000", c.MaybeValue(), c.Source)
+			}
+		}
+	}
 	_, built := load(t, "window-close", "ours")
-	_, err := migrate.Run(context.Background(), migrate.Options{From: "ks", To: "ours", Built: built, Seeds: []string{addr}, EmitFrontier: true})
+	opts := migrate.Options{From: "ks", To: "ours", Built: built, Seeds: []string{addr}, EmitFrontier: true}
+	_, err := migrate.Run(context.Background(), opts)
 	want := "migrate: store clicks-per-minute-store: window size or grace mismatch: ks-clicks-per-minute-store-changelog's retention.ms 86710000 is a store retention of 310000 ms, ours (clicks-per-minute-store) keeps 70000 ms"
 	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		// Say what the migration saw, for the post-mortem.
+		if p, perr := migrate.MakePlan(context.Background(), opts); perr == nil {
+			var b strings.Builder
+			_ = p.WriteText(&b)
+			t.Logf("the plan now:\n%s", b.String())
+		}
 		t.Fatalf("err = %v\nwant %q", err, want)
 	}
 	assertNothingWritten(t, adm)
