@@ -217,6 +217,16 @@ func TestRunServesWatermarks(t *testing.T) {
 	if !p1.Idle || p1.WatermarkMs != inspect.MinWatermark || p1.LastEventTimeIso != "N/A" {
 		t.Errorf("clicks:1 once idle: %+v", p1)
 	}
+	// When each moved and idled, in the engine's wall clock: clicks:0's
+	// watermark moved with its last record, clicks:1 idled after its
+	// timeout and never moved.
+	now := time.Now().UnixMilli()
+	if a := p0.LastAdvanceMs; a == nil || *a > now || *a < now-60_000 || p0.IdleSinceMs != nil {
+		t.Errorf("clicks:0's lastAdvanceMs %v (now %d), idleSinceMs %v: want a move within the last minute, not idle", p0.LastAdvanceMs, now, p0.IdleSinceMs)
+	}
+	if p1.LastAdvanceMs != nil || p1.IdleSinceMs == nil || *p1.IdleSinceMs > now {
+		t.Errorf("clicks:1's lastAdvanceMs %v, idleSinceMs %v: want never moved, idle since before now (%d)", p1.LastAdvanceMs, p1.IdleSinceMs, now)
+	}
 	if pin, _ := inspect.Pinning(w); pin != "clicks:0" {
 		t.Errorf("pinning partition %q, want clicks:0", pin)
 	}

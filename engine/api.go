@@ -164,10 +164,7 @@ func WatermarksDocument(o Observation) (inspect.Watermarks, error) {
 		pw := inspect.PartitionWatermark{WatermarkMs: p.Watermark, WatermarkIso: inspect.Iso(p.Watermark), Idle: p.Idle,
 			LastEventTimeMs: p.LastEventTime, LastEventTimeIso: inspect.Iso(p.LastEventTime),
 			IdlenessTimeoutMs: p.IdlenessTimeout.Milliseconds()}
-		if p.LastRecord > 0 {
-			at := p.LastRecord
-			pw.LastRecordMs = &at
-		}
+		pw.LastRecordMs, pw.LastAdvanceMs, pw.IdleSinceMs = wallTime(p.LastRecord), wallTime(p.LastAdvance), wallTime(p.IdleSince)
 		if p.Alignment != "" {
 			g := p.Alignment
 			pw.AlignmentGroup = &g
@@ -178,6 +175,15 @@ func WatermarksDocument(o Observation) (inspect.Watermarks, error) {
 		doc.Partitions[fmt.Sprintf("%s:%d", p.Topic, p.Partition.Partition)] = pw
 	}
 	return doc, nil
+}
+
+// wallTime is a tracker's wall-clock time for the document: nil for 0,
+// the tracker's "not yet".
+func wallTime(ms int64) *int64 {
+	if ms <= 0 {
+		return nil
+	}
+	return &ms
 }
 
 func (a apiBackend) Info() inspect.Info {

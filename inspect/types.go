@@ -34,6 +34,14 @@ type PartitionWatermark struct {
 	// for late records too, so a reader can tell a live partition whose
 	// watermark is held back by old timestamps from a quiet one.
 	LastRecordMs *int64 `json:"lastRecordMs,omitempty"`
+	// LastAdvanceMs is the wall-clock time the partition's watermark last
+	// moved in the engine's process; absent before its first move there
+	// (a watermark resumed from committed offsets has not moved yet).
+	// With it one look tells how long a watermark has stood still.
+	LastAdvanceMs *int64 `json:"lastAdvanceMs,omitempty"`
+	// IdleSinceMs is the wall-clock time the partition was marked idle;
+	// absent while it is not.
+	IdleSinceMs *int64 `json:"idleSinceMs,omitempty"`
 	// PreviewWatermarkMs and HeadHeldSinceMs are set while the partition's
 	// next record is stamped ahead of the others and waits behind them.
 	PreviewWatermarkMs  *int64  `json:"previewWatermarkMs,omitempty"`

@@ -370,6 +370,12 @@ func (t *Tracker) partition(at time.Time, name string, pw inspect.PartitionWater
 	if pw.WatermarkMs != tr.wm {
 		tr.wm, tr.lastAdvance, tr.advanced = pw.WatermarkMs, at, true
 	}
+	// A server that says when the watermark last moved (lastAdvanceMs)
+	// and since when the partition is idle (idleSinceMs) is believed over
+	// the polls: one look then tells a stall's length.
+	if when, ok := serverTime(pw.LastAdvanceMs, at); ok {
+		tr.lastAdvance, tr.advanced = when, true
+	}
 	// Records arriving: the server's lastRecordMs moving where it sends
 	// one (late records move it too), else the newest event time moving.
 	activity := pw.LastEventTimeMs
@@ -381,6 +387,9 @@ func (t *Tracker) partition(at time.Time, name string, pw inspect.PartitionWater
 	}
 	if pw.Idle != tr.idle {
 		tr.idle, tr.idleSince, tr.idleSeen = pw.Idle, at, true
+	}
+	if when, ok := serverTime(pw.IdleSinceMs, at); ok && pw.Idle {
+		tr.idleSince, tr.idleSeen = when, true
 	}
 	eff := pw.WatermarkMs
 	if pw.PreviewWatermarkMs != nil {
@@ -425,12 +434,25 @@ func (t *Tracker) partition(at time.Time, name string, pw inspect.PartitionWater
 	}
 	if t.opts.StallAfter == 0 {
 		p.Live = tr.eventChanged
-		p.Stalled = !pw.Idle && pw.PreviewWatermarkMs == nil && t.samples >= 2 && !tr.advanced && at.After(tr.firstSeen)
+		p.Stalled = !pw.Idle && pw.PreviewWatermarkMs == nil && t.samples >= 2 && !tr.lastAdvance.After(tr.firstSeen) && at.After(tr.firstSeen)
 	} else {
 		p.Live = tr.eventChanged && at.Sub(tr.lastEventChange) < t.opts.StallAfter
 		p.Stalled = !pw.Idle && pw.PreviewWatermarkMs == nil && at.Sub(tr.lastAdvance) >= t.opts.StallAfter
 	}
 	return p
+}
+
+// serverTime is a wall-clock time the server sent, as a time no later
+// than at (the poll's own time), so that a server clock ahead of ours
+// cannot make a duration negative; false when the server sent none.
+func serverTime(ms *int64, at time.Time) (time.Time, bool) {
+	if ms == nil {
+		return time.Time{}, false
+	}
+	if when := time.UnixMilli(*ms); when.Before(at) {
+		return when, true
+	}
+	return at, true
 }
 
 // pinning is the index of the partition that pins global: the non-idle one

@@ -124,6 +124,16 @@ func TestStallDetector(t *testing.T) {
 		}
 		return Sample{Info: running, Watermarks: doc(map[string]inspect.PartitionWatermark{"t:0": pw(wm, wm+bound, 300_000)})}
 	}
+	// told is a server that says when the watermark last moved: an hour
+	// after the stuck watermark's event time, two minutes before t0.
+	told := func(movedAt time.Time) func(int, time.Time) Sample {
+		return func(i int, now time.Time) Sample {
+			p := pw(stuck, stuck, 300_000)
+			moved := ms(movedAt)
+			p.LastAdvanceMs = &moved
+			return Sample{Info: running, Watermarks: doc(map[string]inspect.PartitionWatermark{"t:0": p})}
+		}
+	}
 	tests := []struct {
 		name    string
 		opts    Options
@@ -132,6 +142,11 @@ func TestStallDetector(t *testing.T) {
 		since   int64
 		seen    bool
 	}{
+		{"watch: one look at a server that says when it moved", testOptions, scenario{1, time.Second, told(t0.Add(-2 * time.Minute))}, true, 120_000, true},
+		{"watch: the server's move under the threshold", testOptions, scenario{1, time.Second, told(t0.Add(-30 * time.Second))}, false, 30_000, true},
+		{"watch: a server clock ahead of ours", testOptions, scenario{1, time.Second, told(t0.Add(time.Minute))}, false, 0, true},
+		{"once: the server's move before the first poll", Options{}, scenario{2, time.Second, told(t0.Add(-2 * time.Minute))}, true, 121_000, true},
+		{"once: the server's move between the polls", Options{}, scenario{2, time.Second, told(t0.Add(500 * time.Millisecond))}, false, 500, true},
 		{"one poll is no verdict", Options{}, scenario{1, time.Second, at(stuck, stuck, false)}, false, 0, false},
 		{"once: two polls that agree", Options{}, scenario{2, time.Second, at(stuck, stuck, false)}, true, 1000, false},
 		{"once: moved within the samples", Options{}, scenario{3, time.Second, advancesOnce}, false, 1000, true},
@@ -457,5 +472,19 @@ func checkInvariants(t *testing.T, where string, v Verdict) {
 		if a.Code == AlertUnreachable && v.Reachable {
 			t.Fatalf("%s: unreachable alert on a reachable verdict", where)
 		}
+	}
+}
+
+// TestServerIdleSince: a server that says since when a partition is idle
+// gives its idle time from one look, exact rather than "at least".
+func TestServerIdleSince(t *testing.T) {
+	since := ms(t0.Add(-90 * time.Second))
+	p := pw(ms(t0.Add(-time.Hour)), ms(t0.Add(-time.Hour)), 60_000)
+	p.Idle, p.IdleSinceMs = true, &since
+	v := observeAll(testOptions, scenario{1, time.Second, func(int, time.Time) Sample {
+		return Sample{Info: running, Watermarks: doc(map[string]inspect.PartitionWatermark{"t:0": p})}
+	}}.samples())
+	if got := v.Partitions[0]; got.IdleForMs != 90_000 || !got.IdleStartSeen {
+		t.Fatalf("idle for %d (start seen %v), want 90000 seen", got.IdleForMs, got.IdleStartSeen)
 	}
 }

@@ -20,13 +20,13 @@
 //   - lag: the poll's wall-clock time minus a watermark.
 //   - skew: a partition's watermark minus the global watermark; zero for the
 //     pinning partition, large when one partition is far behind the rest.
-//   - stall: a partition's watermark did not move across the polls this
-//     client made, for at least the stall threshold (Options.StallAfter; with
-//     zero, across every poll of the observation). It is measured here, by
-//     comparing polls, because the server reports where each watermark is,
-//     not when it last moved. An idle partition is never stalled (it no
-//     longer counts), nor is one showing a preview watermark (the preview
-//     counts instead).
+//   - stall: a partition's watermark did not move for at least the stall
+//     threshold (Options.StallAfter; with zero, across every poll of the
+//     observation). When it last moved is the server's lastAdvanceMs where
+//     it sends one, else measured here by comparing polls (and then only a
+//     lower bound until a move is seen). An idle partition is never stalled
+//     (it no longer counts), nor is one showing a preview watermark (the
+//     preview counts instead).
 //   - quiet: a partition whose last event time did not change across the
 //     polls; live is the opposite, records still arriving.
 //   - preview: a partition whose next record is stamped ahead of the others

@@ -25,6 +25,15 @@ type PartitionState struct {
 	// partition's newest, which is how a reader tells a partition that is
 	// live but behind from one that went quiet.
 	LastRecord int64
+	// LastAdvance is the wall-clock time, epoch ms, at which the
+	// partition's watermark last moved, as the tracker saw it; 0 before
+	// it moved in this process (a seeded watermark has not moved yet). A
+	// reader that polls can then tell how long a watermark has stood
+	// still from one look, instead of from two looks some time apart.
+	LastAdvance int64
+	// IdleSince is the wall-clock time, epoch ms, at which the partition
+	// was last marked idle; 0 while it is not idle.
+	IdleSince int64
 	// IdlenessTimeout is the timeout in force for this partition: its
 	// source's, else the tracker's default; 0 means never idle.
 	IdlenessTimeout time.Duration
@@ -37,8 +46,12 @@ type partitionState struct {
 	lastActivity int64
 	lastEvent    int64
 	lastRecord   int64
-	idle         bool
-	alignment    string
+	// wm is the watermark as last seen, to tell when it moved.
+	wm          int64
+	lastAdvance int64
+	idle        bool
+	idleSince   int64
+	alignment   string
 }
 
 // Tracker computes the global watermark: the minimum of the watermarks of
@@ -64,6 +77,7 @@ func (t *Tracker) Register(p Partition, s Strategy, now int64) {
 		idle = t.defaultIdleness
 	}
 	st := &partitionState{gen: s.NewGenerator(), idleness: idle, lastActivity: now, lastEvent: Unset}
+	st.wm = st.gen.Current()
 	if a := s.AlignmentGroup(); a != nil {
 		st.alignment = a.Group
 	}
@@ -75,6 +89,8 @@ func (t *Tracker) Register(p Partition, s Strategy, now int64) {
 func (t *Tracker) Seed(p Partition, partitionTime int64) {
 	if st, ok := t.parts[p]; ok && partitionTime >= 0 {
 		st.gen.OnEvent(partitionTime)
+		// Seeding resumes a watermark; it is not a move seen here.
+		st.wm = st.gen.Current()
 		if partitionTime > st.lastEvent {
 			st.lastEvent = partitionTime
 		}
@@ -92,7 +108,8 @@ func (t *Tracker) Observe(p Partition, eventTime, now int64) {
 	}
 	st.gen.OnEvent(eventTime)
 	st.lastActivity, st.lastRecord = now, now
-	st.idle = false
+	st.idle, st.idleSince = false, 0
+	st.noteMove(now)
 	if eventTime > st.lastEvent {
 		st.lastEvent = eventTime
 	}
@@ -105,7 +122,14 @@ func (t *Tracker) Observe(p Partition, eventTime, now int64) {
 func (t *Tracker) Active(p Partition, now int64) {
 	if st, ok := t.parts[p]; ok {
 		st.lastActivity, st.lastRecord = now, now
-		st.idle = false
+		st.idle, st.idleSince = false, 0
+	}
+}
+
+// noteMove stamps the partition's watermark move, if it moved, with now.
+func (st *partitionState) noteMove(now int64) {
+	if w := st.gen.Current(); w != st.wm {
+		st.wm, st.lastAdvance = w, now
 	}
 }
 
@@ -116,8 +140,11 @@ func (t *Tracker) Active(p Partition, now int64) {
 func (t *Tracker) Advance(now int64) (int64, bool) {
 	minimum, any := Unset, false
 	for _, st := range t.parts {
-		if st.idleness > 0 && now-st.lastActivity >= st.idleness {
-			st.idle = true
+		// A generator may move without a record (one driven by the wall
+		// clock); the dispatcher advances often enough to see it.
+		st.noteMove(now)
+		if st.idleness > 0 && now-st.lastActivity >= st.idleness && !st.idle {
+			st.idle, st.idleSince = true, now
 		}
 		if st.idle {
 			continue
@@ -147,6 +174,7 @@ func (t *Tracker) Snapshot() []PartitionState {
 		st := t.parts[k]
 		out = append(out, PartitionState{
 			Partition: k, Watermark: st.gen.Current(), LastEventTime: st.lastEvent, LastRecord: st.lastRecord, Idle: st.idle,
+			LastAdvance: st.lastAdvance, IdleSince: st.idleSince,
 			IdlenessTimeout: time.Duration(st.idleness) * time.Millisecond, Alignment: st.alignment,
 		})
 	}

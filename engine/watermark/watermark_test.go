@@ -125,3 +125,36 @@ func TestTrackerActiveKeepsOldTimestampsLive(t *testing.T) {
 		t.Fatalf("after a silence past the timeout the watermark is %d, want 4100", w)
 	}
 }
+
+// TestTrackerLastAdvanceAndIdleSince: a snapshot says when each
+// partition's watermark last moved and since when it is idle, in the
+// tracker's wall clock, so that a reader needs one look to tell a stall's
+// length.
+func TestTrackerLastAdvanceAndIdleSince(t *testing.T) {
+	tr := NewTracker(time.Second)
+	p := Partition{Topic: "in", Partition: 0}
+	tr.Register(p, ForMonotonousTimestamps(), 0)
+	tr.Seed(p, 5_000)
+	steps := []struct {
+		name        string
+		do          func()
+		lastAdvance int64
+		idleSince   int64
+	}{
+		{"seeded: resumed, not moved", func() { tr.Advance(10) }, 0, 0},
+		{"a record behind the watermark moves nothing", func() { tr.Observe(p, 4_000, 100) }, 0, 0},
+		{"a newer record moves it", func() { tr.Observe(p, 6_000, 200) }, 200, 0},
+		{"the same event time again does not", func() { tr.Observe(p, 6_000, 300) }, 200, 0},
+		{"old timestamps keep it live, not moving", func() { tr.Active(p, 900) }, 200, 0},
+		{"silence past the timeout idles it", func() { tr.Advance(1_900) }, 200, 1_900},
+		{"idle again later keeps the start", func() { tr.Advance(5_000) }, 200, 1_900},
+		{"a record wakes it and moves it", func() { tr.Observe(p, 7_000, 6_000) }, 6_000, 0},
+	}
+	for _, s := range steps {
+		s.do()
+		got := tr.Snapshot()[0]
+		if got.LastAdvance != s.lastAdvance || got.IdleSince != s.idleSince {
+			t.Fatalf("%s: last advance %d, idle since %d; want %d, %d", s.name, got.LastAdvance, got.IdleSince, s.lastAdvance, s.idleSince)
+		}
+	}
+}
