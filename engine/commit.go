@@ -60,8 +60,7 @@ func (c *committer) promise(rec *kgo.Record, err error) {
 	if err == nil {
 		c.g.produced(rec.Topic, rec.Partition, rec.Offset)
 		// franz-go is done with a record once its promise runs.
-		*rec = kgo.Record{}
-		recordPool.Put(rec)
+		release(rec)
 		return
 	}
 	{
@@ -109,8 +108,7 @@ func (c *committer) send(outs []task.Output) {
 		if errors.As(err, &tooLarge) && c.r.s.production == handlerDeadLetter {
 			// The input behind it goes to the dead-letter topic instead,
 			// in this epoch's transaction; a replay writes the same one.
-			*rec = kgo.Record{}
-			recordPool.Put(rec)
+			release(rec)
 			rec, err = c.deadLetter(tooLarge)
 			if err != nil {
 				c.promise(&kgo.Record{Topic: o.Topic, Partition: o.Partition}, err)
@@ -125,8 +123,7 @@ func (c *committer) send(outs []task.Output) {
 			// what commits.
 			c.r.e.log.Warn("sink record too large; skipped (default.production.exception.handler=continue)",
 				"topic", tooLarge.Topic, "partition", tooLarge.Partition, "bytes", tooLarge.Size, "limit", tooLarge.Limit, "input", tooLarge.Origin.String())
-			*rec = kgo.Record{}
-			recordPool.Put(rec)
+			release(rec)
 			continue
 		}
 		if err != nil {
@@ -155,8 +152,7 @@ func (c *committer) deadLetter(tooLarge *RecordTooLargeError) (*kgo.Record, erro
 	if err := c.r.checkSize(c.ctx, dl, rec); err != nil {
 		dl.Key, dl.Value = nil, nil
 		dl.Headers = dl.Headers.Add("__streams.errors.note", []byte("the input record is too large for the dead-letter topic too; only its coordinates are here"))
-		*rec = kgo.Record{}
-		recordPool.Put(rec)
+		release(rec)
 		if rec, err = c.r.record(c.ctx, dl); err != nil {
 			return nil, fmt.Errorf("dead letter for %s: %w", tooLarge.Origin, err)
 		}
@@ -586,14 +582,27 @@ func (r *runner) committedPartTime(p watermark.Partition) (int64, bool) {
 }
 
 // recordPool recycles the records handed to franz-go: one per output
-// record is the committer's largest allocation.
+// record is the committer's largest allocation. A pooled record keeps
+// its headers' room (a changelog record carries the lane hash header), so
+// that reuse allocates nothing.
 var recordPool = sync.Pool{New: func() any { return new(kgo.Record) }}
+
+// release returns rec, which franz-go is done with, to the pool: cleared,
+// so that it holds on to no key, value or header value, but with its
+// headers' room.
+func release(rec *kgo.Record) {
+	hs := rec.Headers
+	clear(hs)
+	*rec = kgo.Record{Headers: hs[:0]}
+	recordPool.Put(rec)
+}
 
 // record converts an output to a Kafka record with its partition chosen:
 // the task's when it chose one, else Kafka's default for the key.
 func (r *runner) record(ctx context.Context, o task.Output) (*kgo.Record, error) {
 	rec := recordPool.Get().(*kgo.Record)
-	*rec = kgo.Record{Topic: o.Topic, Key: o.Key, Value: o.Value, Timestamp: time.UnixMilli(o.Timestamp), Partition: o.Partition}
+	hs := rec.Headers[:0]
+	*rec = kgo.Record{Topic: o.Topic, Key: o.Key, Value: o.Value, Timestamp: time.UnixMilli(o.Timestamp), Partition: o.Partition, Headers: hs}
 	for _, h := range o.Headers {
 		rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: h.Key, Value: h.Value})
 	}
