@@ -152,6 +152,8 @@ type Lane struct {
 	fwdFloor int64
 	cur      Item
 	seq      int64
+	// arena holds the lane hash headers of its changelog records.
+	arena outArena
 
 	outs []task.Output
 	// sendErr is the first failure to forward across a boundary.

@@ -73,9 +73,48 @@ func (l *Lane) routeChangelog(o *task.Output) {
 	_, _, keyBytes, laned := l.task.Laning()
 	o.Partition = int32(lane.For(o.Key, int(l.group.partitions)))
 	if laned {
-		h := binary.BigEndian.AppendUint32(nil, uint32(lane.Murmur2(keyBytes)))
-		o.Headers = append(o.Headers[:len(o.Headers):len(o.Headers)], processor.Header{Key: lane.HashHeader, Value: h})
+		h := l.arena.bytes(4)
+		binary.BigEndian.PutUint32(h, uint32(lane.Murmur2(keyBytes)))
+		hs := l.arena.headers(len(o.Headers) + 1)
+		copy(hs, o.Headers)
+		hs[len(o.Headers)] = processor.Header{Key: lane.HashHeader, Value: h}
+		o.Headers = hs
 	}
+}
+
+// outArena hands out the small slices a lane adds to its changelog
+// records (the lane hash and the headers that carry it) from blocks, one
+// allocation a block instead of two a record. A block is never reused:
+// the garbage collector frees it once no record refers to it any more,
+// so a slice lives as long as the record that holds it, wherever that
+// goes. Each slice's capacity is its length, so an append to one cannot
+// write into its neighbour.
+type outArena struct {
+	b  []byte
+	hs []processor.Header
+}
+
+const (
+	arenaBytes   = 4096
+	arenaHeaders = 256
+)
+
+func (a *outArena) bytes(n int) []byte {
+	if len(a.b) < n {
+		a.b = make([]byte, max(arenaBytes, n))
+	}
+	b := a.b[:n:n]
+	a.b = a.b[n:]
+	return b
+}
+
+func (a *outArena) headers(n int) []processor.Header {
+	if len(a.hs) < n {
+		a.hs = make([]processor.Header, max(arenaHeaders, n))
+	}
+	hs := a.hs[:n:n]
+	a.hs = a.hs[n:]
+	return hs
 }
 
 func (l *Lane) forward(o task.Output) error {
