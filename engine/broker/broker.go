@@ -110,6 +110,7 @@ func Start(ctx context.Context, opts Options) (*Broker, error) {
 	}
 	kopts := []kfake.Opt{
 		kfake.NumBrokers(n),
+		kfake.MaxVersions(advertised()),
 		// kfake listens on 127.0.0.1 whatever the address it is handed;
 		// listening ourselves puts the broker on Host, and the address
 		// each node advertises is its listener's, so clients are sent
@@ -167,6 +168,7 @@ func Start(ctx context.Context, opts Options) (*Broker, error) {
 		return nil, fmt.Errorf("start broker on %s: %w", where, err)
 	}
 	b := &Broker{cluster: cluster, addrs: cluster.ListenAddrs(), unlock: unlock}
+	installCreateTopics(cluster, n)
 	if opts.DataDir != "" {
 		// The hooks go in before the repair, whose own commit they log.
 		if b.intents, err = openIntentLog(opts.DataDir, opts.SyncWrites); err != nil {
