@@ -413,13 +413,21 @@ func Admin(t testing.TB, addr string) *kadm.Client {
 // Crashable is a real broker of one test's own, which the test may kill
 // and restart: a fault test must not take the shared broker down under
 // the tests that follow.
+//
+// It is a cluster of two processes, a dedicated controller and a broker
+// (scripts/kafka.sh start --split), as production KRaft clusters run, and
+// only the broker is killed. A single combined node killed and restarted
+// loses its controller too, and Apache Kafka then completes a transaction
+// it recovers in PREPARE_COMMIT without writing its markers
+// (docs/testing.md): a crash a cluster whose controller survives does not
+// have.
 type Crashable struct {
 	root, dir, addr string
 }
 
-// StartCrashable starts a real broker for t alone (scripts/kafka.sh in a
-// temporary folder), stopped when t ends. It skips t outside the real
-// tier.
+// StartCrashable starts a real broker and its controller for t alone
+// (scripts/kafka.sh in a temporary folder), stopped when t ends. It skips
+// t outside the real tier.
 func StartCrashable(t testing.TB) *Crashable {
 	t.Helper()
 	if !Real() {
@@ -430,7 +438,7 @@ func StartCrashable(t testing.TB) *Crashable {
 		t.Fatal(err)
 	}
 	c := &Crashable{root: root, dir: filepath.Join(t.TempDir(), "kafka")}
-	c.addr = strings.TrimSpace(c.run(t, "start", "--watch", fmt.Sprint(os.Getpid())))
+	c.addr = strings.TrimSpace(c.run(t, "start", "--split", "--watch", fmt.Sprint(os.Getpid())))
 	t.Cleanup(func() {
 		if t.Failed() {
 			c.logWarnings(t)
@@ -441,11 +449,12 @@ func StartCrashable(t testing.TB) *Crashable {
 }
 
 // logWarnings logs the WARN and ERROR lines of every incarnation's broker
-// log (at most 200), for the post-mortem of a failed fault test: the
-// folder goes with the test.
+// log and of the controller's (at most 200), for the post-mortem of a
+// failed fault test: the folder goes with the test.
 func (c *Crashable) logWarnings(t testing.TB) {
 	logs, _ := filepath.Glob(filepath.Join(c.dir, "broker*.log"))
 	sort.Strings(logs) // broker.NANOS.log in order, then broker.log
+	logs = append(logs, filepath.Join(c.dir, "controller.log"))
 	var lines []string
 	for _, l := range logs {
 		b, err := os.ReadFile(l)
@@ -468,11 +477,21 @@ func (c *Crashable) logWarnings(t testing.TB) {
 // restarts.
 func (c *Crashable) Addr() string { return c.addr }
 
-// Kill SIGKILLs the broker.
+// Kill SIGKILLs the broker; the controller lives on.
 func (c *Crashable) Kill(t testing.TB) { t.Helper(); c.run(t, "kill") }
 
-// Restart starts the killed broker again on its data, as after a crash.
-func (c *Crashable) Restart(t testing.TB) { t.Helper(); c.run(t, "restart") }
+// Restart starts the killed broker again on its data, as after a crash,
+// once the controller has fenced it (its session timed out, 3 s in
+// kafka.sh's split mode; the script waits for the controller's log line).
+// The broker then comes back as a new incarnation of a fenced broker and
+// gets its partitions' leadership back only once it is unfenced, so the
+// transaction coordinator it starts finds leaders for the markers of the
+// transactions it recovers.
+func (c *Crashable) Restart(t testing.TB) {
+	t.Helper()
+	c.run(t, "await-fence", "60")
+	c.run(t, "restart")
+}
 
 func (c *Crashable) run(t testing.TB, args ...string) string {
 	t.Helper()
