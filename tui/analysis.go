@@ -385,6 +385,12 @@ func (t *Tracker) partition(at time.Time, name string, pw inspect.PartitionWater
 	if activity != tr.lastEvent {
 		tr.lastEvent, tr.lastEventChange, tr.eventChanged = activity, at, true
 	}
+	// lastRecordMs is itself the time records last arrived: believed over
+	// the polls, as lastAdvanceMs is, so one look tells a live partition
+	// from a quiet one.
+	if when, ok := serverTime(pw.LastRecordMs, at); ok {
+		tr.lastEventChange, tr.eventChanged = when, true
+	}
 	if pw.Idle != tr.idle {
 		tr.idle, tr.idleSince, tr.idleSeen = pw.Idle, at, true
 	}
@@ -433,7 +439,8 @@ func (t *Tracker) partition(at time.Time, name string, pw inspect.PartitionWater
 		p.AheadMs = ahead - now
 	}
 	if t.opts.StallAfter == 0 {
-		p.Live = tr.eventChanged
+		// Under --once, live means records arrived within the samples.
+		p.Live = tr.eventChanged && tr.lastEventChange.After(tr.firstSeen)
 		p.Stalled = !pw.Idle && pw.PreviewWatermarkMs == nil && t.samples >= 2 && !tr.lastAdvance.After(tr.firstSeen) && at.After(tr.firstSeen)
 	} else {
 		p.Live = tr.eventChanged && at.Sub(tr.lastEventChange) < t.opts.StallAfter

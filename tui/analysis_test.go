@@ -488,3 +488,36 @@ func TestServerIdleSince(t *testing.T) {
 		t.Fatalf("idle for %d (start seen %v), want 90000 seen", got.IdleForMs, got.IdleStartSeen)
 	}
 }
+
+// TestOneLookOldTimestamps: a server that says when the watermark last
+// moved and when records last arrived lets one look name the
+// old-timestamps branch: stalled for two minutes while records arrived
+// five seconds ago. Records two minutes old instead make it quiet.
+func TestOneLookOldTimestamps(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		lastRecord time.Duration
+		live       bool
+		quiet      int64
+	}{
+		{"records five seconds ago: live", 5 * time.Second, true, 5_000},
+		{"records two minutes ago: quiet", 2 * time.Minute, false, 120_000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			stuck := ms(t0.Add(-time.Hour))
+			p := pw(stuck, stuck, 0)
+			moved, rec := ms(t0.Add(-2*time.Minute)), ms(t0.Add(-tc.lastRecord))
+			p.LastAdvanceMs, p.LastRecordMs = &moved, &rec
+			v := observeAll(testOptions, scenario{1, time.Second, func(int, time.Time) Sample {
+				return Sample{Info: running, Watermarks: doc(map[string]inspect.PartitionWatermark{"t:0": p})}
+			}}.samples())
+			got := v.Partitions[0]
+			if !got.Stalled || got.Live != tc.live || got.QuietForMs != tc.quiet {
+				t.Fatalf("stalled %v live %v quiet %d, want stalled, live %v, quiet %d", got.Stalled, got.Live, got.QuietForMs, tc.live, tc.quiet)
+			}
+			if tc.live && !slices.Contains(alertCodes(v), "stalled t:0 "+string(BranchOldTimes)) {
+				t.Fatalf("alerts %v, want the stall on t:0 with the old-timestamps branch", alertCodes(v))
+			}
+		})
+	}
+}

@@ -27,8 +27,10 @@
 //     lower bound until a move is seen). An idle partition is never stalled
 //     (it no longer counts), nor is one showing a preview watermark (the
 //     preview counts instead).
-//   - quiet: a partition whose last event time did not change across the
-//     polls; live is the opposite, records still arriving.
+//   - quiet: a partition that delivered no record within the stall
+//     threshold: the server's lastRecordMs says when records last arrived,
+//     else a change of its last event time between polls does; live is
+//     the opposite, records still arriving.
 //   - preview: a partition whose next record is stamped ahead of the others
 //     and waits behind them; its preview watermark counts meanwhile.
 //
