@@ -164,7 +164,8 @@ An address in use fails the start; --http off serves nothing.`,
 				src.set(config.BootstrapServers, b.Addr(), "the embedded broker")
 			}
 			logEffectiveConfig(log, src)
-			opts := []engine.Option{engine.WithLogger(log), engine.WithVersion(buildinfo.Read(stamp).Version)}
+			// The unknown keys were reported above, with where each was set.
+			opts := []engine.Option{engine.WithLogger(log), engine.WithVersion(buildinfo.Read(stamp).Version), engine.WithConfigChecked()}
 			if api != nil {
 				opts = append(opts, engine.WithHTTP(*api))
 			}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"runtime"
 	"slices"
@@ -110,6 +111,8 @@ func (e *MissingTopicError) Is(target error) bool { return target == ErrMissingT
 type Engine struct {
 	topo *topology.Topology
 	cfg  config.Config
+	// raw is the configuration as given, for warnUnknownKeys.
+	raw  map[string]string
 	opts options
 
 	log     *slog.Logger
@@ -174,6 +177,8 @@ type options struct {
 	// probe is the tests' view into the lanes (export_test.go): nil
 	// outside them.
 	probe *probe
+	// configChecked: the caller told the user of unknown keys already.
+	configChecked bool
 }
 
 // probe lets a test slow a lane and see each generation the engine
@@ -185,6 +190,11 @@ type probe struct {
 	// generation sees every generation once it is built.
 	generation func(g *generation)
 }
+
+// WithConfigChecked says the caller has checked the configuration
+// against the catalogue and told the user of its unknown keys, as
+// stoatctl run does, so Run does not warn of them again.
+func WithConfigChecked() Option { return func(o *options) { o.configChecked = true } }
 
 // WithLogger sets the logger (default: discard).
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
@@ -225,7 +235,7 @@ func New(topo *topology.Topology, cfg map[string]string, opts ...Option) *Engine
 	if o.wall == nil {
 		o.wall = func() int64 { return time.Now().UnixMilli() }
 	}
-	e := &Engine{topo: topo, cfg: config.New(cfg), opts: o, log: o.logger, metrics: o.metrics, state: Created}
+	e := &Engine{topo: topo, cfg: config.New(cfg), raw: maps.Clone(cfg), opts: o, log: o.logger, metrics: o.metrics, state: Created}
 	e.newMeters()
 	return e
 }
@@ -452,6 +462,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	if e.State() != Created {
 		return errors.New("engine: Run called twice")
 	}
+	e.warnUnknownKeys()
 	if err := e.resolveInstance(); err != nil {
 		e.setState(Error)
 		e.log.Error("engine stopped", "err", err)
@@ -526,4 +537,20 @@ func Topics(topo *topology.Topology, cfg map[string]string) (sources, sinks []st
 	slices.Sort(sources)
 	slices.Sort(sinks)
 	return sources, sinks, nil
+}
+
+// warnUnknownKeys logs a warning for each configuration key the
+// catalogue does not know, with the closest known key: a typo such as
+// num.stream.thread would otherwise pass silently, as Kafka Streams warns
+// "supplied but isn't a known config". Not an error: a key of a newer
+// version, or one meant for another reader, is not fatal.
+func (e *Engine) warnUnknownKeys() {
+	if e.opts.configChecked {
+		return
+	}
+	for _, p := range config.Check(e.raw) {
+		if p.Kind == config.Unknown {
+			e.log.Warn(p.String(), "key", p.Key, "did_you_mean", p.Suggestion)
+		}
+	}
 }
