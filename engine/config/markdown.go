@@ -34,7 +34,9 @@ configuration before they start anything:
 
 Warnings, errors and notes go to stderr, one line each, naming the key and
 where it was set: ` + "`flag -X`" + `, ` + "`FILE:LINE`" + ` of a ` + "`-c`" + ` file, the topology
-file's or the fixture's line.
+file's or the fixture's line. A Go program gets the same warning for an
+unknown key in the engine's log when ` + "`Engine.Run`" + ` starts (` + "`engine.WithConfigChecked`" + `
+turns it off for a caller that reported the keys itself, as ` + "`stoatctl run`" + ` does).
 
 Types: ` + "`duration-ms`" + ` is an integer number of milliseconds; ` + "`list`" + ` is
 comma-separated; an ` + "`enum`" + ` takes one of the values listed (some also
