@@ -437,6 +437,8 @@ func (r *runner) commit(c *committer, p *pendingEpoch) error {
 			}
 		}
 		switch {
+		case errors.Is(err, errAbortedUnstored):
+			return fmt.Errorf("epoch %d: %w: %w", p.cut.epoch, errAborted, err)
 		case err != nil && fatalTxnError(err):
 			return fmt.Errorf("end transaction for epoch %d: %w", p.cut.epoch, err)
 		case err != nil:

@@ -2,9 +2,16 @@ package engine
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/stoatflow/stoatctl/internal/kgotxn"
 )
 
 // session owns the Kafka client of a runner and, under exactly-once, its
@@ -28,6 +35,16 @@ type session struct {
 
 	// mu is a one-slot semaphore: full while a guarded call runs.
 	mu chan struct{}
+	// stored holds the topics the client is known to have stored for
+	// producing (a map[string]bool never written once published), fresh
+	// those written in the open transaction that are not among them yet,
+	// under freshMu: end waits for fresh ones, see
+	// kgotxn.AwaitProduceMetadata. A topic is fresh only once per run,
+	// so the lookup is all a record pays.
+	stored  atomic.Pointer[map[string]bool]
+	freshMu sync.Mutex
+	fresh   map[string]int32
+
 	// guarded counts the guarded calls. It is a plain int on purpose,
 	// touched only while holding mu: should a call ever bypass the mutex, the race
 	// detector reports the unsynchronized write (TestSessionGuard).
@@ -91,10 +108,75 @@ func (s *session) begin() error {
 // end ends the open transaction, committing or aborting as try says, and
 // reports whether it committed; it waits while a poll runs.
 func (s *session) end(ctx context.Context, try kgo.TransactionEndTry) (bool, error) {
+	s.freshMu.Lock()
+	fresh := s.fresh
+	s.fresh = nil
+	s.freshMu.Unlock()
+	var awaitErr error
+	if try == kgo.TryCommit {
+		awaitErr = s.awaitStored(ctx, fresh)
+	}
 	s.lock()
 	defer s.unlock()
 	s.guarded++
+	if awaitErr != nil {
+		// Abort: committing could abort silently and report success.
+		if _, err := s.txn.End(ctx, kgo.TryAbort); err != nil {
+			return false, errors.Join(awaitErr, err)
+		}
+		return false, fmt.Errorf("%w: %w", errAbortedUnstored, awaitErr)
+	}
 	return s.txn.End(ctx, try)
+}
+
+// awaitStored waits for the client to store fresh, the topics first
+// written in the transaction, after flushing what it buffered, and marks
+// them as stored.
+func (s *session) awaitStored(ctx context.Context, fresh map[string]int32) error {
+	if len(fresh) == 0 {
+		return nil
+	}
+	if err := s.cl.Flush(ctx); err != nil {
+		return fmt.Errorf("flush before commit: %w", err)
+	}
+	if err := kgotxn.AwaitProduceMetadata(ctx, s.cl, fresh); err != nil {
+		return err
+	}
+	next := map[string]bool{}
+	if m := s.stored.Load(); m != nil {
+		maps.Copy(next, *m)
+	}
+	for t := range fresh {
+		next[t] = true
+	}
+	s.stored.Store(&next)
+	return nil
+}
+
+// errAbortedUnstored is an end that aborted instead of committing
+// because the client did not store a written topic in time (see
+// kgotxn.AwaitProduceMetadata): the abort went through, and the epoch
+// can be replayed.
+var errAbortedUnstored = errors.New("transaction aborted: a written topic's partitions were not stored by the client")
+
+// noteTopic remembers a topic written in the open transaction that the
+// client may not have stored yet.
+func (s *session) noteTopic(rec *kgo.Record) {
+	topic := rec.Topic
+	if topic == "" { // the client fills in its default produce topic
+		topic, _ = s.cl.OptValue(kgo.DefaultProduceTopic).(string)
+	}
+	if m := s.stored.Load(); m != nil && (*m)[topic] {
+		return
+	}
+	s.freshMu.Lock()
+	if s.fresh == nil {
+		s.fresh = map[string]int32{}
+	}
+	// Partition 0: the client stores a topic's partitions all at once,
+	// and rec may not be partitioned yet.
+	s.fresh[topic] = 0
+	s.freshMu.Unlock()
 }
 
 // settle makes franz-go forget a revocation it holds against the next
@@ -118,6 +200,7 @@ func (s *session) settle(ctx context.Context) error {
 // produce produces rec: within the open transaction under exactly-once.
 func (s *session) produce(ctx context.Context, rec *kgo.Record, promise func(*kgo.Record, error)) {
 	if s.txn != nil {
+		s.noteTopic(rec)
 		s.txn.Produce(ctx, rec, promise)
 		return
 	}

@@ -1,6 +1,7 @@
 package migrate_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -237,10 +239,14 @@ func TestEmitFrontierSources(t *testing.T) {
 			if f == nil || f.Value != tc.wantValue || f.From != tc.wantFrom || f.ReEmitted != tc.wantAgain || f.ReEmittedWithFrontier != 0 {
 				t.Fatalf("frontier %+v, want %d from %s, %d emitted again", f, tc.wantValue, tc.wantFrom, tc.wantAgain)
 			}
-			// The run seeds it, and the verification reads it back.
-			rep, err := migrate.Run(ctx, migrate.Options{From: "ks", To: "ours", Built: built, Seeds: []string{addr}, EmitFrontier: true})
+			// The run seeds it, and the verification reads it back. The
+			// clients' log is kept for a failure: once in CI the seeded
+			// frontier was not there to read back.
+			var clientLog syncBuffer
+			logOpt := kgo.WithLogger(kgo.BasicLogger(&clientLog, kgo.LogLevelInfo, nil))
+			rep, err := migrate.Run(ctx, migrate.Options{From: "ks", To: "ours", Built: built, Seeds: []string{addr}, EmitFrontier: true, ClientOpts: []kgo.Opt{logOpt}})
 			if err != nil {
-				t.Fatal(err)
+				t.Fatalf("%v\nclient log:\n%s", err, clientLog.String())
 			}
 			if !rep.Verify.OK || rep.Translated != 6 {
 				t.Fatalf("report %+v", rep)
@@ -281,4 +287,23 @@ func TestRefusesOnceOursHasRun(t *testing.T) {
 	if !errors.Is(err, migrate.ErrAlreadyRunning) || err.Error() != want {
 		t.Fatalf("err = %v\nwant %s", err, want)
 	}
+}
+
+// syncBuffer is a bytes.Buffer clients may log into from several
+// goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stoatflow/stoatctl/engine/kafka"
 	"github.com/stoatflow/stoatctl/engine/lane"
+	"github.com/stoatflow/stoatctl/internal/kgotxn"
 )
 
 // marker is the value of a migration marker.
@@ -270,6 +271,16 @@ func commitBatch(ctx context.Context, tx *kgo.Client, recs []*kgo.Record) error 
 		})
 	}
 	ferr := tx.Flush(ctx)
+	if ferr == nil && first == nil {
+		// A transaction with no offsets that wrote only to topics new to
+		// the client can be aborted silently otherwise (see
+		// kgotxn.AwaitProduceMetadata).
+		written := make(map[string]int32, 4)
+		for _, r := range recs {
+			written[r.Topic] = r.Partition
+		}
+		ferr = kgotxn.AwaitProduceMetadata(ctx, tx, written)
+	}
 	commit := kgo.TryCommit
 	if ferr != nil || first != nil {
 		commit = kgo.TryAbort

@@ -104,9 +104,11 @@ func TestSuppressBufferRestoresToOwningLane(t *testing.T) {
 		t.Fatal(err, resp.Error())
 	}
 
-	rep, err := migrate.Run(ctx, migrate.Options{From: "ks", To: "ours", Built: built, Seeds: []string{addr}})
+	var clientLog syncBuffer
+	logOpt := kgo.WithLogger(kgo.BasicLogger(&clientLog, kgo.LogLevelInfo, nil))
+	rep, err := migrate.Run(ctx, migrate.Options{From: "ks", To: "ours", Built: built, Seeds: []string{addr}, ClientOpts: []kgo.Opt{logOpt}})
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v\nclient log:\n%s", err, clientLog.String())
 	}
 	if !rep.Verify.OK || rep.Translated != 2*users {
 		t.Fatalf("report: %+v", rep)

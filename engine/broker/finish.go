@@ -15,6 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/stoatflow/stoatctl/internal/kgotxn"
 )
 
 // repairTxIDPrefix starts the transactional id under which the broker
@@ -125,6 +127,7 @@ func finishCommits(ctx context.Context, cl *kgo.Client, md kadm.Metadata, scans 
 		return fmt.Errorf("finish cut-short commits: begin: %w", err)
 	}
 	var copied int
+	written := map[string]int32{}
 	for _, p := range plans {
 		for _, d := range p.open {
 			ps := scanOf(scans, d)
@@ -136,8 +139,16 @@ func finishCommits(ctx context.Context, cl *kgo.Client, md kadm.Metadata, scans 
 				return fmt.Errorf("finish the commit of producer id %d: copy to %s[%d]: %w", d.pid, d.topic, d.partition, err)
 			}
 			copied += len(recs)
+			if len(recs) > 0 {
+				written[d.topic] = d.partition
+			}
 			d.reproduced = true
 		}
+	}
+	// The offsets go in by a request of our own, which franz-go does not
+	// count: without this wait it could abort the copies silently.
+	if err := kgotxn.AwaitProduceMetadata(ctx, tc, written); err != nil {
+		return fmt.Errorf("finish cut-short commits: %w", err)
 	}
 	pid, epoch, err := tc.ProducerID(ctx)
 	if err != nil {
