@@ -67,3 +67,6 @@ func (p *Probe) Live() (stashPeak, held int64) {
 	}
 	return stashPeak, held
 }
+
+// CloseSchedule is closeSchedule, for the tests of the cadence.
+var CloseSchedule = closeSchedule

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"net"
 	"regexp"
 	"slices"
@@ -19,6 +20,7 @@ import (
 	"github.com/stoatflow/stoatctl/engine/config"
 	"github.com/stoatflow/stoatctl/engine/kafka"
 	"github.com/stoatflow/stoatctl/engine/lane"
+	"github.com/stoatflow/stoatctl/engine/processor"
 	"github.com/stoatflow/stoatctl/engine/task"
 	"github.com/stoatflow/stoatctl/engine/topology"
 	"github.com/stoatflow/stoatctl/engine/watermark"
@@ -778,9 +780,10 @@ func (r *runner) maybeBarrier(final bool) error {
 	}
 	forced := r.settleForces()
 	// A drained input cuts the epoch at the minimum interval: waiting out
-	// the full interval would only delay the last records' commit.
+	// the full interval would only delay the last records' commit. So do
+	// final results of windows emitted on close (barrier.Cutter.Hurry).
 	wait := r.interval()
-	if r.drained {
+	if r.drained || r.cutter.Hurry() {
 		wait = r.s.minInterval
 	}
 	if !final && !forced && r.sinceBarrier() < wait {
@@ -1010,6 +1013,7 @@ func (r *runner) resetOnce(ctx context.Context) error {
 	// emission pass a crash may have lost (the emit frontiers keep it
 	// from emitting anything twice).
 	r.cutter = barrier.NewCutter(floor)
+	r.cutter.Closes = closeSchedule(r.built)
 	r.resetEventTime()
 	restoreStart, restoredBefore := time.Now(), r.e.obs.restored.Load()
 	r.e.obs.restoreBase.Store(restoredBefore)
@@ -1266,4 +1270,35 @@ func (r *runner) restorePartition(ctx context.Context, topic string, partition i
 		r.e.obs.restored.Add(1)
 		return apply(cr)
 	}, r.readOpts()...)
+}
+
+// closeSchedule is the cutter's Closes for built: the earliest next close
+// of the operators that emit on close and can tell when
+// (processor.CloseScheduler), or nil when none can. It asks a processor
+// of each windowed node made for the purpose: the answer depends on the
+// window's definition only, which every instance shares.
+func closeSchedule(built *topology.Built) func(after int64) (int64, bool) {
+	var scheds []processor.CloseScheduler
+	for _, st := range built.Subtopologies {
+		for _, n := range st.Nodes {
+			if n.Kind != topology.ProcessorNode || n.EventTime != "window" || n.Supplier == nil {
+				continue
+			}
+			if cs, ok := processor.Unwrap(n.Supplier()).(processor.CloseScheduler); ok {
+				scheds = append(scheds, cs)
+			}
+		}
+	}
+	if len(scheds) == 0 {
+		return nil
+	}
+	return func(after int64) (int64, bool) {
+		next, known := int64(math.MaxInt64), false
+		for _, cs := range scheds {
+			if c, ok := cs.NextClose(after); ok {
+				next, known = min(next, c), true
+			}
+		}
+		return next, known
+	}
 }

@@ -31,6 +31,8 @@ import (
 //	due records=N outputs=N watermark=T [wall] [final]  the idle rule
 //	cut watermark=T [final]             cut the next barrier (refused while one is in flight)
 //	commit epoch=N                      epoch N's transaction committed
+//	closes every=T | closes unknown     the operators' closes: every multiple of T, or unknown
+//	hurry                               whether the next barrier comes at the minimum interval
 //
 // Times are integers or "unknown".
 func TestProtocol(t *testing.T) {
@@ -119,6 +121,27 @@ func TestProtocol(t *testing.T) {
 			case "commit":
 				cutter.Commit(int64(num(t, args, "epoch")))
 				return cut(cutter)
+			case "closes":
+				// Windows of size every emitted on close, closing at
+				// every multiple of it (from every), as a tumbling
+				// window's do; "unknown" for sessions.
+				if _, ok := args["unknown"]; ok {
+					cutter.Closes = func(int64) (int64, bool) { return 0, false }
+					return "closes: unknown"
+				}
+				every := tm(t, args, "every")
+				cutter.Closes = func(after int64) (int64, bool) {
+					if after < every {
+						return every, true
+					}
+					return (after/every + 1) * every, true
+				}
+				return fmt.Sprintf("closes: every %s", ts(every))
+			case "hurry":
+				if cutter.Hurry() {
+					return "hurry: next barrier at the minimum interval"
+				}
+				return "no hurry"
 			}
 			t.Fatalf("%s: unknown command %q", d.Pos, d.Cmd)
 			return ""

@@ -454,6 +454,30 @@ func (n *windowedNode[K, VA]) OnWatermark(frontier int64) error {
 	return n.closer.onWatermark(frontier)
 }
 
+// NextClose implements processor.CloseScheduler for the node that emits
+// time windows on close: windows start at multiples of the advance from
+// 0, so the next close after after is the close of the first such start
+// whose close is past it. Sliding windows and sessions follow their
+// records and have no such grid; they, and the nodes that do not emit on
+// close, cannot tell.
+func (n *windowedNode[K, VA]) NextClose(after int64) (int64, bool) {
+	if !n.listen || !n.plan.emit.onClose || n.plan.kind != timeWindowKind || n.plan.time.Advance() <= 0 {
+		return 0, false
+	}
+	adv, off := n.plan.time.Advance(), n.plan.closeOffset()
+	// The first start s, a multiple of adv at or above 0, with s+off > after.
+	s := int64(0)
+	if after >= math.MinInt64+off {
+		if lo := after - off + 1; lo > 0 {
+			s = (lo + adv - 1) / adv * adv
+		}
+	}
+	if s > math.MaxInt64-off {
+		return math.MaxInt64, true
+	}
+	return s + off, true
+}
+
 // forward forwards an update under onWindowUpdate; onWindowClose forwards
 // only from the emit pass.
 func (n *windowedNode[K, VA]) forward(rec processor.Erased) {

@@ -125,6 +125,17 @@ type WatermarkListener interface {
 	OnWatermark(frontier int64) error
 }
 
+// CloseScheduler is implemented by a WatermarkListener that may be able
+// to tell when its next final results can be due: NextClose(after) is the
+// smallest close time greater than after at which one of its windows can
+// close (math.MaxInt64 when none can), with known false when it cannot
+// tell (sessions, sliding windows). It may name a close with nothing to
+// emit, never miss one. The engine uses it for its cadence alone: a
+// barrier that will make such a close the frontier comes sooner.
+type CloseScheduler interface {
+	NextClose(after int64) (close int64, known bool)
+}
+
 // BarrierListener is implemented by processors that act at a commit
 // barrier, inside the epoch it closes (suppress until a barrier).
 type BarrierListener interface {
