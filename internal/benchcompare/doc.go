@@ -25,7 +25,9 @@
 //     input (Kafka Streams: its RUNNING state) to the last input offset
 //     committed, under exactly_once_v2 on every system.
 //   - Latency is from a record's produce to its read, read_committed, from
-//     the output, at a given share of a system's measured maximum rate.
+//     the output, at a given share of a system's measured maximum rate,
+//     and at one rate offered to every system alike (SharedShare of the
+//     slowest system's maximum), which is where their latencies compare.
 //     Final-result latency is from the moment a window's close has been
 //     passed on every input partition (the earliest the watermark can pass
 //     it) to its result being readable, committed; it is given in commit

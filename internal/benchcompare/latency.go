@@ -24,6 +24,12 @@ import (
 // system's measured maximum rate on the map topology.
 var Shares = []float64{0.25, 0.5, 0.75}
 
+// SharedShare is the offered rate of the latency runs that offer every
+// system the same load, as a share of the slowest system's maximum rate:
+// the comparison at one offered rate, which the per-system shares cannot
+// give when one system's lowest share is above another's highest.
+const SharedShare = 0.5
+
 // warmup is how long load is offered before latencies count: the
 // producer's and the system's connections, the first transaction.
 const warmup = time.Second
@@ -50,6 +56,25 @@ func latencies(ctx context.Context, b *brokerHandle, env Env, o Options, br stri
 			}
 			out = append(out, l)
 		}
+	}
+	slowest := math.NaN()
+	for _, sys := range systemsFor(TopoMap, o.KStreams) {
+		if top := maxRate(rep, br, sys); !math.IsNaN(top) && (math.IsNaN(slowest) || top < slowest) {
+			slowest = top
+		}
+	}
+	if math.IsNaN(slowest) {
+		return out
+	}
+	for _, sys := range systemsFor(TopoMap, o.KStreams) {
+		l := LatencySample{Broker: br, System: sys, Share: SharedShare, Offered: SharedShare * slowest, Shared: true}
+		if err := latencyRun(ctx, b, env, o, sys, &l); err != nil {
+			l.Failed = err.Error()
+			progress("%s latency %s at the shared %.0f records/s: failed: %s", br, sys, l.Offered, firstLine(l.Failed))
+		} else {
+			progress("%s latency %s at the shared %.0f records/s: p50 %.1f ms, p99 %.1f ms, p99.9 %.1f ms", br, sys, l.Offered, l.P50, l.P99, l.P999)
+		}
+		out = append(out, l)
 	}
 	return out
 }

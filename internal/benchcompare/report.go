@@ -33,7 +33,10 @@ type LatencySample struct {
 	Broker, System string
 	// Share is the offered rate as a share of the system's measured
 	// maximum rate (0.25, 0.5, 0.75); Offered is that rate in records/s.
+	// With Shared, every system is offered the same rate, Share of the
+	// slowest system's maximum (SharedShare).
 	Share, Offered float64
+	Shared         bool
 	// Records is how many records the percentiles are over.
 	Records        int
 	P50, P99, P999 float64 // milliseconds
@@ -210,6 +213,9 @@ func (r *Report) WriteMarkdown(w io.Writer, chart string) error {
 		b.WriteString("| broker | system | offered | records/s | records | p50 | p99 | p99.9 |\n")
 		b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- |\n")
 		for _, l := range sortedLatency(r.Latency) {
+			if l.Shared {
+				continue
+			}
 			if l.Failed != "" {
 				fmt.Fprintf(&b, "| %s | %s | %.0f %% | %s | failed: %s | | | |\n", l.Broker, l.System, l.Share*100, count(int(l.Offered)), oneLine(l.Failed))
 				continue
@@ -219,6 +225,7 @@ func (r *Report) WriteMarkdown(w io.Writer, chart string) error {
 		}
 		b.WriteString("\n")
 	}
+	writeShared(&b, r.Latency)
 	if len(r.Close) > 0 {
 		b.WriteString("#### Final-result latency of windows emitted on close (close passed on every partition to committed result)\n\n")
 		b.WriteString("| broker | system | commit interval | window results | p50 | p99 |\n")
@@ -244,6 +251,41 @@ func (r *Report) WriteMarkdown(w io.Writer, chart string) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeShared writes the table of the latency runs at one offered rate,
+// each p99 also as a ratio to Kafka Streams' on the same broker.
+func writeShared(b *strings.Builder, ls []LatencySample) {
+	var shared []LatencySample
+	ks := map[string]float64{} // broker -> Kafka Streams' p99
+	for _, l := range sortedLatency(ls) {
+		if !l.Shared {
+			continue
+		}
+		shared = append(shared, l)
+		if l.System == SystemKStreams && l.Failed == "" {
+			ks[l.Broker] = l.P99
+		}
+	}
+	if len(shared) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "#### End-to-end latency at one offered rate (%.0f %% of the slowest system's maximum), map topology (ms)\n\n", shared[0].Share*100)
+	b.WriteString("| broker | system | records/s | records | p50 | p99 | p99.9 | p99 ÷ Kafka Streams' |\n")
+	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	for _, l := range shared {
+		if l.Failed != "" {
+			fmt.Fprintf(b, "| %s | %s | %s | failed: %s | | | | |\n", l.Broker, l.System, count(int(l.Offered)), oneLine(l.Failed))
+			continue
+		}
+		vs := ""
+		if k, ok := ks[l.Broker]; ok && k > 0 {
+			vs = fmt.Sprintf("%.2f", l.P99/k)
+		}
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", l.Broker, l.System, count(int(l.Offered)),
+			count(l.Records), ms(l.P50), ms(l.P99), ms(l.P999), vs)
+	}
+	b.WriteString("\n")
 }
 
 // oneLine folds a multi-line failure into one line of a Markdown list.

@@ -39,6 +39,9 @@ func fixedReport() *Report {
 		{Broker: BrokerEmbedded, System: SystemStoat, Share: 0.25, Offered: 180_000, Records: 900_000, P50: 250.4, P99: 610, P999: 700},
 		{Broker: BrokerEmbedded, System: SystemBareLoop, Share: 0.25, Offered: 225_000, Records: 1_125_000, P50: 4.25, P99: 9.5, P999: 12},
 		{Broker: BrokerEmbedded, System: SystemKStreams, Share: 0.25, Offered: 68_750, Failed: "read 10 of 20 records"},
+		{Broker: BrokerEmbedded, System: SystemKStreams, Share: 0.5, Offered: 125_000, Shared: true, Records: 1_375_000, P50: 120, P99: 900, P999: 1200},
+		{Broker: BrokerEmbedded, System: SystemStoat, Share: 0.5, Offered: 125_000, Shared: true, Records: 1_375_000, P50: 200, P99: 450, P999: 600},
+		{Broker: BrokerEmbedded, System: SystemBareLoop, Share: 0.5, Offered: 125_000, Shared: true, Failed: "read 3 of 4 records"},
 	}
 	r.Close = []CloseLatency{{Broker: BrokerEmbedded, System: SystemStoat, CommitIntervalMs: 500, Windows: 1200, P50: 0.91, P99: 1.74}}
 	r.Memory = []Memory{{Keys: 1_000_000, BytesPerKey: 71.6, PeakHeapBytes: 150 << 20, RetainedBytes: 68 << 20}}
