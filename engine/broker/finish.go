@@ -166,7 +166,7 @@ func finishCommits(ctx context.Context, cl *kgo.Client, md kadm.Metadata, scans 
 	if repairStage != nil {
 		repairStage("copied")
 	}
-	if err := tc.EndTransaction(ctx, kgo.TryCommit); err != nil {
+	if err := endRepair(ctx, tc, txid, pid, epoch, copied); err != nil {
 		return fmt.Errorf("finish cut-short commits: commit: %w", err)
 	}
 	if repairStage != nil {
@@ -264,6 +264,24 @@ func offsetsBehind(ctx context.Context, adm *kadm.Client, plans []commitPlan, na
 
 // commitTxnOffsets adds each group's offsets to the open transaction of
 // txid's producer id at epoch.
+// endRepair commits the repair's transaction. franz-go's EndTransaction
+// ends only a transaction it saw records go into: one that only added
+// offsets, by requests of our own, it would leave open (returning nil)
+// until the broker aborts it after its timeout, and the offsets would be
+// lost. So that one is ended by an EndTxn request of our own.
+func endRepair(ctx context.Context, tc *kgo.Client, txid string, pid int64, epoch int16, copied int) error {
+	if copied > 0 {
+		return tc.EndTransaction(ctx, kgo.TryCommit)
+	}
+	req := kmsg.NewPtrEndTxnRequest()
+	req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit = txid, pid, epoch, true
+	resp, err := req.RequestWith(ctx, tc)
+	if err != nil {
+		return err
+	}
+	return kerr.ErrorForCode(resp.ErrorCode)
+}
+
 func commitTxnOffsets(ctx context.Context, tc *kgo.Client, txid string, pid int64, epoch int16, offsets map[string][]groupOffset, ids map[string][16]byte) error {
 	for _, g := range slices.Sorted(maps.Keys(offsets)) {
 		add := kmsg.NewPtrAddOffsetsToTxnRequest()

@@ -352,13 +352,16 @@ func commitPair(t *testing.T, addr, txid, value string) {
 func TestCommitCutShortByKill(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		// marked writes pair[0]'s commit marker before the commit.
-		marked bool
+		// marked writes pair[0]'s commit marker before the commit;
+		// markedAll both partitions', so that only the offsets are left
+		// for the repair to commit.
+		marked, markedAll bool
 		// repairKill kills the first restart at this repair stage.
 		repairKill string
 	}{
 		{name: "no marker written"},
 		{name: "one marker written", marked: true},
+		{name: "every marker written", marked: true, markedAll: true},
 		{name: "repair killed before its commit", marked: true, repairKill: "copied"},
 		{name: "repair killed after its commit", repairKill: "committed"},
 	} {
@@ -395,6 +398,9 @@ func TestCommitCutShortByKill(t *testing.T) {
 				m.ProducerID, m.ProducerEpoch, m.Committed = pid, epoch, true
 				mt := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
 				mt.Topic, mt.Partitions = pairTopic, []int32{0}
+				if tc.markedAll {
+					mt.Partitions = []int32{0, 1}
+				}
 				m.Topics = append(m.Topics, mt)
 				req.Markers = append(req.Markers, m)
 				if _, err := req.RequestWith(ctx, cl); err != nil {
