@@ -624,11 +624,10 @@ func (r *runner) record(ctx context.Context, o task.Output) (*kgo.Record, error)
 
 // partitionCount is a sink topic's partition count, looked up once.
 func (r *runner) partitionCount(ctx context.Context, topic string) (int32, error) {
-	r.ptMu.Lock()
-	n, ok := r.sinkParts[topic]
-	r.ptMu.Unlock()
-	if ok {
-		return n, nil
+	if m := r.sinkParts.Load(); m != nil {
+		if n, ok := (*m)[topic]; ok {
+			return n, nil
+		}
 	}
 	var details map[string]int32
 	for attempt := 0; ; attempt++ {
@@ -657,7 +656,12 @@ func (r *runner) partitionCount(ctx context.Context, topic string) (int32, error
 		time.Sleep(100 * time.Millisecond)
 	}
 	r.ptMu.Lock()
-	r.sinkParts[topic] = details[topic]
+	next := map[string]int32{topic: details[topic]}
+	if m := r.sinkParts.Load(); m != nil {
+		maps.Copy(next, *m)
+		next[topic] = details[topic]
+	}
+	r.sinkParts.Store(&next)
 	r.ptMu.Unlock()
 	return details[topic], nil
 }

@@ -13,7 +13,8 @@ import (
 // Kafka record and back to the pool, as for a changelog record (the lane
 // hash header) going to the default partitioner: one per output record.
 func BenchmarkRecord(b *testing.B) {
-	r := &runner{sinkParts: map[string]int32{"counts-changelog": 4}}
+	r := &runner{}
+	r.sinkParts.Store(&map[string]int32{"counts-changelog": 4})
 	o := task.Output{Topic: "counts-changelog", Partition: -1, Key: []byte("key-4711"), Value: []byte("12345678"), Timestamp: 1_700_000_000_000,
 		Headers: processor.Headers{{Key: lane.HashHeader, Value: []byte{0, 0, 0, 1}}}}
 	ctx := context.Background()

@@ -137,12 +137,15 @@ type runner struct {
 
 	// ptMu guards what the committer and the dispatcher share:
 	// knownPartTimes (each partition's time as last committed, kept for
-	// partitions an epoch did not touch) and sinkParts (sink partition
-	// counts).
+	// partitions an epoch did not touch), and the writes of sinkParts.
 	ptMu           sync.Mutex
 	knownPartTimes map[watermark.Partition]int64
-	sinkParts      map[string]int32
-	sinkLimits     map[string]int
+	// sinkParts holds the sink topics' partition counts, read for every
+	// record the committer partitions: a map never written once
+	// published, replaced whole (under ptMu) when a topic is added, so
+	// that the read takes no lock.
+	sinkParts  atomic.Pointer[map[string]int32]
+	sinkLimits map[string]int
 }
 
 // patternSource is a source reading the topics a pattern matches.
@@ -209,7 +212,7 @@ func (e *Engine) run(ctx context.Context) error {
 		e.log.Warn(w.String(), "rule", w.Rule, "node", w.Node)
 	}
 	e.started(s, built)
-	r := &runner{e: e, s: s, built: built, topicSub: map[string]int{}, assigned: map[string]map[int32]bool{}, sinkParts: map[string]int32{}, sinkLimits: map[string]int{},
+	r := &runner{e: e, s: s, built: built, topicSub: map[string]int{}, assigned: map[string]map[int32]bool{}, sinkLimits: map[string]int{},
 		stampTopic: s.appID + "-stoatflow-watermark-changelog", cutter: barrier.NewCutter(task.Unknown)}
 	for _, st := range built.Subtopologies {
 		for _, src := range st.Sources {
