@@ -14,9 +14,10 @@ type Cutter struct {
 	// which an operator emitting on close may have final results, when
 	// that is known (processor.CloseScheduler). It drives Hurry only.
 	Closes func(after int64) (close int64, known bool)
-	// emitting says the crossing of the last barrier cut emits final
-	// results: its frontier passed a close.
-	emitting bool
+	// passed holds, for the last three barriers cut (bit 0 the last),
+	// whether the barrier's stamp passed a close of Closes since the
+	// stamp before it.
+	passed uint8
 }
 
 // NewCutter returns a cutter whose first barrier cuts epoch 1, resuming
@@ -54,14 +55,20 @@ func (c *Cutter) Due(a Activity, final bool) bool {
 
 // Hurry says the next barrier should come at the minimum interval rather
 // than the commit interval, because final results of windows emitted on
-// close wait for it: its crossing makes the last stamp the frontier, and
-// that passes a close (Closes(Frontier) <= Stamp), or the last barrier's
-// crossing emitted such results and they commit with the next one. Without
-// it a final result trails the close by two to three commit intervals;
-// with it by one, plus two minimum intervals. It is cadence only: what is
-// emitted, and when it counts as final, does not change.
+// close wait for it. A result waits for two barriers after the one whose
+// stamp passed its close: the one whose crossing makes that stamp the
+// frontier (the emission pass), and the one that commits what the pass
+// emitted. Without the hurry a final result trails the close by two to
+// three commit intervals; with it by up to one, plus two minimum
+// intervals. It is cadence only: what is emitted, and when it counts as
+// final, does not change.
+//
+// A barrier passing closes right after one that did means the engine is
+// catching up (reading history, or windows shorter than the interval):
+// every barrier would hurry, trading throughput for nothing a reader can
+// see yet, so then none does.
 func (c *Cutter) Hurry() bool {
-	return c.emitting || c.closeIn(c.Frontier, c.Stamp)
+	return c.passed&0b011 == 0b001 || c.passed&0b110 == 0b010
 }
 
 // closeIn says a known close lies in (after, upTo].
@@ -78,7 +85,10 @@ func (c *Cutter) closeIn(after, upTo int64) bool {
 func (c *Cutter) Cut(w int64, final bool) Barrier {
 	b := Barrier{Epoch: c.Epoch, Stamp: w, Final: final}
 	c.Epoch++
-	c.emitting = c.closeIn(c.Frontier, c.Stamp)
+	c.passed <<= 1
+	if c.closeIn(c.Stamp, w) {
+		c.passed |= 1
+	}
 	c.Frontier, c.Stamp = c.Stamp, w
 	return b
 }
