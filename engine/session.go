@@ -173,9 +173,10 @@ func (s *session) noteTopic(rec *kgo.Record) {
 	if s.fresh == nil {
 		s.fresh = map[string]int32{}
 	}
-	// Partition 0: the client stores a topic's partitions all at once,
-	// and rec may not be partitioned yet.
-	s.fresh[topic] = 0
+	// The client stores a topic's partitions all at once; the record's
+	// own partition is the one known to have a leader (0 when the client
+	// is still to choose it).
+	s.fresh[topic] = max(rec.Partition, 0)
 	s.freshMu.Unlock()
 }
 
