@@ -117,6 +117,16 @@ common_properties() {
 		transaction.state.log.num.partitions=4
 		# Tests join groups often: no initial rebalance delay.
 		group.initial.rebalance.delay.ms=0
+		# Test records carry event times near 1970 (fixtures count from 0),
+		# and Kafka's retention check (30 s after start, then every 5 min)
+		# deletes them from every topic with time retention, in the middle
+		# of whichever test runs then: migrate's tests lost their source
+		# changelogs that way. No test waits for retention, so it never
+		# runs here (log.initial.task.delay.ms, which Kafka keeps for
+		# tests, also delays the recovery-point checkpoint: a killed broker
+		# recovers its whole log, which is correct, and small here).
+		log.retention.check.interval.ms=86400000
+		log.initial.task.delay.ms=86400000
 		# Topics are created on purpose, as in most production clusters, so a
 		# missing topic is an error rather than a new empty topic.
 		auto.create.topics.enable=false
