@@ -14,32 +14,17 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/stoatflow/stoatctl/internal/syncbuf"
 )
 
-// syncBuffer is a bytes.Buffer a running command writes to while a test
-// reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer is what a running command writes to while a test reads it.
+type syncBuffer = syncbuf.Buffer
 
 // brokerRun is `stoatctl broker` running in-process.
 type brokerRun struct {

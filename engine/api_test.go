@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 	"github.com/stoatflow/stoatctl/engine/serde"
 	"github.com/stoatflow/stoatctl/engine/window"
 	"github.com/stoatflow/stoatctl/inspect"
+	"github.com/stoatflow/stoatctl/internal/syncbuf"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -249,22 +249,7 @@ func TestObserveRestoration(t *testing.T) {
 }
 
 // lockedBuffer is a log a running engine writes while a test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+type lockedBuffer = syncbuf.Buffer
 
 // TestLateRecordLineNamesTheSourceRecord: behind a re-key boundary, the
 // debug line of a late drop names the source topic, partition and offset

@@ -1,7 +1,6 @@
 package migrate_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -9,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +20,7 @@ import (
 	"github.com/stoatflow/stoatctl/engine/topofile"
 	"github.com/stoatflow/stoatctl/engine/topology"
 	"github.com/stoatflow/stoatctl/internal/kafkatest"
+	"github.com/stoatflow/stoatctl/internal/syncbuf"
 	"github.com/stoatflow/stoatctl/migrate"
 )
 
@@ -289,21 +288,5 @@ func TestRefusesOnceOursHasRun(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer clients may log into from several
-// goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+// syncBuffer is a log clients write from several goroutines.
+type syncBuffer = syncbuf.Buffer
