@@ -130,14 +130,12 @@ func (s *session) end(ctx context.Context, try kgo.TransactionEndTry) (bool, err
 }
 
 // awaitStored waits for the client to store fresh, the topics first
-// written in the transaction, after flushing what it buffered, and marks
-// them as stored.
+// written in the transaction, and marks them as stored. The committer has
+// flushed already; a record still waiting for its topic's metadata would
+// only make the wait longer, not shorter than the store.
 func (s *session) awaitStored(ctx context.Context, fresh map[string]int32) error {
 	if len(fresh) == 0 {
 		return nil
-	}
-	if err := s.cl.Flush(ctx); err != nil {
-		return fmt.Errorf("flush before commit: %w", err)
 	}
 	if err := kgotxn.AwaitProduceMetadata(ctx, s.cl, fresh); err != nil {
 		return err

@@ -275,9 +275,12 @@ func commitBatch(ctx context.Context, tx *kgo.Client, recs []*kgo.Record) error 
 		// A transaction with no offsets that wrote only to topics new to
 		// the client can be aborted silently otherwise (see
 		// kgotxn.AwaitProduceMetadata).
-		written := make(map[string]int32, 4)
+		written := make(map[string]int32, 2)
+		last := ""
 		for _, r := range recs {
-			written[r.Topic] = r.Partition
+			if r.Topic != last { // a batch is one changelog, then its marker
+				written[r.Topic], last = r.Partition, r.Topic
+			}
 		}
 		ferr = kgotxn.AwaitProduceMetadata(ctx, tx, written)
 	}
