@@ -571,6 +571,15 @@ func (s *session) read(ctx context.Context, topic string, from kafka.Positions, 
 	return kafka.ReadToEnd(ctx, s.opts.Seeds, topic, from, fn, s.opts.ClientOpts...)
 }
 
+// readOurs reads one of our topics that the run may have just written,
+// to its high watermark: Apache Kafka answers EndTxn before it writes the
+// commit markers, so the last stable offset can still stop before the
+// run's last transaction, and a read to it would miss what the run
+// wrote (the verification failed so in CI's real tier).
+func (s *session) readOurs(ctx context.Context, topic string, from kafka.Positions, fn func(*kgo.Record) error) (kafka.Positions, error) {
+	return kafka.ReadToEndSettled(ctx, s.opts.Seeds, topic, from, fn, s.opts.ClientOpts...)
+}
+
 func partitionsOf(d kadm.TopicDetail) []int32 { return slices.Sorted(maps.Keys(d.Partitions)) }
 
 // isSuppress tells a suppress buffer named by Suppressed.withName from a

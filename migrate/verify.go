@@ -110,7 +110,7 @@ func (s *session) verify(ctx context.Context, p *Plan) (Verify, error) {
 		got := map[string]kv{}
 		misplaced := 0
 		ourFrom := kafka.FromLogStart(seq(p.ourPartitions)...)
-		if _, err := s.read(ctx, sp.Topic, ourFrom, func(r *kgo.Record) error {
+		if _, err := s.readOurs(ctx, sp.Topic, ourFrom, func(r *kgo.Record) error {
 			var e Entry
 			var err error
 			if sp.Kind == SuppressBuffer {
@@ -197,7 +197,7 @@ func (s *session) verifyTime(ctx context.Context, p *Plan, v *Verify) error {
 	latest := func(topic, key string) (int64, bool, error) {
 		var val int64
 		found := false
-		_, err := s.read(ctx, topic, kafka.FromLogStart(seq(p.partitionsOf(topic))...), func(r *kgo.Record) error {
+		_, err := s.readOurs(ctx, topic, kafka.FromLogStart(seq(p.partitionsOf(topic))...), func(r *kgo.Record) error {
 			if string(r.Key) == key && len(r.Value) >= 8 {
 				val, found = int64(binary.BigEndian.Uint64(r.Value)), true
 			}
