@@ -127,6 +127,14 @@ common_properties() {
 		# recovers its whole log, which is correct, and small here).
 		log.retention.check.interval.ms=86400000
 		log.initial.task.delay.ms=86400000
+		# The log cleaner deletes by time too: on each pass it drops
+		# expired segments, the active one included, of every topic with
+		# cleanup.policy=compact,delete (windowed changelogs, whose
+		# retention is the window's plus a day), within seconds of a
+		# record from 1970 landing there. It passes again after this
+		# backoff when it found nothing to compact, which in tests, whose
+		# segments never roll, is always.
+		log.cleaner.backoff.ms=86400000
 		# Topics are created on purpose, as in most production clusters, so a
 		# missing topic is an error rather than a new empty topic.
 		auto.create.topics.enable=false
