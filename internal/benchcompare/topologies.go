@@ -11,17 +11,20 @@ import (
 )
 
 // The topologies, by the names the report uses; Kafka Streams' are
-// "bench-" and the same name (interop/.../Bench.java).
+// "bench-" and the same name (interop/.../Bench.java). count-store counts
+// into a changelogged store and writes no output topic: the changelog is
+// its only output.
 const (
 	TopoMap          = "map"
 	TopoCount        = "count"
+	TopoCountStore   = "count-store"
 	TopoWindowUpdate = "window-update"
 	TopoWindowClose  = "window-close"
 	TopoJoin         = "join"
 )
 
 // Topologies is every topology, in the report's order.
-var Topologies = []string{TopoMap, TopoCount, TopoWindowUpdate, TopoWindowClose, TopoJoin}
+var Topologies = []string{TopoMap, TopoCount, TopoCountStore, TopoWindowUpdate, TopoWindowClose, TopoJoin}
 
 // Window is the tumbling window of the windowed counts, and JoinWindow
 // the join's; Bench.java has the same.
@@ -50,7 +53,7 @@ func (t Topics) Inputs(topo string) []string {
 // stateful says whether topo has a store that Kafka Streams' record cache
 // sits in front of: those run with the cache off too.
 func stateful(topo string) bool {
-	return topo == TopoCount || topo == TopoWindowUpdate || topo == TopoWindowClose
+	return topo == TopoCount || topo == TopoCountStore || topo == TopoWindowUpdate || topo == TopoWindowClose
 }
 
 // Build returns stoatctl's topology topo over t's topics, with window
@@ -68,6 +71,9 @@ func Build(topo string, t Topics, win time.Duration) *topology.Topology {
 		dsl.Stream(b, dsl.ConsumedWith(str, raw), t.In()).GroupByKey().
 			Count(dsl.MaterializedAs[string, int64]("counts")).ToStream().
 			To(t.Out(), dsl.ProducedWith(str, serde.Int64()))
+	case TopoCountStore:
+		dsl.Stream(b, dsl.ConsumedWith(str, raw), t.In()).GroupByKey().
+			Count(dsl.MaterializedAs[string, int64]("counts"))
 	case TopoWindowUpdate, TopoWindowClose:
 		g := dsl.Stream(b, dsl.ConsumedWith(str, raw), t.In()).GroupByKey().
 			WindowedBy(window.TimeWindowsOfSizeWithNoGrace(win))

@@ -51,6 +51,8 @@ final class Bench {
             case "bench-count":
                 return new Topologies.Spec(name, () -> count(in, out), List.of(in),
                         List.of(new Topologies.Sink(out, STRING, Serdes.Long())));
+            case "bench-count-store":
+                return new Topologies.Spec(name, () -> countStore(in), List.of(in), List.of());
             case "bench-window-update":
                 return new Topologies.Spec(name, () -> windowCount(in, out, false), List.of(in),
                         List.of(new Topologies.Sink(out, windowed, Serdes.Long())));
@@ -95,6 +97,15 @@ final class Bench {
                 .count(Materialized.as("counts"))
                 .toStream()
                 .to(out, Produced.with(STRING, Serdes.Long()));
+        return b.build();
+    }
+
+    /** The count into its changelogged store alone: no output topic. */
+    private static Topology countStore(String in) {
+        StreamsBuilder b = new StreamsBuilder();
+        b.stream(in, Consumed.with(STRING, BYTES))
+                .groupByKey(Grouped.with(STRING, BYTES))
+                .count(Materialized.as("counts"));
         return b.build();
     }
 
