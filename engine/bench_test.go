@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"runtime"
 	"runtime/pprof"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -90,9 +92,11 @@ func BenchmarkEngineVsBaseline(b *testing.B) {
 					var rate float64
 					var peak uint64
 					pprof.Do(ctx, pprof.Labels("phase", "engine"), func(context.Context) {
-						rate, peak = runEngineOver(b, tp.build(in, "engine-out"), cfg(addr, "bench-"+tp.name,
+						c := cfg(addr, "bench-"+tp.name,
 							"processing.guarantee", guarantee, "num.stream.threads", fmt.Sprint(runtime.NumCPU()),
-							engine.BarrierIntervalMs, "500", engine.BarrierMinIntervalMs, "150"), n)
+							engine.BarrierIntervalMs, "500", engine.BarrierMinIntervalMs, "150")
+						maps.Copy(c, benchConfig(b))
+						rate, peak = runEngineOver(b, tp.build(in, "engine-out"), c, n)
 					})
 					cpu2, wall2 := processCPU(), time.Now()
 					// Cores busy, on average, over each phase (its group
@@ -109,6 +113,25 @@ func BenchmarkEngineVsBaseline(b *testing.B) {
 			})
 		}
 	}
+}
+
+// benchConfig is STOATFLOW_BENCH_CONFIG, KEY=VALUE pairs separated by
+// commas, laid over the engine's configuration: the same binary measures
+// a change with and without it, interleaved, e.g.
+// STOATFLOW_BENCH_CONFIG=stoatflow.changelog.coalesce-bytes=0.
+func benchConfig(b *testing.B) map[string]string {
+	out := map[string]string{}
+	for _, kv := range strings.Split(os.Getenv("STOATFLOW_BENCH_CONFIG"), ",") {
+		if kv = strings.TrimSpace(kv); kv == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			b.Fatalf("STOATFLOW_BENCH_CONFIG: %q is not KEY=VALUE", kv)
+		}
+		out[k] = v
+	}
+	return out
 }
 
 // runEngineOver runs the engine until n source records are committed and

@@ -112,7 +112,10 @@ func TestCommitterHoldsLaneAhead(t *testing.T) {
 	probe := &engine.Probe{}
 	var armed atomic.Bool
 	slow, held := holdAt(&armed, func() bool { _, h := probe.Live(); return h > 0 })
-	e, stop := runEngine(t, counts(), cfg(addr, "bounded-commit", "num.stream.threads", "2", engine.CommitHeldRecords, "8"),
+	// Every changelog write logged, so that each input makes two
+	// records to hand over (see below).
+	e, stop := runEngine(t, counts(), cfg(addr, "bounded-commit", "num.stream.threads", "2", engine.CommitHeldRecords, "8",
+		engine.ChangelogCoalesceBytes, "0"),
 		engine.WithProbe(probe, slow))
 	produce(t, addr, "in", batch(0, 100))
 	eventually(t, 30*time.Second, func() string { return "the first records did not commit" }, func() bool { return e.Stats().Records >= 100 })

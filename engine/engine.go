@@ -53,6 +53,10 @@ const (
 	// epoch after the one committing; a lane with more to hand over
 	// waits.
 	CommitHeldRecords = "stoatflow.commit.held-records"
+	// ChangelogCoalesceBytes bounds, per lane, the changelog records held
+	// back within an epoch so that only each store key's last write goes
+	// out (default 4 MiB); 0 writes every change as it happens.
+	ChangelogCoalesceBytes = "stoatflow.changelog.coalesce-bytes"
 	// RestoreChunkRecords bounds the changelog records a restore holds
 	// before it writes them to the stores.
 	RestoreChunkRecords = "stoatflow.restore.chunk-records"
@@ -324,6 +328,7 @@ type settings struct {
 	// held, restoreChunk and restoreBatchBytes are CommitHeldRecords,
 	// RestoreChunkRecords and RestoreRocksDBBatchBytes.
 	held              int
+	coalesceBytes     int
 	restoreChunk      int
 	restoreBatchBytes int
 	// restoreFetchBytes is RestoreFetchMaxBytes; bufferMemory is
@@ -390,7 +395,7 @@ func readSettings(c config.Config) (settings, error) {
 		def int64
 		min int64
 		to  *int
-	}{{CommitHeldRecords, 65536, 1, &s.held}, {RestoreChunkRecords, 16384, 1, &s.restoreChunk}, {RestoreRocksDBBatchBytes, 8 << 20, 1 << 10, &s.restoreBatchBytes},
+	}{{CommitHeldRecords, 65536, 1, &s.held}, {ChangelogCoalesceBytes, 4 << 20, 0, &s.coalesceBytes}, {RestoreChunkRecords, 16384, 1, &s.restoreChunk}, {RestoreRocksDBBatchBytes, 8 << 20, 1 << 10, &s.restoreBatchBytes},
 		{RestoreFetchMaxBytes, 1 << 20, 1 << 10, &s.restoreFetchBytes}, {BufferMemory, 32 << 20, 1 << 10, &s.bufferMemory}} {
 		v, err := c.Int(k.key, k.def)
 		if err != nil {

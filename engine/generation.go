@@ -159,7 +159,7 @@ func newGeneration(ctx context.Context, e *Engine, built *topology.Built, s sett
 		sr := g.subs[st.ID]
 		for i := 0; i < s.lanes; i++ {
 			l := &laneRun{sub: sr, idx: i, gid: len(g.lanes)}
-			l.Lane = lanes.New(sr.group, lanes.Config{Sub: sr.id, Index: i, Global: l.gid, Floor: max(floor, task.Unknown), OnCommit: l.seal}, env)
+			l.Lane = lanes.New(sr.group, lanes.Config{Sub: sr.id, Index: i, Global: l.gid, Floor: max(floor, task.Unknown), OnCommit: l.seal, CoalesceBytes: s.coalesceBytes}, env)
 			sr.lanes = append(sr.lanes, l)
 			g.lanes = append(g.lanes, l)
 		}

@@ -31,7 +31,10 @@ func TestRestoreInSmallChunks(t *testing.T) {
 				in = append(in, kv{Key: "k" + strconv.Itoa(i%20), Value: "x"})
 			}
 			produce(t, addr, "in", in[:300])
-			_, stop := runEngine(t, counts(), storeCfg(addr, "chunks", store, t.TempDir(), "num.stream.threads", "2"))
+			// Every write logged: 300 changelog records to restore in
+			// chunks of 7, not the 20 a coalesced epoch leaves.
+			_, stop := runEngine(t, counts(), storeCfg(addr, "chunks", store, t.TempDir(), "num.stream.threads", "2",
+				engine.ChangelogCoalesceBytes, "0"))
 			if got := readCommitted(t, addr, "out", 300, 30*time.Second); len(got) != 300 {
 				t.Fatalf("first run: %d records, want 300", len(got))
 			}

@@ -17,6 +17,7 @@ const (
 	keyBarrierMaxIntervalMs  = "stoatflow.commit-barrier.max-interval-ms"
 	keyLaneQueueSize         = "stoatflow.lane.queue-size"
 	keyCommitHeldRecords     = "stoatflow.commit.held-records"
+	keyChangelogCoalesce     = "stoatflow.changelog.coalesce-bytes"
 	keyRestoreChunkRecords   = "stoatflow.restore.chunk-records"
 	keyRestoreBatchBytes     = "stoatflow.restore.rocksdb.batch-bytes"
 	keyRestoreFetchMaxBytes  = "stoatflow.restore.fetch-max-bytes"
@@ -219,6 +220,10 @@ var catalogue = sortedKeys([]Key{
 		Description: "the records a lane holds of each of its producers (the dispatcher, and each upstream lane across an in-memory re-key), queued or stashed while it aligns a barrier; a producer with none left waits, and a waiting dispatcher stops fetching",
 		ReadBy:      []Component{LiveEngine},
 		Note:        "a lane fed by p producers holds at most p times this; the dispatcher hands records over in batches of up to 64 (fewer when this is smaller)"}, 1),
+	atLeast(Key{Name: keyChangelogCoalesce, Type: TypeInt, Default: "4194304",
+		Description: "the bytes of changelog records a lane holds back within an epoch so that only each store key's last write is logged; 0 logs every change as it happens",
+		ReadBy:      []Component{LiveEngine},
+		Note:        "the epoch's last write per key restores the same state as all of them, and they commit together or not at all; what the topology forwards is unchanged (unlike Kafka Streams' statestore.cache.max.bytes, which also holds back downstream updates). Past the bound the lane writes what it holds and starts again"}, 0),
 	atLeast(Key{Name: keyCommitHeldRecords, Type: TypeInt, Default: "65536",
 		Description: "the records the committer holds for the next epoch while the current one commits; a lane with more to hand over waits",
 		ReadBy:      []Component{LiveEngine},

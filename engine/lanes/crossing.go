@@ -41,6 +41,10 @@ func (l *Lane) step(s barrier.Step, b *barrier.Barrier) error {
 		})
 	case barrier.Commit:
 		err = l.task.Commit()
+		if err == nil {
+			// After the stores' flush, which may log changes too.
+			err = l.flushChangelog()
+		}
 		if err == nil && l.cfg.OnCommit != nil {
 			// The epoch's writes are complete; what follows is the next
 			// epoch's, a layer of its own.

@@ -77,6 +77,10 @@ type Config struct {
 	// OnCommit, when set, runs after the task committed an epoch's writes
 	// at its barrier: the lane's database seals them.
 	OnCommit func(epoch int64)
+	// CoalesceBytes bounds the changelog records the lane holds back in
+	// an epoch to write only each store key's last (coalescer); 0 writes
+	// every change as it happens.
+	CoalesceBytes int
 }
 
 // Env is what a lane needs of the generation that runs it; the lanes of
@@ -154,6 +158,8 @@ type Lane struct {
 	seq      int64
 	// arena holds the lane hash headers of its changelog records.
 	arena outArena
+	// coalesce holds the epoch's changelog records, the last per key.
+	coalesce *coalescer
 
 	outs []task.Output
 	// sendErr is the first failure to forward across a boundary.
@@ -169,6 +175,9 @@ func New(g *Group, cfg Config, env *Env) *Lane {
 	l := &Lane{cfg: cfg, env: env, group: g,
 		floor: cfg.Floor, proto: barrier.NewLane(cfg.Floor), pinned: noPin, fwdFloor: noPin,
 		partTimes: map[watermark.Partition]int64{}, epoch: 1}
+	if cfg.CoalesceBytes > 0 {
+		l.coalesce = newCoalescer(cfg.CoalesceBytes)
+	}
 	g.lanes = append(g.lanes, l)
 	return l
 }

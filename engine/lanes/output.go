@@ -25,8 +25,35 @@ func (l *Lane) send(o task.Output) error {
 	if l.cur.kind == itemRecord && l.cur.in.Topic != "" {
 		o.Origin = l.origin()
 	}
-	l.outs = append(l.outs, o)
+	// Counted once per record that will leave: a changelog write that
+	// replaces a held one adds nothing, and a held one counts now, so
+	// that the idle rule sees the epoch has work to commit.
+	if o.Store != "" && l.coalesce.on() {
+		if l.coalesce.add(o) {
+			l.env.Outputs.Add(1)
+		}
+		if l.coalesce.full() {
+			return l.flushChangelog()
+		}
+		return nil
+	}
 	l.env.Outputs.Add(1)
+	return l.emit(o)
+}
+
+// flushChangelog hands the changelog records held back so far to the
+// epoch's output.
+func (l *Lane) flushChangelog() error {
+	if !l.coalesce.on() || l.coalesce.held() == 0 {
+		return nil
+	}
+	return l.coalesce.drain(l.emit)
+}
+
+// emit adds o to the epoch's output, handing a full chunk to the
+// committer.
+func (l *Lane) emit(o task.Output) error {
+	l.outs = append(l.outs, o)
 	if len(l.outs) >= reportChunk {
 		r := Report{Epoch: l.epoch, Lane: l.cfg.Global, Outs: l.outs}
 		l.outs = make([]task.Output, 0, reportChunk)

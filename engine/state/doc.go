@@ -41,7 +41,9 @@
 // read every key. window.go and session.go document the layouts.
 //
 // Changes are logged synchronously, through Context.LogChange, as each write
-// happens; there is no caching layer. A plain store's changelog records carry
+// happens; there is no caching layer here. (The live engine's lanes keep
+// only each key's last write of an epoch before it reaches the changelog:
+// engine/lanes' coalescer.) A plain store's changelog records carry
 // the timestamp of the record being processed; a timestamped store's carry
 // the value's own timestamp, and its deletes the record's. Expiry is not
 // logged. Restorer replays a changelog into a store without logging it

@@ -1,0 +1,91 @@
+package lanes
+
+import "github.com/stoatflow/stoatctl/engine/task"
+
+// coalescer holds back a lane's changelog records within an epoch and
+// keeps only the last write of each store key: restoration applies the
+// records of a key in order and keeps the last, and every record of an
+// epoch commits in one transaction or none does, so the epoch's last
+// write per key restores the same state as all of them. A count over
+// 10 000 keys then writes at most 10 000 changelog records an epoch, not
+// one per input record.
+//
+// Records leave in the order their keys were first written in the epoch,
+// so a run is deterministic; at the barrier's commit step (Lane.step), or
+// before, when what is held passes the byte bound (a smaller coalescing
+// window, never a lost write). Only changelog records are held: what the
+// topology forwards and sinks is unchanged, each update still goes out.
+type coalescer struct {
+	// max is the bound in bytes; 0 turns coalescing off.
+	max   int
+	bytes int
+	// index finds a held record by store, then key bytes.
+	index map[string]map[string]int
+	outs  []task.Output
+}
+
+// entryOverhead approximates, in bytes, what holding one record costs
+// beside its key, value and headers: the Output, its index entry and the
+// key's copy there.
+const entryOverhead = 200
+
+func newCoalescer(max int) *coalescer {
+	return &coalescer{max: max, index: map[string]map[string]int{}}
+}
+
+func (c *coalescer) on() bool { return c != nil && c.max > 0 }
+
+func size(o *task.Output) int {
+	n := len(o.Key) + len(o.Value)
+	for _, h := range o.Headers {
+		n += len(h.Key) + len(h.Value)
+	}
+	return n
+}
+
+// add holds o, replacing the held write of the same store key if there
+// is one. It reports whether o is a key not held before.
+func (c *coalescer) add(o task.Output) bool {
+	keys := c.index[o.Store]
+	if keys == nil {
+		keys = map[string]int{}
+		c.index[o.Store] = keys
+	}
+	if i, ok := keys[string(o.Key)]; ok {
+		held := &c.outs[i]
+		c.bytes += size(&o) - size(held)
+		*held = o
+		return false
+	}
+	keys[string(o.Key)] = len(c.outs)
+	c.outs = append(c.outs, o)
+	c.bytes += size(&o) + entryOverhead
+	return true
+}
+
+// full says what is held has passed the bound.
+func (c *coalescer) full() bool { return c.bytes > c.max }
+
+// held is the number of records held.
+func (c *coalescer) held() int { return len(c.outs) }
+
+// drain hands each held record to emit, in first-write order, and empties
+// the coalescer. On an error from emit the records not yet handed over are
+// dropped with the rest: the lane's epoch has failed and is not committed.
+func (c *coalescer) drain(emit func(task.Output) error) error {
+	var err error
+	for i := range c.outs {
+		if err == nil {
+			err = emit(c.outs[i])
+		}
+	}
+	// The records now belong to the lane's report; keep the array and
+	// the maps' room for the next epoch, not what they point to.
+	clear(c.outs)
+	c.outs = c.outs[:0]
+	for _, keys := range c.index {
+		clear(keys)
+	}
+	c.bytes = 0
+	return err
+}
