@@ -123,7 +123,10 @@ func NewSoloLane(floor int64) *Lane {
 // follows. A pass whose frontier did not move is left out.
 func (l *Lane) Cross(b Barrier) []Step {
 	prev := l.Floor
-	steps := []Step{{Kind: Listen, Floor: prev}}
+	// Room for the most a crossing does, one allocation: the test
+	// driver crosses a barrier after every pipe.
+	steps := make([]Step, 1, maxCrossSteps)
+	steps[0] = Step{Kind: Listen, Floor: prev}
 	if b.Final {
 		steps = l.flush(steps, b.Stamp)
 	}
@@ -147,7 +150,7 @@ func (l *Lane) Advance(w int64) []Step {
 	if !l.Solo {
 		return nil
 	}
-	return l.clockWork(nil, max(w, l.Flushed), w, eventClock)
+	return l.clockWork(make([]Step, 0, 3), max(w, l.Flushed), w, eventClock)
 }
 
 // Tick is the work a solo lane owes when its wall clock moved: the
@@ -157,8 +160,14 @@ func (l *Lane) Tick() []Step {
 	if !l.Solo {
 		return nil
 	}
-	return l.clockWork(nil, l.Flushed, Unknown, wallClock)
+	return l.clockWork(make([]Step, 0, 2), l.Flushed, Unknown, wallClock)
 }
+
+// maxCrossSteps is the most steps Cross returns: listen, commit,
+// report, forward and enter, then the clock work of both clocks (flush,
+// two kinds of timers, two kinds of punctuators). A final barrier's flush
+// comes instead of the clock work.
+const maxCrossSteps = 10
 
 // clocks says which clocks moved.
 type clocks uint8
