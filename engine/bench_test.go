@@ -19,6 +19,7 @@ import (
 	"github.com/stoatflow/stoatctl/engine/dsl"
 	"github.com/stoatflow/stoatctl/engine/serde"
 	"github.com/stoatflow/stoatctl/engine/topology"
+	"github.com/stoatflow/stoatctl/engine/window"
 )
 
 // BenchmarkEngineVsBaseline runs, on one embedded broker, the bare
@@ -52,6 +53,16 @@ func BenchmarkEngineVsBaseline(b *testing.B) {
 			bld := dsl.NewBuilder()
 			dsl.Stream(bld, dsl.ConsumedWith(str, serde.Bytes()), in).GroupByKey().
 				Count(dsl.MaterializedAs[string, int64]("counts")).ToStream().To(out, dsl.ProducedWith(str, serde.Int64()))
+			return bld.Topology()
+		}},
+		// The tumbling count of bench-compare's window-update: a
+		// one-minute window, every update emitted.
+		{"window-update", func(in, out string) *topology.Topology {
+			bld := dsl.NewBuilder()
+			g := dsl.Stream(bld, dsl.ConsumedWith(str, serde.Bytes()), in).GroupByKey().
+				WindowedBy(window.TimeWindowsOfSizeWithNoGrace(time.Minute))
+			dsl.CountWindowed(g, dsl.MaterializedAs[string, int64]("win")).ToStream().
+				To(out, dsl.ProducedWith(window.TimeWindowedSerde(str, time.Minute.Milliseconds()), serde.Int64()))
 			return bld.Topology()
 		}},
 		// The count into its changelogged store alone: the changelog is

@@ -19,9 +19,13 @@ type coalescer struct {
 	// max is the bound in bytes; 0 turns coalescing off.
 	max   int
 	bytes int
-	// index finds a held record by store, then key bytes.
-	index map[string]map[string]int
-	outs  []task.Output
+	// index finds a held record by store, then key bytes; lastStore
+	// and lastKeys are the store written last and its keys, as a task
+	// mostly writes one store over and over.
+	index     map[string]map[string]int
+	lastStore string
+	lastKeys  map[string]int
+	outs      []task.Output
 }
 
 // entryOverhead approximates, in bytes, what holding one record costs
@@ -46,10 +50,14 @@ func size(o *task.Output) int {
 // add holds o, replacing the held write of the same store key if there
 // is one. It reports whether o is a key not held before.
 func (c *coalescer) add(o task.Output) bool {
-	keys := c.index[o.Store]
-	if keys == nil {
-		keys = map[string]int{}
-		c.index[o.Store] = keys
+	keys := c.lastKeys
+	if keys == nil || o.Store != c.lastStore {
+		keys = c.index[o.Store]
+		if keys == nil {
+			keys = map[string]int{}
+			c.index[o.Store] = keys
+		}
+		c.lastStore, c.lastKeys = o.Store, keys
 	}
 	if i, ok := keys[string(o.Key)]; ok {
 		held := &c.outs[i]
