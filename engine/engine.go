@@ -406,6 +406,17 @@ func readSettings(c config.Config) (settings, error) {
 		}
 		*k.to = int(v)
 	}
+	// Kafka Streams' cache at 0 means every write logged; our own key,
+	// when set, says what it says.
+	if !c.IsSet(ChangelogCoalesceBytes) {
+		cache, err := c.Int(config.StateStoreCacheMaxBytes, 1)
+		if err != nil {
+			return s, err
+		}
+		if cache == 0 {
+			s.coalesceBytes = 0
+		}
+	}
 	if s.createTopic, err = c.Bool(CreateTopics, true); err != nil {
 		return s, err
 	}

@@ -128,7 +128,7 @@ func TestCatalogueIsWellFormed(t *testing.T) {
 		DeadLetterQueueTopic, DefaultTimestampExtractor, StateDir, TopologyOptimization, TestDriverCommitPerPipe,
 		StoatflowChangelogEnabled, WatermarkMaxOutOfOrdernessMs, WatermarkIdlenessTimeoutMs, WatermarkAutoIntervalMs,
 		TimestampCoordinationMode, TimerKeyLaneAffinityRule, TimerLaneAffinityGuard, TimerLaneAffinitySampledCheck,
-		TimerLaneAffinitySampledCheckAlias, TestDriverNumberOfLanes} {
+		TimerLaneAffinitySampledCheckAlias, TestDriverNumberOfLanes, StateStoreCacheMaxBytes} {
 		if !Known(k) {
 			t.Errorf("package constant %s is not in the catalogue", k)
 		}

@@ -27,6 +27,11 @@ const (
 	TopologyOptimization      = "topology.optimization"
 	TestDriverCommitPerPipe   = "test.driver.commit-per-pipe"
 	StoatflowChangelogEnabled = "stoatflow.changelog.enabled"
+	// StateStoreCacheMaxBytes is Kafka Streams' record cache size. Here
+	// 0 turns changelog coalescing off (every write logged, as Kafka
+	// Streams logs every write without its cache); other values change
+	// nothing.
+	StateStoreCacheMaxBytes = "statestore.cache.max.bytes"
 
 	WatermarkMaxOutOfOrdernessMs = "stoatflow.watermark.max-out-of-orderness-ms"
 	WatermarkIdlenessTimeoutMs   = "stoatflow.watermark.idleness-timeout-ms"
