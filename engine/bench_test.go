@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"runtime"
+	"runtime/metrics"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -92,11 +93,11 @@ func BenchmarkEngineVsBaseline(b *testing.B) {
 					// started before, carry none.
 					var base benchbase.Result
 					var err error
-					cpu0, wall0 := processCPU(), time.Now()
+					cpu0, wall0, mem0 := processCPU(), time.Now(), heapCounters()
 					pprof.Do(ctx, pprof.Labels("phase", "baseline"), func(ctx context.Context) {
 						base, err = benchbase.Baseline(ctx, seeds, in, "base-out", "base", guarantee == "exactly_once_v2", n)
 					})
-					cpu1, wall1 := processCPU(), time.Now()
+					cpu1, wall1, mem1 := processCPU(), time.Now(), heapCounters()
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -109,13 +110,21 @@ func BenchmarkEngineVsBaseline(b *testing.B) {
 						maps.Copy(c, benchConfig(b))
 						rate, peak = runEngineOver(b, tp.build(in, "engine-out"), c, n)
 					})
-					cpu2, wall2 := processCPU(), time.Now()
+					cpu2, wall2, mem2 := processCPU(), time.Now(), heapCounters()
 					// Cores busy, on average, over each phase (its group
 					// join and the engine's restore included): near the
 					// core count the phase is CPU-bound, and the ratio is
 					// the engine's CPU per record against the loop's.
 					b.ReportMetric(float64(cpu1-cpu0)/float64(wall1.Sub(wall0)), "baseline-cores")
 					b.ReportMetric(float64(cpu2-cpu1)/float64(wall2.Sub(wall1)), "engine-cores")
+					// Bytes allocated per record and GC cycles in each phase,
+					// the embedded broker's included (its segment files grow
+					// by copying, which makes the figure vary by ±5 %
+					// between runs of one build).
+					b.ReportMetric(float64(mem1.alloc-mem0.alloc)/float64(n), "baseline-B/rec")
+					b.ReportMetric(float64(mem2.alloc-mem1.alloc)/float64(n), "engine-B/rec")
+					b.ReportMetric(float64(mem1.gcs-mem0.gcs), "baseline-gcs")
+					b.ReportMetric(float64(mem2.gcs-mem1.gcs), "engine-gcs")
 					b.ReportMetric(base.RecordsPerSec, "baseline-rec/s")
 					b.ReportMetric(rate, "engine-rec/s")
 					b.ReportMetric(rate/base.RecordsPerSec, "ratio")
@@ -124,6 +133,17 @@ func BenchmarkEngineVsBaseline(b *testing.B) {
 			})
 		}
 	}
+}
+
+// heapStats are the process's cumulative heap counters.
+type heapStats struct{ alloc, gcs uint64 }
+
+// heapCounters reads them without stopping the world, which
+// runtime.ReadMemStats would.
+func heapCounters() heapStats {
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}, {Name: "/gc/cycles/total:gc-cycles"}}
+	metrics.Read(s)
+	return heapStats{alloc: s[0].Value.Uint64(), gcs: s[1].Value.Uint64()}
 }
 
 // benchConfig is STOATFLOW_BENCH_CONFIG, KEY=VALUE pairs separated by
