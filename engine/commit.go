@@ -99,6 +99,13 @@ func (c *committer) send(outs []task.Output) {
 	c.begin()
 	produce := c.r.sess.produce
 	c.sent += len(outs)
+	var outTopic string
+	var outN int64
+	flushOut := func() {
+		if outN > 0 {
+			c.r.e.obs.out.get(outTopic).Add(outN)
+		}
+	}
 	for _, o := range outs {
 		rec, err := c.r.record(c.ctx, o)
 		if err == nil && o.Store == "" {
@@ -131,10 +138,17 @@ func (c *committer) send(outs []task.Output) {
 			continue
 		}
 		if o.Store == "" {
-			c.r.e.obs.out.get(o.Topic).Add(1)
+			// Outputs come in runs to one topic: the counter is looked
+			// up once a run, not once a record.
+			if o.Topic != outTopic {
+				flushOut()
+				outTopic, outN = o.Topic, 0
+			}
+			outN++
 		}
 		produce(c.ctx, rec, c.promise)
 	}
+	flushOut()
 }
 
 // deadLetter makes the dead-letter record for an oversized output, logs

@@ -17,6 +17,18 @@ func String() Serde[string] { return stringSerde{} }
 
 type stringSerde struct{}
 
+// IsString reports whether s is the built-in String serde, which gives
+// back on Serialize exactly the bytes its Deserialize read: a sink can
+// then write an unchanged key as the bytes it arrived with.
+func IsString(s Any) bool {
+	e, ok := s.(erased[string])
+	if !ok {
+		return false
+	}
+	_, ok = e.s.(stringSerde)
+	return ok
+}
+
 func (stringSerde) Name() string { return "string" }
 
 func (stringSerde) Serialize(_ string, v string) ([]byte, error) { return []byte(v), nil }
@@ -26,7 +38,12 @@ func (stringSerde) Deserialize(_ string, data []byte) (string, error) { return s
 // Bytes is Kafka's ByteArraySerde. Serialize returns the slice itself, as
 // Kafka does, so a nil slice is a null; Deserialize copies, because the
 // consumer may reuse its buffer, and an empty record gives a non-nil empty
-// slice so it stays distinct from a null.
+// slice so it stays distinct from a null. It is Borrowing: the engine
+// hands a source record's value to the topology as the fetched bytes
+// themselves, capped so that an append copies. Writing into such a value
+// changes only its own record, but keeping it past the call keeps the
+// whole fetch's memory alive: a processor that keeps values should keep
+// bytes.Clone(v).
 func Bytes() Serde[[]byte] { return bytesSerde{} }
 
 type bytesSerde struct{}
@@ -37,6 +54,10 @@ func (bytesSerde) Serialize(_ string, v []byte) ([]byte, error) { return v, nil 
 
 func (bytesSerde) Deserialize(_ string, data []byte) ([]byte, error) {
 	return append([]byte{}, data...), nil
+}
+
+func (bytesSerde) DeserializeBorrowed(_ string, data []byte) ([]byte, error) {
+	return data[:len(data):len(data)], nil
 }
 
 // sizeError is the fixed-width serdes' complaint; Kafka's wording is "Size

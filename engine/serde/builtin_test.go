@@ -295,3 +295,39 @@ func TestPointer(t *testing.T) {
 		t.Errorf("DeserializeAny(nil) = %#v, want untyped nil", got)
 	}
 }
+
+// TestDeserializeBorrowed: the Bytes serde shares the bytes it is given,
+// capped at their end; a nil is a null; serdes that cannot share copy.
+func TestDeserializeBorrowed(t *testing.T) {
+	buf := []byte("abcdef")
+	v, err := serde.DeserializeBorrowed(serde.Erase(serde.Bytes()), "t", buf[:3])
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := v.([]byte)
+	if string(b) != "abc" || cap(b) != 3 || &b[0] != &buf[0] {
+		t.Errorf("bytes %q (cap %d) do not share the input's first 3 bytes", b, cap(b))
+	}
+	if v, err := serde.DeserializeBorrowed(serde.Erase(serde.Bytes()), "t", nil); v != nil || err != nil {
+		t.Errorf("nil bytes: %v, %v; want a null", v, err)
+	}
+	if v, err := serde.DeserializeBorrowed(serde.Erase(serde.Bytes()), "t", buf[:0]); err != nil || v == nil || len(v.([]byte)) != 0 {
+		t.Errorf("empty bytes: %#v, %v; want an empty non-null value", v, err)
+	}
+	v, err = serde.DeserializeBorrowed(serde.Erase(serde.String()), "t", buf[:3])
+	buf[0] = 'x'
+	if err != nil || v.(string) != "abc" {
+		t.Errorf("string %q, %v: want a copy that keeps \"abc\"", v, err)
+	}
+}
+
+func TestIsString(t *testing.T) {
+	for _, c := range []struct {
+		s    serde.Any
+		want bool
+	}{{serde.Erase(serde.String()), true}, {serde.Erase(serde.Bytes()), false}, {serde.Erase(serde.UUID()), false}, {serde.Erase(serde.Int64()), false}} {
+		if got := serde.IsString(c.s); got != c.want {
+			t.Errorf("serde.IsString(%s) = %v", c.s.Name(), got)
+		}
+	}
+}

@@ -62,6 +62,38 @@ func (e erased[T]) DeserializeAny(topic string, data []byte) (any, error) {
 	return e.s.Deserialize(topic, data)
 }
 
+// Borrowing is a serde that can decode without copying: the value
+// DeserializeBorrowed returns may share data's memory. Callers use it only
+// for bytes that nothing writes again and that may live as long as the
+// value, as a fetched record's do.
+type Borrowing[T any] interface {
+	DeserializeBorrowed(topic string, data []byte) (T, error)
+}
+
+// DeserializeBorrowed decodes data with s, sharing data's memory where s
+// is Borrowing, copying as DeserializeAny does where it is not. A nil data
+// is a nil value, as for DeserializeAny.
+func DeserializeBorrowed(s Any, topic string, data []byte) (any, error) {
+	if b, ok := s.(borrowingAny); ok {
+		return b.deserializeBorrowedAny(topic, data)
+	}
+	return s.DeserializeAny(topic, data)
+}
+
+type borrowingAny interface {
+	deserializeBorrowedAny(topic string, data []byte) (any, error)
+}
+
+func (e erased[T]) deserializeBorrowedAny(topic string, data []byte) (any, error) {
+	if data == nil {
+		return nil, nil
+	}
+	if b, ok := e.s.(Borrowing[T]); ok {
+		return b.DeserializeBorrowed(topic, data)
+	}
+	return e.s.Deserialize(topic, data)
+}
+
 // Unwrap returns the typed serde behind an erased one, for callers that
 // need to compare serdes or reach their options.
 func (e erased[T]) Unwrap() any { return e.s }

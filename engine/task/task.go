@@ -175,6 +175,10 @@ type recordContext struct {
 	// partitioner), and then no lane check runs.
 	laneBytes []byte
 	laned     bool
+	// sourceKey is the key the source decoded from laneBytes with the
+	// String serde; sourceKeyOK says there is one.
+	sourceKey   string
+	sourceKeyOK bool
 }
 
 type node struct {
@@ -424,7 +428,9 @@ func (t *Task) Process(in Input) error {
 	key, err := spec.KeySerde.DeserializeAny(in.Topic, in.Key)
 	if err == nil {
 		var value any
-		value, err = spec.ValueSerde.DeserializeAny(in.Topic, in.Value)
+		// The input's bytes are the fetch's, written by nothing after:
+		// a serde that can share them need not copy.
+		value, err = serde.DeserializeBorrowed(spec.ValueSerde, in.Topic, in.Value)
 		if err == nil {
 			return t.processDecoded(src, in, key, value)
 		}
@@ -480,6 +486,9 @@ func (t *Task) processDecoded(src *node, in Input, key, value any) error {
 		headers:   in.Headers,
 		laneBytes: in.Key,
 		laned:     in.Key != nil && (src.spec.Boundary == nil || src.spec.Boundary.Partitioner == nil),
+	}
+	if ks, ok := key.(string); ok && serde.IsString(src.spec.Source.KeySerde) {
+		t.rc.sourceKey, t.rc.sourceKeyOK = ks, true
 	}
 	defer func() { t.rc = prev }()
 	t.failed = nil
@@ -660,7 +669,7 @@ func (t *Task) sink(nd *node, rec processor.Erased) error {
 	if rec.Timestamp < 0 {
 		return fmt.Errorf("sink %s: topic %s: record has negative timestamp %d", nd.name, topic, rec.Timestamp)
 	}
-	k, err := spec.KeySerde.SerializeAny(topic, rec.Key)
+	k, err := t.sinkKey(spec.KeySerde, topic, rec.Key)
 	if err != nil {
 		return fmt.Errorf("sink %s: serialize key for topic %s with serde %s: %w", nd.name, topic, spec.KeySerde.Name(), err)
 	}
@@ -679,6 +688,19 @@ func (t *Task) sink(nd *node, rec processor.Erased) error {
 		return fmt.Errorf("sink %s: send to topic %s: %w", nd.name, topic, err)
 	}
 	return nil
+}
+
+// sinkKey serializes a sink record's key. A String key equal to the one
+// the source decoded is written as the bytes it arrived with, capped, so
+// that the common pass-through key costs no encoding.
+func (t *Task) sinkKey(s serde.Any, topic string, key any) ([]byte, error) {
+	if t.rc.sourceKeyOK {
+		if ks, ok := key.(string); ok && ks == t.rc.sourceKey && serde.IsString(s) {
+			b := t.rc.laneBytes
+			return b[:len(b):len(b)], nil
+		}
+	}
+	return s.SerializeAny(topic, key)
 }
 
 // Commit flushes the task's stores, so their changelog records are out
