@@ -657,16 +657,48 @@ func (r *runner) pollAndDispatch(ctx context.Context) error {
 // order, and across partitions the record with the oldest timestamp at
 // the head first.
 func (r *runner) dispatchMerged(fetches kgo.Fetches) error {
+	// A head is one partition's records not yet dispatched, with what
+	// every record of it needs looked up once: its sub-topology, the
+	// topic's offsets to cut at and its records-in counter.
 	type head struct {
-		recs []*kgo.Record
+		recs  []*kgo.Record
+		sub   int
+		cut   map[int32]int64
+		count *atomic.Int64
+		n     int64
 	}
 	var heads []*head
 	fetches.EachPartition(func(p kgo.FetchTopicPartition) {
 		r.noteHighWatermark(p.Topic, p.Partition, p.HighWatermark)
-		if len(p.Records) > 0 {
-			heads = append(heads, &head{recs: p.Records})
+		if len(p.Records) == 0 {
+			return
 		}
+		sub, ok := r.topicSub[p.Topic]
+		if !ok {
+			return
+		}
+		h := &head{recs: p.Records, sub: sub, cut: r.cutOffsets[p.Topic], count: r.inCount[p.Topic]}
+		if h.cut == nil {
+			h.cut = map[int32]int64{}
+			r.cutOffsets[p.Topic] = h.cut
+		}
+		if h.count == nil {
+			if r.inCount == nil {
+				r.inCount = map[string]*atomic.Int64{}
+			}
+			h.count = r.e.obs.in.get(p.Topic)
+			r.inCount[p.Topic] = h.count
+		}
+		heads = append(heads, h)
 	})
+	// The counters count what was dispatched, also when a dispatch
+	// fails part way.
+	all := slices.Clone(heads)
+	defer func() {
+		for _, h := range all {
+			h.count.Add(h.n)
+		}
+	}()
 	for len(heads) > 0 {
 		best := 0
 		for i := 1; i < len(heads); i++ {
@@ -675,23 +707,23 @@ func (r *runner) dispatchMerged(fetches kgo.Fetches) error {
 				best = i
 			}
 		}
-		rec := heads[best].recs[0]
-		heads[best].recs = heads[best].recs[1:]
-		if len(heads[best].recs) == 0 {
+		h := heads[best]
+		rec := h.recs[0]
+		h.recs = h.recs[1:]
+		if len(h.recs) == 0 {
 			heads = slices.Delete(heads, best, best+1)
 		}
-		if err := r.dispatchOne(rec); err != nil {
+		if err := r.dispatchOne(rec, h.sub); err != nil {
 			return err
 		}
+		h.cut[rec.Partition] = rec.Offset + 1
+		h.n++
 	}
 	return r.gen.flush()
 }
 
-func (r *runner) dispatchOne(rec *kgo.Record) error {
-	sub, ok := r.topicSub[rec.Topic]
-	if !ok {
-		return nil
-	}
+// dispatchOne hands rec to its lane of sub-topology sub.
+func (r *runner) dispatchOne(rec *kgo.Record, sub int) error {
 	in := task.Input{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset, Key: rec.Key, Value: rec.Value,
 		Timestamp: rec.Timestamp.UnixMilli()}
 	for _, h := range rec.Headers {
@@ -707,20 +739,7 @@ func (r *runner) dispatchOne(rec *kgo.Record) error {
 	if err := r.gen.dispatch(sub, in, idx); err != nil {
 		return err
 	}
-	if r.cutOffsets[rec.Topic] == nil {
-		r.cutOffsets[rec.Topic] = map[int32]int64{}
-	}
-	r.cutOffsets[rec.Topic][rec.Partition] = rec.Offset + 1
 	r.dispatched++
-	c := r.inCount[rec.Topic]
-	if c == nil {
-		if r.inCount == nil {
-			r.inCount = map[string]*atomic.Int64{}
-		}
-		c = r.e.obs.in.get(rec.Topic)
-		r.inCount[rec.Topic] = c
-	}
-	c.Add(1)
 	return nil
 }
 

@@ -166,7 +166,12 @@ type Lane struct {
 	sendErr error
 
 	ptMu      sync.Mutex
-	partTimes map[watermark.Partition]int64
+	partTimes map[watermark.Partition]*int64
+	// lastP is the partition observed last and lastPT its entry: records
+	// come in runs of one partition, and the map lookup hashes the topic.
+	// The lane's goroutine alone reads them.
+	lastP  watermark.Partition
+	lastPT *int64
 }
 
 // New makes a lane of group g. It takes input once g is opened
@@ -174,7 +179,7 @@ type Lane struct {
 func New(g *Group, cfg Config, env *Env) *Lane {
 	l := &Lane{cfg: cfg, env: env, group: g,
 		floor: cfg.Floor, proto: barrier.NewLane(cfg.Floor), pinned: noPin, fwdFloor: noPin,
-		partTimes: map[watermark.Partition]int64{}, epoch: 1}
+		partTimes: map[watermark.Partition]*int64{}, epoch: 1}
 	if cfg.CoalesceBytes > 0 {
 		l.coalesce = newCoalescer(cfg.CoalesceBytes)
 	}
@@ -244,7 +249,7 @@ func (l *Lane) PartTimes() map[watermark.Partition]int64 {
 	defer l.ptMu.Unlock()
 	out := make(map[watermark.Partition]int64, len(l.partTimes))
 	for k, v := range l.partTimes {
-		out[k] = v
+		out[k] = *v
 	}
 	return out
 }
@@ -386,8 +391,17 @@ func (c clock) ObserveStreamTime(ts int64) {
 		late(p)
 	}
 	l.ptMu.Lock()
-	if old, ok := l.partTimes[p]; !ok || ts > old {
-		l.partTimes[p] = ts
+	if l.lastPT == nil || l.lastP != p {
+		pt, ok := l.partTimes[p]
+		if !ok {
+			pt = new(int64)
+			*pt = ts
+			l.partTimes[p] = pt
+		}
+		l.lastP, l.lastPT = p, pt
+	}
+	if ts > *l.lastPT {
+		*l.lastPT = ts
 	}
 	l.ptMu.Unlock()
 }

@@ -131,8 +131,17 @@ type Task struct {
 	dlqTopic     string
 	procHandler  string
 
-	partitionTime map[partitionKey]int64
-	rc            recordContext
+	// partitionTime is each input partition's highest event time, Unknown
+	// before its first record; lastPT is the entry of the partition read
+	// last, as records come in runs of one partition and the map lookup
+	// hashes the topic.
+	partitionTime map[partitionKey]*int64
+	lastPK        partitionKey
+	lastPT        *int64
+	// lastSrc is the source node of topic lastSrcTopic, the last looked up.
+	lastSrcTopic string
+	lastSrc      *node
+	rc           recordContext
 	// floor is the late-drop floor of the work in progress.
 	floor   int64
 	current *node
@@ -211,7 +220,7 @@ func New(b *topology.Built, st *topology.Subtopology, opts Options) (*Task, erro
 		restore:       opts.Restore,
 		backend:       opts.Backend,
 		persist:       opts.Persistent,
-		partitionTime: map[partitionKey]int64{},
+		partitionTime: map[partitionKey]*int64{},
 	}
 	if t.id == "" {
 		t.id = fmt.Sprintf("%d_%d", st.ID, opts.Partition)
@@ -402,15 +411,24 @@ func (t *Task) Reads(topic string) bool {
 }
 
 func (t *Task) sourceFor(topic string) (*node, bool) {
-	if nd, ok := t.sources[topic]; ok {
-		return nd, true
+	if t.lastSrc != nil && t.lastSrcTopic == topic {
+		return t.lastSrc, true
 	}
-	for _, n := range t.sub.Sources {
-		if n.Source.Pattern != nil && n.Source.Pattern.MatchString(topic) {
-			return t.nodes[n.Name], true
+	nd, ok := t.sources[topic]
+	if !ok {
+		for _, n := range t.sub.Sources {
+			if n.Source.Pattern != nil && n.Source.Pattern.MatchString(topic) {
+				nd, ok = t.nodes[n.Name], true
+				break
+			}
 		}
 	}
-	return nil, false
+	if ok {
+		// Records come in runs of one topic: the next one most likely
+		// reads the same source, without a hash or a pattern match.
+		t.lastSrcTopic, t.lastSrc = topic, nd
+	}
+	return nd, ok
 }
 
 // Process runs one record through the sub-topology. An error means the
@@ -449,11 +467,8 @@ func positioned(err error, s serde.Any, what string, in Input) error {
 }
 
 func (t *Task) processDecoded(src *node, in Input, key, value any) error {
-	pk := partitionKey{in.Topic, in.Partition}
-	pt, seen := t.partitionTime[pk]
-	if !seen {
-		pt = Unknown
-	}
+	ptp := t.partitionTimeOf(in.Topic, in.Partition)
+	pt := *ptp
 	ts, err := t.eventTime(src, in, key, value, pt)
 	if err != nil {
 		return err
@@ -465,7 +480,7 @@ func (t *Task) processDecoded(src *node, in Input, key, value any) error {
 		return nil
 	}
 	if ts > pt {
-		t.partitionTime[pk] = ts
+		*ptp = ts
 	}
 	if !t.sub.Global {
 		// A global store's updates are not the application's event time:
@@ -497,6 +512,23 @@ func (t *Task) processDecoded(src *node, in Input, key, value any) error {
 		t.run(c, rec)
 	}
 	return t.takeFailure()
+}
+
+// partitionTimeOf is the partition's event-time entry, made Unknown on
+// its first record.
+func (t *Task) partitionTimeOf(topic string, partition int32) *int64 {
+	if t.lastPT != nil && t.lastPK.partition == partition && t.lastPK.topic == topic {
+		return t.lastPT
+	}
+	pk := partitionKey{topic, partition}
+	p, ok := t.partitionTime[pk]
+	if !ok {
+		p = new(int64)
+		*p = Unknown
+		t.partitionTime[pk] = p
+	}
+	t.lastPK, t.lastPT = pk, p
+	return p
 }
 
 // eventTime reads a record's event time: the source's watermark strategy's
