@@ -14,6 +14,7 @@ import (
 	"github.com/stoatflow/stoatctl/engine/config"
 	"github.com/stoatflow/stoatctl/engine/kafka"
 	"github.com/stoatflow/stoatctl/engine/lane"
+	"github.com/stoatflow/stoatctl/engine/lanes"
 	"github.com/stoatflow/stoatctl/engine/processor"
 	"github.com/stoatflow/stoatctl/engine/task"
 	"github.com/stoatflow/stoatctl/engine/watermark"
@@ -54,6 +55,11 @@ type committer struct {
 
 	errMu      sync.Mutex
 	produceErr error
+
+	// promised is c.promise as a func value, made once: a method value
+	// handed to franz-go escapes, and would cost an allocation per
+	// record where it is written.
+	promised func(*kgo.Record, error)
 }
 
 func (c *committer) promise(rec *kgo.Record, err error) {
@@ -121,7 +127,7 @@ func (c *committer) send(outs []task.Output) {
 				c.promise(&kgo.Record{Topic: o.Topic, Partition: o.Partition}, err)
 				continue
 			}
-			produce(c.ctx, rec, c.promise)
+			produce(c.ctx, rec, c.promised)
 			continue
 		}
 		if errors.As(err, &tooLarge) && c.r.s.production == config.HandlerContinue {
@@ -146,7 +152,7 @@ func (c *committer) send(outs []task.Output) {
 			}
 			outN++
 		}
-		produce(c.ctx, rec, c.promise)
+		produce(c.ctx, rec, c.promised)
 	}
 	flushOut()
 }
@@ -270,6 +276,7 @@ func (r *runner) commitLoop(ctx context.Context, g *generation, cuts <-chan epoc
 	// for it, and a transaction left open would refuse the next Begin.
 	// Only a shutdown past its deadline cancels ctx (runner.abandonCommit).
 	c := &committer{r: r, g: g, ctx: ctx, stamp: stamp}
+	c.promised = c.promise
 	pending := map[int64]*pendingEpoch{}
 	next := int64(1)
 	get := func(n int64) *pendingEpoch {
@@ -297,6 +304,7 @@ func (r *runner) commitLoop(ctx context.Context, g *generation, cuts <-chan epoc
 			p := get(rep.Epoch)
 			if rep.Epoch == next {
 				c.send(rep.Outs)
+				lanes.RecycleOuts(rep.Outs)
 				g.sink.Held.Give(rep.Credit)
 			} else if len(rep.Outs) > 0 {
 				p.held = append(p.held, rep.Outs)
@@ -353,6 +361,7 @@ func (r *runner) commitLoop(ctx context.Context, g *generation, cuts <-chan epoc
 			if q := pending[next]; q != nil {
 				for _, outs := range q.held {
 					c.send(outs)
+					lanes.RecycleOuts(outs)
 				}
 				q.held = nil
 				g.sink.Held.Give(q.heldCredit)
@@ -388,7 +397,7 @@ func (r *runner) commit(c *committer, p *pendingEpoch) error {
 	c.sent = 0
 	c.begin()
 	if newStamp {
-		r.sess.produce(ctx, r.stampRecord(p.cut.stamp, p.cut.final), c.promise)
+		r.sess.produce(ctx, r.stampRecord(p.cut.stamp, p.cut.final), c.promised)
 		c.stamp = p.cut.stamp
 	}
 

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/stoatflow/stoatctl/engine/barrier"
-	"github.com/stoatflow/stoatctl/engine/task"
 )
 
 // cross does the work of crossing b, in the protocol's order
@@ -52,7 +51,7 @@ func (l *Lane) step(s barrier.Step, b *barrier.Barrier) error {
 		}
 	case barrier.Report:
 		r := Report{Epoch: s.Epoch, Lane: l.cfg.Global, Outs: l.outs, Final: true, PartTimes: l.PartTimes()}
-		l.outs = make([]task.Output, 0, reportChunk)
+		l.outs = newOuts()
 		err = l.report(r)
 	case barrier.Forward:
 		err = l.sendMarker(b)

@@ -2,6 +2,7 @@ package lanes
 
 import (
 	"encoding/binary"
+	"sync"
 
 	"github.com/stoatflow/stoatctl/engine/barrier"
 	"github.com/stoatflow/stoatctl/engine/lane"
@@ -12,6 +13,28 @@ import (
 // reportChunk is how many records a lane collects before handing them
 // to the committer mid-epoch.
 const reportChunk = 512
+
+// outsPool recycles report chunks: a chunk of 512 outputs is a large
+// allocation, one per 512 records, which the committer gives back
+// (RecycleOuts) once it has produced them.
+var outsPool = sync.Pool{New: func() any {
+	s := make([]task.Output, 0, reportChunk)
+	return &s
+}}
+
+func newOuts() []task.Output { return (*outsPool.Get().(*[]task.Output))[:0] }
+
+// RecycleOuts gives back a report's outputs once they are produced and
+// nothing refers to them: cleared, so that the pool holds on to no key or
+// value.
+func RecycleOuts(outs []task.Output) {
+	if cap(outs) != reportChunk {
+		return
+	}
+	clear(outs)
+	outs = outs[:0]
+	outsPool.Put(&outs)
+}
 
 // send is the task's collector: boundary records go to the downstream
 // lane of their key, everything else joins the epoch's output.
@@ -53,10 +76,13 @@ func (l *Lane) flushChangelog() error {
 // emit adds o to the epoch's output, handing a full chunk to the
 // committer.
 func (l *Lane) emit(o task.Output) error {
+	if l.outs == nil {
+		l.outs = newOuts()
+	}
 	l.outs = append(l.outs, o)
 	if len(l.outs) >= reportChunk {
 		r := Report{Epoch: l.epoch, Lane: l.cfg.Global, Outs: l.outs}
-		l.outs = make([]task.Output, 0, reportChunk)
+		l.outs = newOuts()
 		return l.report(r)
 	}
 	return nil
