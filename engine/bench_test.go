@@ -187,7 +187,6 @@ func runEngineOver(b *testing.B, topo *topology.Topology, c map[string]string, n
 	began := time.Now()
 	go func() { done <- e.Run(ctx) }()
 	var peak uint64
-	var ms runtime.MemStats
 	polls := 0
 	for e.Stats().Records < int64(n) {
 		select {
@@ -196,8 +195,7 @@ func runEngineOver(b *testing.B, topo *topology.Topology, c map[string]string, n
 		case <-time.After(5 * time.Millisecond):
 		}
 		if polls++; polls%10 == 0 {
-			runtime.ReadMemStats(&ms)
-			peak = max(peak, ms.HeapInuse)
+			peak = max(peak, benchbase.HeapInUse())
 		}
 		if time.Since(began) > 10*time.Minute {
 			b.Fatal("engine did not finish within 10 minutes")

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"runtime"
 	"strconv"
 	"testing"
 	"time"
@@ -143,4 +144,20 @@ func BenchmarkBaseline(b *testing.B) {
 			b.ReportMetric(float64(records)/elapsed.Seconds(), "records/s")
 		})
 	}
+}
+
+// TestHeapInUse: the figure is what ReadMemStats calls HeapInuse, within
+// what a moment's allocation can move it.
+func TestHeapInUse(t *testing.T) {
+	keep := make([][]byte, 0, 64)
+	for range 64 {
+		keep = append(keep, make([]byte, 1<<20))
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	got := benchbase.HeapInUse()
+	if diff := int64(got) - int64(ms.HeapInuse); diff < -4<<20 || diff > 4<<20 {
+		t.Errorf("HeapInUse %d, MemStats.HeapInuse %d", got, ms.HeapInuse)
+	}
+	runtime.KeepAlive(keep)
 }

@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -109,7 +108,6 @@ func runStoat(ctx context.Context, env Env, topo string, t Topics, n int) (rate 
 	done := make(chan error, 1)
 	go func() { done <- e.Run(runCtx) }()
 	deadline := time.After(env.Timeout)
-	var ms runtime.MemStats
 	polls := 0
 	for e.Stats().Records < int64(n) {
 		select {
@@ -122,8 +120,7 @@ func runStoat(ctx context.Context, env Env, topo string, t Topics, n int) (rate 
 		case <-time.After(5 * time.Millisecond):
 		}
 		if polls++; polls%10 == 0 {
-			runtime.ReadMemStats(&ms)
-			peak = max(peak, ms.HeapInuse)
+			peak = max(peak, benchbase.HeapInUse())
 		}
 	}
 	mu.Lock()
