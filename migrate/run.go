@@ -97,7 +97,10 @@ func (s *session) run(ctx context.Context, p *Plan) (*Report, error) {
 	}
 	tx, err := kgo.NewClient(append(append([]kgo.Opt{}, o.ClientOpts...), kgo.SeedBrokers(o.Seeds...),
 		kgo.TransactionalID(o.To+"-stoatflow-migrate"), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.ProducerLinger(5*time.Millisecond), kgo.MaxBufferedRecords(1<<20))...)
+		kgo.ProducerLinger(5*time.Millisecond), kgo.MaxBufferedRecords(1<<20),
+		// A batch's produce right after the last batch committed can
+		// meet CONCURRENT_TRANSACTIONS; its retry waits for this.
+		kgo.MetadataMinAge(kafka.DefaultRetryBackoff))...)
 	if err != nil {
 		return nil, fmt.Errorf("migrate: transactional client: %w", err)
 	}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/stoatflow/stoatctl/engine/kafka"
 )
 
 // CommitInterval is how often the baseline commits: under EOS it ends a
@@ -50,6 +52,12 @@ func Baseline(ctx context.Context, seeds []string, in, out, group string, exactl
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.DisableAutoCommit(),
 		kgo.DefaultProduceTopic(out),
+		// As the engine's clients: a produce retried after
+		// CONCURRENT_TRANSACTIONS (a transaction begun while the last
+		// one's markers are still being written) waits for a metadata
+		// refresh, at most every 5 s by franz-go's default, which would
+		// make the ceiling a stall now and then on Apache Kafka.
+		kgo.MetadataMinAge(kafka.DefaultRetryBackoff),
 	}
 	l := &loop{start: time.Now(), n: n}
 	opts = append(opts, kgo.OnPartitionsAssigned(func(context.Context, *kgo.Client, map[string][]int32) {

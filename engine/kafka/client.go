@@ -31,6 +31,14 @@ const (
 	// is not set (engine/instance.go); this package's default, for clients
 	// made outside the engine, is "0".
 	InstanceID = "stoatflow.instance.id"
+	// RetryBackoffMs is Kafka's retry.backoff.ms: here, franz-go's metadata
+	// min age, the soonest a failed request's retry may refresh metadata.
+	RetryBackoffMs = "retry.backoff.ms"
+	// DefaultRetryBackoff is retry.backoff.ms's default, Kafka's clients'
+	// 100 ms; every transactional producer of the module sets it (a
+	// migration's batches, the benchmarks' bare loop) for the reason
+	// ClientOptions does.
+	DefaultRetryBackoff = 100 * time.Millisecond
 	// TransactionTimeoutMs is Kafka's transaction.timeout.ms: how long the
 	// transaction coordinator lets a transaction stay open before it
 	// aborts it and fences the producer. Default franz-go's 40 s.
@@ -82,6 +90,19 @@ func ClientOptions(cfg config.Config) ([]kgo.Opt, error) {
 		kgo.Balancers(kgo.CooperativeStickyBalancer()),
 		kgo.DisableAutoCommit(),
 	}
+
+	// A produce retry waits for a metadata refresh, and franz-go's own
+	// floor between refreshes is 5 s: one CONCURRENT_TRANSACTIONS right
+	// after a commit (the broker still writing the markers) held an
+	// epoch's commit for 4.8 s on Apache Kafka 4.4.
+	backoff, err := cfg.Int(RetryBackoffMs, DefaultRetryBackoff.Milliseconds())
+	if err != nil {
+		return nil, err
+	}
+	if backoff < 10 {
+		return nil, fmt.Errorf("config %s: %d: need at least 10 ms", RetryBackoffMs, backoff)
+	}
+	opts = append(opts, kgo.MetadataMinAge(time.Duration(backoff)*time.Millisecond))
 
 	reset, err := resetOffsets(cfg)
 	if err != nil {

@@ -84,11 +84,22 @@ func TestClientOptionsMapping(t *testing.T) {
 			cfg:  map[string]string{"application.id": "shop", "bootstrap.servers": "k:9092"},
 			want: map[string]any{"TransactionTimeout": 40 * time.Second},
 		},
+		{
+			name: "retry backoff: Kafka's 100 ms, not franz-go's 5 s",
+			cfg:  map[string]string{"application.id": "shop", "bootstrap.servers": "k:9092"},
+			want: map[string]any{"MetadataMinAge": 100 * time.Millisecond},
+		},
+		{
+			name: "retry backoff set",
+			cfg:  map[string]string{"application.id": "shop", "bootstrap.servers": "k:9092", "retry.backoff.ms": "250"},
+			want: map[string]any{"MetadataMinAge": 250 * time.Millisecond},
+		},
 	}
 	opts := map[string]any{
 		"SeedBrokers": kgo.SeedBrokers, "ClientID": kgo.ClientID, "ConsumerGroup": kgo.ConsumerGroup,
 		"TransactionalID": kgo.TransactionalID, "FetchIsolationLevel": kgo.FetchIsolationLevel,
 		"DisableAutoCommit": kgo.DisableAutoCommit, "TransactionTimeout": kgo.TransactionTimeout,
+		"MetadataMinAge": kgo.MetadataMinAge,
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -148,6 +159,8 @@ func TestClientOptionsRefusals(t *testing.T) {
 		{"empty instance id", with("stoatflow.instance.id", " "), "config stoatflow.instance.id: set but empty"},
 		{"transaction timeout too short", with("transaction.timeout.ms", "500"), "config transaction.timeout.ms: 500: need at least 1000 ms"},
 		{"transaction timeout not a number", with("transaction.timeout.ms", "10s"), "transaction.timeout.ms"},
+		{"retry backoff too short", with("retry.backoff.ms", "5"), "config retry.backoff.ms: 5: need at least 10 ms"},
+		{"retry backoff not a number", with("retry.backoff.ms", "1s"), "retry.backoff.ms"},
 		{"unknown reset", with("auto.offset.reset", "smallest"), `config auto.offset.reset: "smallest" is not one of earliest, latest, none`},
 	}
 	for _, tc := range tests {
