@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/stoatflow/stoatctl/engine/serde"
 )
@@ -329,5 +330,20 @@ func TestIsString(t *testing.T) {
 		if got := serde.IsString(c.s); got != c.want {
 			t.Errorf("serde.IsString(%s) = %v", c.s.Name(), got)
 		}
+	}
+}
+
+func TestSerializeView(t *testing.T) {
+	s := strings.Repeat("k", 5)
+	b, err := serde.SerializeView(serde.String(), "t", s)
+	if err != nil || string(b) != s || cap(b) != len(s) || unsafe.SliceData(b) != unsafe.StringData(s) {
+		t.Errorf("string: %q (cap %d), %v; want the string's own 5 bytes", b, cap(b), err)
+	}
+	if b, err := serde.SerializeView(serde.String(), "t", ""); err != nil || b == nil || len(b) != 0 {
+		t.Errorf("empty string: %#v, %v; want empty non-null bytes", b, err)
+	}
+	// A serde that cannot view serializes as usual.
+	if b, err := serde.SerializeView(serde.Int64(), "t", 7); err != nil || len(b) != 8 || b[7] != 7 {
+		t.Errorf("int64: %v, %v", b, err)
 	}
 }

@@ -80,6 +80,24 @@ func DeserializeBorrowed(s Any, topic string, data []byte) (any, error) {
 	return s.DeserializeAny(topic, data)
 }
 
+// Viewing is a serde that can encode without copying: the bytes
+// SerializeView returns may share v's memory. Callers must never write to
+// them; keeping them is safe, as they keep v's memory alive.
+type Viewing[T any] interface {
+	SerializeView(topic string, v T) ([]byte, error)
+}
+
+// SerializeView encodes v with s, sharing v's memory where s is Viewing,
+// as Serialize does where it is not. The caller must not write to the
+// bytes: a store key built from them is copied, a changelog key is not
+// written to.
+func SerializeView[T any](s Serde[T], topic string, v T) ([]byte, error) {
+	if w, ok := s.(Viewing[T]); ok {
+		return w.SerializeView(topic, v)
+	}
+	return s.Serialize(topic, v)
+}
+
 type borrowingAny interface {
 	deserializeBorrowedAny(topic string, data []byte) (any, error)
 }

@@ -267,8 +267,11 @@ func (s *keyValueStore[K, V]) ready(op string) error {
 	return nil
 }
 
+// serializeKey may return bytes that share key's memory (a String key's
+// own bytes, serde.SerializeView): the byte store copies the keys it
+// keeps, and nothing here writes to a key's bytes.
 func (s *keyValueStore[K, V]) serializeKey(op string, key K) ([]byte, error) {
-	b, err := s.keySerde.Serialize(s.topic, key)
+	b, err := serde.SerializeView(s.keySerde, s.topic, key)
 	if err != nil {
 		return nil, s.errorf(op, "serialize key: %w", err)
 	}

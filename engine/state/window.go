@@ -336,7 +336,11 @@ const windowSuffix = timestampSize + windowSeqSize
 // windowKeyFirst is the key-first entry of key's window at start, in
 // segment seg (the segment of start).
 func windowKeyFirst(seg int64, key []byte, start int64, seq uint32) []byte {
-	b := make([]byte, 0, 1+timestampSize+len(key)+windowSuffix)
+	return appendWindowKeyFirst(make([]byte, 0, 1+timestampSize+len(key)+windowSuffix), seg, key, start, seq)
+}
+
+// appendWindowKeyFirst appends windowKeyFirst's entry to b.
+func appendWindowKeyFirst(b []byte, seg int64, key []byte, start int64, seq uint32) []byte {
 	b = append(b, indexKeyFirst)
 	b = appendOrderedTime(b, seg)
 	b = append(b, key...)
@@ -474,8 +478,11 @@ func (c *windowedCore[K]) ready(op string) error {
 	return nil
 }
 
+// serializeKey may return bytes that share key's memory (a String key's
+// own bytes, serde.SerializeView): every entry and changelog key is built
+// in a new slice from them, and nothing writes to them.
 func (c *windowedCore[K]) serializeKey(op string, key K) ([]byte, error) {
-	b, err := c.keySerde.Serialize(c.topic, key)
+	b, err := serde.SerializeView(c.keySerde, c.topic, key)
 	if err != nil {
 		return nil, c.errorf(op, "serialize key: %w", err)
 	}
@@ -555,10 +562,19 @@ type windowStore[K, V any] struct {
 }
 
 // foundEntry is what a Fetch found: a window's key-first entry, with the
-// store's write count when the Fetch began.
+// store's write count when the Fetch began. The entry is built in buf
+// when it fits, so that a Fetch allocates once for both.
 type foundEntry struct {
 	key    []byte
 	writes uint64
+	buf    [64]byte
+}
+
+// is reports whether the entry is key kb's window at start with sequence
+// number seq in segment seg, without building that entry.
+func (f *foundEntry) is(seg int64, kb []byte, start int64, seq uint32) bool {
+	fseg, fkey, fstart, fseq, ok := decodeWindowKeyFirst(f.key)
+	return ok && fseg == seg && fstart == start && fseq == seq && bytes.Equal(fkey, kb)
 }
 
 // forget ends what found vouches for: a write is under way.
@@ -615,17 +631,18 @@ func (s *windowStore[K, V]) Put(key K, value V, windowStart int64) error {
 		return s.errorf(op, "%w", err)
 	}
 	seq := s.nextSeq()
-	kf := windowKeyFirst(seg, kb, windowStart, seq)
 	f := s.found.Load()
-	known := f != nil && f.writes == s.writes.Load() && bytes.Equal(kf, f.key)
+	known := f != nil && f.writes == s.writes.Load() && f.is(seg, kb, windowStart, seq)
 	s.forget()
 	if known {
-		// The window and its time-first entry are there.
-		if err := s.inner.Put(kf, stored); err != nil {
+		// The window and its time-first entry are there; the entry the
+		// Fetch built is this window's, and nothing writes to it.
+		if err := s.inner.Put(f.key, stored); err != nil {
 			return err
 		}
 		return s.log(op, EncodeWindowKey(kb, windowStart, int32(seq)), logged, ts)
 	}
+	kf := windowKeyFirst(seg, kb, windowStart, seq)
 	if err := s.inner.PutAll([]KeyValue[[]byte, []byte]{
 		{Key: kf, Value: stored},
 		{Key: windowTimeFirst(kb, windowStart, seq), Value: timeIndexValue},
@@ -713,13 +730,13 @@ func (s *windowStore[K, V]) Fetch(key K, windowStart int64) (V, bool, error) {
 	}
 	var stored []byte
 	if !s.dups {
-		kf := s.keyFirst(kb, windowStart, 0)
-		writes := s.writes.Load()
-		if stored, err = s.inner.Get(kf); err != nil {
+		f := &foundEntry{writes: s.writes.Load()}
+		f.key = appendWindowKeyFirst(f.buf[:0], segmentOf(windowStart, s.segs.interval), kb, windowStart, 0)
+		if stored, err = s.inner.Get(f.key); err != nil {
 			return zero, false, err
 		}
 		if stored != nil {
-			s.found.Store(&foundEntry{key: kf, writes: writes})
+			s.found.Store(f)
 		}
 	} else {
 		lo, hi := s.keyFirst(kb, windowStart, 0), s.keyFirst(kb, windowStart, math.MaxUint32)
