@@ -57,6 +57,14 @@ func runBenchBrokerChild() int {
 // it is stopped when b ends.
 func startBenchBroker(b *testing.B) string {
 	b.Helper()
+	addr, _ := startBenchBrokerStop(b)
+	return addr
+}
+
+// startBenchBrokerStop is startBenchBroker that also returns a stop
+// function, for a benchmark that wants the broker gone before it ends.
+func startBenchBrokerStop(b *testing.B) (string, func()) {
+	b.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$", "-test.bench=^$")
 	// Without GODEBUG: a gctrace asked for is the engine's, not the
 	// broker's.
@@ -75,15 +83,19 @@ func startBenchBroker(b *testing.B) string {
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
-	})
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			_ = cmd.Wait()
+		})
+	}
+	b.Cleanup(stop)
 	sc := bufio.NewScanner(out)
 	if !sc.Scan() {
 		b.Fatal("the bench broker child did not start")
 	}
-	return strings.TrimSpace(sc.Text())
+	return strings.TrimSpace(sc.Text()), stop
 }
 
 // heapSampler records the peak of the heap in use (objects and the free

@@ -15,6 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/stoatflow/stoatctl/engine"
 	"github.com/stoatflow/stoatctl/engine/benchbase"
 	"github.com/stoatflow/stoatctl/engine/dsl"
@@ -23,11 +26,19 @@ import (
 	"github.com/stoatflow/stoatctl/engine/window"
 )
 
-// BenchmarkEngineVsBaseline runs, on one embedded broker, the bare
-// franz-go consume-transform-produce loop (the ceiling of the broker path
-// here) and the engine on the same input: 1 M records (10 k with -short)
-// of 100-byte values over 4 partitions. It reports both rates and the
+// BenchmarkEngineVsBaseline runs the bare franz-go
+// consume-transform-produce loop (the ceiling of the broker path here)
+// and the engine on the same input: 1 M records (10 k with -short) of
+// 100-byte values over 4 partitions. It reports both rates and the
 // engine's share of the baseline, and the engine's peak heap.
+//
+// Each phase runs on an embedded broker of its own, in a child process,
+// loaded with the same input (STOATFLOW_BENCH_BROKER=child, the default).
+// With STOATFLOW_BENCH_BROKER=inprocess both run on one broker inside the
+// benchmark's process, as before 2026-12-02: the broker's in-memory logs
+// grow by copying into fresh memory, and the second phase, with a heap
+// already grown by the first, paid up to four times the first's for the
+// same bytes (docs/decisions/0019-bench-broker-per-phase.md).
 func BenchmarkEngineVsBaseline(b *testing.B) {
 	n := 1_000_000
 	if testing.Short() {
@@ -79,20 +90,19 @@ func BenchmarkEngineVsBaseline(b *testing.B) {
 		for _, tp := range topos {
 			b.Run(tp.name+"/"+guarantee, func(b *testing.B) {
 				for i := 0; i < b.N; i++ {
-					addr := startBroker(b, map[string]int32{"base-out": 4, "engine-out": 4})
 					ctx := context.Background()
-					seeds := []string{addr}
 					in := "in"
-					if err := benchbase.Load(ctx, seeds, in, 4, n, 100); err != nil {
-						b.Fatal(err)
-					}
+					seeds, stopBase := phaseBroker(b, in, "base-out", n)
 					// The phases carry pprof labels, inherited by the
 					// goroutines each starts: -cpuprofile with
 					// pprof -tagfocus phase=engine (or =baseline) shows
-					// one client's own CPU; the broker's goroutines,
-					// started before, carry none.
+					// one client's own CPU; an in-process broker's
+					// goroutines, started before, carry none. Each phase
+					// starts after a collection, so that neither pays
+					// for the garbage of the load or of the other.
 					var base benchbase.Result
 					var err error
+					runtime.GC()
 					cpu0, wall0, mem0 := processCPU(), time.Now(), heapCounters()
 					pprof.Do(ctx, pprof.Labels("phase", "baseline"), func(ctx context.Context) {
 						base, err = benchbase.Baseline(ctx, seeds, in, "base-out", "base", guarantee == "exactly_once_v2", n)
@@ -101,30 +111,34 @@ func BenchmarkEngineVsBaseline(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
+					stopBase()
+					engineSeeds, stopEngine := phaseBroker(b, in, "engine-out", n)
+					runtime.GC()
+					cpu1e, wall1e, mem1e := processCPU(), time.Now(), heapCounters()
 					var rate float64
 					var peak uint64
 					pprof.Do(ctx, pprof.Labels("phase", "engine"), func(context.Context) {
-						c := cfg(addr, "bench-"+tp.name,
+						c := cfg(engineSeeds[0], "bench-"+tp.name,
 							"processing.guarantee", guarantee, "num.stream.threads", fmt.Sprint(runtime.NumCPU()),
 							engine.BarrierIntervalMs, "500", engine.BarrierMinIntervalMs, "150")
 						maps.Copy(c, benchConfig(b))
 						rate, peak = runEngineOver(b, tp.build(in, "engine-out"), c, n)
 					})
 					cpu2, wall2, mem2 := processCPU(), time.Now(), heapCounters()
-					// Cores busy, on average, over each phase (its group
-					// join and the engine's restore included): near the
-					// core count the phase is CPU-bound, and the ratio is
-					// the engine's CPU per record against the loop's.
+					stopEngine()
+					// Cores this process kept busy, on average, over each
+					// phase (its group join and the engine's restore
+					// included; a child broker's CPU is its own).
 					b.ReportMetric(float64(cpu1-cpu0)/float64(wall1.Sub(wall0)), "baseline-cores")
-					b.ReportMetric(float64(cpu2-cpu1)/float64(wall2.Sub(wall1)), "engine-cores")
-					// Bytes allocated per record and GC cycles in each phase,
-					// the embedded broker's included (its segment files grow
-					// by copying, which makes the figure vary by ±5 %
+					b.ReportMetric(float64(cpu2-cpu1e)/float64(wall2.Sub(wall1e)), "engine-cores")
+					// Bytes allocated per record and GC cycles in each phase
+					// (an in-process broker's included: its segment files
+					// grow by copying, which makes the figure vary by ±5 %
 					// between runs of one build).
 					b.ReportMetric(float64(mem1.alloc-mem0.alloc)/float64(n), "baseline-B/rec")
-					b.ReportMetric(float64(mem2.alloc-mem1.alloc)/float64(n), "engine-B/rec")
+					b.ReportMetric(float64(mem2.alloc-mem1e.alloc)/float64(n), "engine-B/rec")
 					b.ReportMetric(float64(mem1.gcs-mem0.gcs), "baseline-gcs")
-					b.ReportMetric(float64(mem2.gcs-mem1.gcs), "engine-gcs")
+					b.ReportMetric(float64(mem2.gcs-mem1e.gcs), "engine-gcs")
 					b.ReportMetric(base.RecordsPerSec, "baseline-rec/s")
 					b.ReportMetric(rate, "engine-rec/s")
 					b.ReportMetric(rate/base.RecordsPerSec, "ratio")
@@ -133,6 +147,56 @@ func BenchmarkEngineVsBaseline(b *testing.B) {
 			})
 		}
 	}
+}
+
+// phaseBroker is the broker one phase of BenchmarkEngineVsBaseline runs
+// on, with topic in loaded with n records and topic out created: a fresh
+// child process per phase, or (STOATFLOW_BENCH_BROKER=inprocess) one
+// broker in this process for both phases, loaded once. stop ends a
+// child's broker; the in-process one ends with b.
+func phaseBroker(b *testing.B, in, out string, n int) (seeds []string, stop func()) {
+	b.Helper()
+	ctx := context.Background()
+	switch mode := os.Getenv("STOATFLOW_BENCH_BROKER"); mode {
+	case "inprocess":
+		// Both phases reach here; the second finds the first's broker.
+		if shared, ok := inprocessBrokers[b]; ok {
+			return shared, func() {}
+		}
+		seeds = []string{startBroker(b, map[string]int32{"base-out": 4, "engine-out": 4})}
+		inprocessBrokers[b] = seeds
+		b.Cleanup(func() { delete(inprocessBrokers, b) })
+		stop = func() {}
+	case "", "child":
+		addr, stopChild := startBenchBrokerStop(b)
+		seeds, stop = []string{addr}, stopChild
+		if err := createTopic(ctx, seeds, out, 4); err != nil {
+			b.Fatal(err)
+		}
+	default:
+		b.Fatalf("STOATFLOW_BENCH_BROKER=%q: want child or inprocess", mode)
+	}
+	if err := benchbase.Load(ctx, seeds, in, 4, n, 100); err != nil {
+		b.Fatal(err)
+	}
+	return seeds, stop
+}
+
+// inprocessBrokers is the broker each benchmark shares between its phases
+// under STOATFLOW_BENCH_BROKER=inprocess.
+var inprocessBrokers = map[*testing.B][]string{}
+
+// createTopic creates topic with the given partitions.
+func createTopic(ctx context.Context, seeds []string, topic string, partitions int32) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, partitions, -1, nil, topic); err != nil {
+		return fmt.Errorf("create topic %s: %w", topic, err)
+	}
+	return nil
 }
 
 // heapStats are the process's cumulative heap counters.
