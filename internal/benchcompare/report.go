@@ -74,6 +74,9 @@ type Meta struct {
 	Partitions, Rounds int
 	Label              string // e.g. "smoke run"; empty for a full run
 	Command            string
+	// EmbeddedInProcess says the embedded broker ran inside the
+	// comparison's process rather than in a child of its own.
+	EmbeddedInProcess bool
 }
 
 // Report is everything one run measured.
@@ -170,8 +173,13 @@ func (r *Report) WriteMarkdown(w io.Writer, chart string) error {
 	fmt.Fprintf(&b, "- command: `%s`\n", m.Command)
 	fmt.Fprintf(&b, "- machine: %s, %d cores, %s; load average %s at the start, %s at the end\n",
 		m.Host, m.Cores, m.GoVersion, m.LoadStart, m.LoadEnd)
-	fmt.Fprintf(&b, "- input: %s records, %s keys, %d-byte values, %d partitions; %d lanes (Kafka Streams: %d stream threads); %d rounds\n\n",
+	fmt.Fprintf(&b, "- input: %s records, %s keys, %d-byte values, %d partitions; %d lanes (Kafka Streams: %d stream threads); %d rounds\n",
 		count(m.Records), count(m.Keys), m.ValueBytes, m.Partitions, m.Lanes, m.Lanes, m.Rounds)
+	where := "a fresh child process per run"
+	if m.EmbeddedInProcess {
+		where = "inside the comparison's process, fresh per run"
+	}
+	fmt.Fprintf(&b, "- embedded broker: %s\n\n", where)
 	for _, br := range r.Brokers() {
 		fmt.Fprintf(&b, "#### Throughput, %s broker (records/s; ratios per round, median and range)\n\n", br)
 		b.WriteString("| topology | system | records/s (median) | min-max | ÷ ceiling | ÷ Kafka Streams | rounds |\n")

@@ -53,6 +53,10 @@ type Options struct {
 	Timeout time.Duration
 	// LogDir gets Kafka Streams' logs, one file per run.
 	LogDir string
+	// EmbeddedInProcess runs the embedded broker inside this process, as
+	// before 2026-12-02, rather than in a child process per run
+	// (docs/decisions/0019-bench-broker-per-phase.md).
+	EmbeddedInProcess bool
 	// Progress gets a line per run.
 	Progress io.Writer
 	Label    string
@@ -69,6 +73,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		LoadStart: loadAverage(), Cores: runtime.NumCPU(), Lanes: o.Lanes,
 		Records: o.Input.Records, Keys: o.Input.Keys, ValueBytes: o.Input.ValueBytes,
 		Partitions: int(o.Input.Partitions), Rounds: o.Rounds, Label: o.Label, Command: o.Command,
+		EmbeddedInProcess: o.EmbeddedInProcess,
 	}}
 	// The load average at the end, on every way out.
 	defer func() { rep.Meta.LoadEnd = loadAverage() }()
@@ -96,6 +101,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	for _, br := range o.Brokers {
 		b, err := openBroker(ctx, br, o.Root)
+		if err == nil {
+			b.inProcess = o.EmbeddedInProcess
+		}
 		if err != nil {
 			return rep, err
 		}
@@ -179,9 +187,11 @@ func runOne(ctx context.Context, b *brokerHandle, env Env, in Input, br, topo, s
 // one real broker for the whole run.
 type brokerHandle struct {
 	kind string
-	root string
-	dir  string // the real broker's STOATCTL_KAFKA_DIR
-	addr string
+	// inProcess starts the embedded broker in this process.
+	inProcess bool
+	root      string
+	dir       string // the real broker's STOATCTL_KAFKA_DIR
+	addr      string
 }
 
 func openBroker(ctx context.Context, kind, root string) (*brokerHandle, error) {
@@ -218,12 +228,19 @@ func openBroker(ctx context.Context, kind, root string) (*brokerHandle, error) {
 // after it: the embedded broker is closed, the real one's topics under the
 // run's prefix (inputs, output, Kafka Streams' internal topics) deleted.
 func (b *brokerHandle) fresh(ctx context.Context) ([]string, func(prefix string), error) {
-	if b.kind == BrokerEmbedded {
+	if b.kind == BrokerEmbedded && b.inProcess {
 		eb, err := broker.Start(ctx, broker.Options{Port: broker.RandomPort})
 		if err != nil {
 			return nil, nil, fmt.Errorf("start the embedded broker: %w", err)
 		}
 		return []string{eb.Addr()}, func(string) { eb.Close() }, nil
+	}
+	if b.kind == BrokerEmbedded {
+		addr, stop, err := startBrokerChild(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		return []string{addr}, func(string) { stop() }, nil
 	}
 	return []string{b.addr}, func(prefix string) { deleteTopics(ctx, b.addr, prefix) }, nil
 }

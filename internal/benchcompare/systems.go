@@ -91,7 +91,7 @@ func stoatConfig(env Env, t Topics) map[string]string {
 // committed (the first comes before the group assigned any partition), as
 // the bare loop's counts from its assignment. It also returns the peak
 // heap in use, sampled every 50 ms (the whole process: with the embedded
-// broker, that includes the broker's topics).
+// broker in process, that includes the broker's topics).
 func runStoat(ctx context.Context, env Env, topo string, t Topics, n int) (rate float64, peak uint64, err error) {
 	e := engine.New(Build(topo, t, Window), stoatConfig(env, t), engine.WithLogger(env.Logger))
 	var mu sync.Mutex

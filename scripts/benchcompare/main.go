@@ -32,6 +32,8 @@ import (
 )
 
 func main() {
+	// A child started as the embedded broker never returns from here.
+	benchcompare.ServeBrokerChild()
 	os.Exit(run())
 }
 
@@ -61,6 +63,7 @@ func run() int {
 	lanes := fs.Int("lanes", runtime.NumCPU(), "stoatctl lanes (num.stream.threads), and Kafka Streams' stream threads")
 	store := fs.String("store", "in_memory", "stoatctl's default.dsl.store: in_memory or rocksDB (Kafka Streams keeps its default, RocksDB)")
 	kstreams := fs.Bool("kstreams", true, "run Kafka Streams too (needs a JDK and Maven)")
+	inProcess := fs.Bool("embedded-inprocess", false, "run the embedded broker inside this process, not in a child process per run (decision 0019)")
 	latency := fs.Duration("latency", 10*time.Second, "how long each latency run offers load; 0 skips latency")
 	memKeys := fs.String("memory-keys", envString("STOATCTL_BENCH_MEMORY_KEYS", "1000000"), "key counts of the memory figures, e.g. 1000000,10000000; empty skips them ($STOATCTL_BENCH_MEMORY_KEYS)")
 	timeout := fs.Duration("timeout", 10*time.Minute, "longest one system's run may take")
@@ -117,9 +120,11 @@ func run() int {
 		MemoryKeys: mem,
 		Timeout:    *timeout,
 		LogDir:     filepath.Join(*out, "logs"),
-		Progress:   os.Stderr,
-		Label:      *label,
-		Command:    "go run ./scripts/benchcompare " + strings.Join(os.Args[1:], " "),
+
+		EmbeddedInProcess: *inProcess,
+		Progress:          os.Stderr,
+		Label:             *label,
+		Command:           "go run ./scripts/benchcompare " + strings.Join(os.Args[1:], " "),
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
