@@ -612,6 +612,9 @@ type timeWindowAggregate[K, V, VA any] struct {
 	windowedNode[K, VA]
 	agg   aggregation[K, V, VA]
 	store state.TimestampedWindowStore[K, VA]
+	// wins is the record's windows, a slice kept between records: the
+	// graph is acyclic, so Process is never re-entered while it loops.
+	wins []window.Window
 }
 
 func (p *timeWindowAggregate[K, V, VA]) Init(ctx processor.Context[any, any]) error {
@@ -631,7 +634,8 @@ func (p *timeWindowAggregate[K, V, VA]) Process(rec processor.Erased) error {
 		return err
 	}
 	tw, floor := p.plan.time, p.ctx.Floor()
-	for _, w := range tw.WindowsFor(rec.Timestamp) {
+	p.wins = tw.AppendWindowsFor(p.wins[:0], rec.Timestamp)
+	for _, w := range p.wins {
 		if c := tw.CloseTime(w); window.Closed(c, floor) {
 			dropLate(p.ctx, metrics.ReasonLateWindow, rec, w, c)
 			continue

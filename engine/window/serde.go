@@ -104,9 +104,10 @@ func (s sessionWindowedSerde[K]) Deserialize(topic string, data []byte) (Windowe
 
 // serializeInner serializes the key into a slice with room for the window
 // suffix, copying so the inner serializer's buffer (Bytes returns its input)
-// is never appended to.
+// is never appended to. The inner bytes are only read, so they may be a
+// view of the key (serde.SerializeView): a String key is copied once.
 func serializeInner[K any](name string, inner serde.Serde[K], topic string, k K) ([]byte, error) {
-	kb, err := inner.Serialize(topic, k)
+	kb, err := serde.SerializeView(inner, topic, k)
 	if err != nil {
 		return nil, fmt.Errorf("serialize with serde %s: key: %w", name, err)
 	}

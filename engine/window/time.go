@@ -2,6 +2,7 @@ package window
 
 import (
 	"math"
+	"slices"
 	"time"
 )
 
@@ -64,13 +65,17 @@ func (w TimeWindows) Validate() error {
 // epoch: a timestamp near 0 falls into fewer windows, and a negative one into
 // none. An End past math.MaxInt64 is clamped to it, as Kafka Streams does.
 // An invalid definition yields no windows.
-func (w TimeWindows) WindowsFor(ts int64) []Window {
+func (w TimeWindows) WindowsFor(ts int64) []Window { return w.AppendWindowsFor(nil, ts) }
+
+// AppendWindowsFor appends the windows WindowsFor returns to dst, so that
+// a caller on a hot path can reuse one slice.
+func (w TimeWindows) AppendWindowsFor(dst []Window, ts int64) []Window {
 	if ts < 0 || w.Validate() != nil {
-		return nil
+		return dst
 	}
 	// ts >= 0 and 0 < advance <= size keep every step in range.
 	start := max(0, ts-(w.sizeMs-w.advanceMs)) / w.advanceMs * w.advanceMs
-	out := make([]Window, 0, (ts-start)/w.advanceMs+1)
+	out := slices.Grow(dst, int((ts-start)/w.advanceMs+1))
 	for {
 		out = append(out, Window{Start: start, End: addSat(start, w.sizeMs)})
 		if start > math.MaxInt64-w.advanceMs || start+w.advanceMs > ts {
