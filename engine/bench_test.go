@@ -98,11 +98,13 @@ func BenchmarkEngineVsBaseline(b *testing.B) {
 					// pprof -tagfocus phase=engine (or =baseline) shows
 					// one client's own CPU; an in-process broker's
 					// goroutines, started before, carry none. Each phase
-					// starts after a collection, so that neither pays
-					// for the garbage of the load or of the other.
+					// starts after a collection, and once the machine is
+					// quiet (benchbase.Quiet), so that neither pays for
+					// the garbage of the load or of the other.
 					var base benchbase.Result
 					var err error
 					runtime.GC()
+					benchbase.Quiet(ctx, 0.2, 10*time.Second)
 					cpu0, wall0, mem0 := processCPU(), time.Now(), heapCounters()
 					pprof.Do(ctx, pprof.Labels("phase", "baseline"), func(ctx context.Context) {
 						base, err = benchbase.Baseline(ctx, seeds, in, "base-out", "base", guarantee == "exactly_once_v2", n)
@@ -114,6 +116,7 @@ func BenchmarkEngineVsBaseline(b *testing.B) {
 					stopBase()
 					engineSeeds, stopEngine := phaseBroker(b, in, "engine-out", n)
 					runtime.GC()
+					benchbase.Quiet(ctx, 0.2, 10*time.Second)
 					cpu1e, wall1e, mem1e := processCPU(), time.Now(), heapCounters()
 					var rate float64
 					var peak uint64

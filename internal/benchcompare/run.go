@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/stoatflow/stoatctl/engine/benchbase"
 	"github.com/stoatflow/stoatctl/engine/broker"
 	"github.com/stoatflow/stoatctl/interop"
 )
@@ -169,6 +170,9 @@ func runOne(ctx context.Context, b *brokerHandle, env Env, in Input, br, topo, s
 		return s
 	}
 	n := inputRecords(topo, in)
+	// Start on a quiet machine: the broker (or the JVM of the run
+	// before) may still be collecting the garbage of the load.
+	benchbase.Quiet(ctx, quietBusy, quietWait)
 	switch sys {
 	case SystemBareLoop:
 		s.RecordsPerSec, err = runBareLoop(ctx, env, t, n)
@@ -182,6 +186,13 @@ func runOne(ctx context.Context, b *brokerHandle, env Env, in Input, br, topo, s
 	}
 	return s
 }
+
+// Every run waits, after loading its input, until the CPUs were busy at
+// most quietBusy of a 200 ms window, or quietWait at most.
+const (
+	quietBusy = 0.2
+	quietWait = 10 * time.Second
+)
 
 // brokerHandle is one broker kind: the embedded one started per run, or
 // one real broker for the whole run.
