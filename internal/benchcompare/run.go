@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -173,14 +174,19 @@ func runOne(ctx context.Context, b *brokerHandle, env Env, in Input, br, topo, s
 	// Start on a quiet machine: the broker (or the JVM of the run
 	// before) may still be collecting the garbage of the load.
 	benchbase.Quiet(ctx, quietBusy, quietWait)
-	switch sys {
-	case SystemBareLoop:
-		s.RecordsPerSec, err = runBareLoop(ctx, env, t, n)
-	case SystemStoat:
-		s.RecordsPerSec, _, err = runStoat(ctx, env, topo, t, n)
-	case SystemKStreams, SystemKStreamsNoCache:
-		s.RecordsPerSec, err = runKStreams(ctx, env, topo, t, sys == SystemKStreams)
-	}
+	// The run carries pprof labels (system, topology), inherited by the
+	// goroutines it starts: a -cpuprofile of the comparison separates
+	// the systems with pprof -tagfocus.
+	pprof.Do(ctx, pprof.Labels("system", sys, "topology", topo), func(ctx context.Context) {
+		switch sys {
+		case SystemBareLoop:
+			s.RecordsPerSec, err = runBareLoop(ctx, env, t, n)
+		case SystemStoat:
+			s.RecordsPerSec, _, err = runStoat(ctx, env, topo, t, n)
+		case SystemKStreams, SystemKStreamsNoCache:
+			s.RecordsPerSec, err = runKStreams(ctx, env, topo, t, sys == SystemKStreams)
+		}
+	})
 	if err != nil {
 		s.Failed = err.Error()
 	}

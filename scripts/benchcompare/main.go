@@ -23,6 +23,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -64,6 +65,7 @@ func run() int {
 	store := fs.String("store", "in_memory", "stoatctl's default.dsl.store: in_memory or rocksDB (Kafka Streams keeps its default, RocksDB)")
 	kstreams := fs.Bool("kstreams", true, "run Kafka Streams too (needs a JDK and Maven)")
 	inProcess := fs.Bool("embedded-inprocess", false, "run the embedded broker inside this process, not in a child process per run (decision 0019)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole comparison to `file`; each run carries the pprof labels system and topology")
 	latency := fs.Duration("latency", 10*time.Second, "how long each latency run offers load; 0 skips latency")
 	memKeys := fs.String("memory-keys", envString("STOATCTL_BENCH_MEMORY_KEYS", "1000000"), "key counts of the memory figures, e.g. 1000000,10000000; empty skips them ($STOATCTL_BENCH_MEMORY_KEYS)")
 	timeout := fs.Duration("timeout", 10*time.Minute, "longest one system's run may take")
@@ -71,6 +73,19 @@ func run() int {
 	label := fs.String("label", "", `label of the run in the report's title, e.g. "smoke run"`)
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		return 2
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "benchcompare: -cpuprofile: %v\n", err)
+			return 2
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintf(os.Stderr, "benchcompare: -cpuprofile %s: %v\n", *cpuProfile, err)
+			return 2
+		}
+		defer pprof.StopCPUProfile()
 	}
 	var mem []int
 	for _, f := range strings.FieldsFunc(*memKeys, func(r rune) bool { return r == ',' }) {
