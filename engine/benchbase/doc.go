@@ -1,6 +1,6 @@
 // Package benchbase is the yardstick the engine's benchmarks measure
 // themselves against: the same work done by a bare franz-go loop, run in
-// the same process against the same broker, so that a benchmark can report
+// the same process against the same kind of broker, so that a benchmark can report
 // the engine's throughput as a ratio of the baseline's. Absolute figures on
 // shared, noisy machines say little; a ratio taken in one run says how much
 // the engine costs over the client underneath it.
@@ -26,4 +26,8 @@
 //     partitions to the last commit. Connecting and joining the group,
 //     which a benchmark of a million records should not be about, are
 //     reported apart, as Startup.
+//   - Quiet waits for a quiet machine (the CPUs mostly idle for a short
+//     window) before a timed run, so that a run does not pay for the
+//     garbage collection of the load or of the run before it. HeapInUse
+//     samples the heap without stopping the world.
 package benchbase
