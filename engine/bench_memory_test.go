@@ -1,21 +1,17 @@
 package engine_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/binary"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/exec"
-	"os/signal"
 	"runtime"
 	"runtime/metrics"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -32,27 +28,6 @@ import (
 	"github.com/stoatflow/stoatctl/engine/topology"
 )
 
-// benchBrokerChildEnv, set to any value, makes the test binary run an
-// in-memory embedded broker on a free port as a child process and print
-// its address: a benchmark of the engine's heap must not count the
-// broker's copy of the records it reads.
-const benchBrokerChildEnv = "STOATFLOW_BENCH_BROKER_CHILD"
-
-func runBenchBrokerChild() int {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
-	b, err := broker.Start(ctx, broker.Options{Port: broker.RandomPort,
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "bench broker child:", err)
-		return 1
-	}
-	fmt.Println(b.Addr())
-	<-ctx.Done()
-	_ = b.Close()
-	return 0
-}
-
 // startBenchBroker runs the broker child for b and returns its address;
 // it is stopped when b ends.
 func startBenchBroker(b *testing.B) string {
@@ -62,40 +37,26 @@ func startBenchBroker(b *testing.B) string {
 }
 
 // startBenchBrokerStop is startBenchBroker that also returns a stop
-// function, for a benchmark that wants the broker gone before it ends.
+// function, for a benchmark that wants the broker gone before it ends:
+// the test binary again, as an in-memory embedded broker on a free port
+// (broker.ServeChild, from TestMain), so that a benchmark of the engine's
+// heap or CPU does not count the broker's.
 func startBenchBrokerStop(b *testing.B) (string, func()) {
 	b.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$", "-test.bench=^$")
 	// Without GODEBUG: a gctrace asked for is the engine's, not the
 	// broker's.
-	var env []string
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "GODEBUG=") {
-			env = append(env, kv)
+			cmd.Env = append(cmd.Env, kv)
 		}
 	}
-	cmd.Env = append(env, benchBrokerChildEnv+"=1")
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
+	addr, stop, err := broker.StartChild(context.Background(), cmd)
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	var once sync.Once
-	stop := func() {
-		once.Do(func() {
-			_ = cmd.Process.Signal(syscall.SIGTERM)
-			_ = cmd.Wait()
-		})
-	}
 	b.Cleanup(stop)
-	sc := bufio.NewScanner(out)
-	if !sc.Scan() {
-		b.Fatal("the bench broker child did not start")
-	}
-	return strings.TrimSpace(sc.Text()), stop
+	return addr, stop
 }
 
 // heapSampler records the peak of the heap in use (objects and the free

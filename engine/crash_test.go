@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/stoatflow/stoatctl/engine"
+	"github.com/stoatflow/stoatctl/engine/broker"
 	"github.com/stoatflow/stoatctl/engine/state/rocks"
 	"github.com/stoatflow/stoatctl/engine/topology"
 	"github.com/stoatflow/stoatctl/internal/kafkatest"
@@ -80,8 +81,8 @@ func TestMain(m *testing.M) {
 	if spec := os.Getenv(brokerChildEnv); spec != "" {
 		os.Exit(runBrokerChild(spec))
 	}
-	if os.Getenv(benchBrokerChildEnv) != "" {
-		os.Exit(runBenchBrokerChild())
+	if broker.IsChild() {
+		os.Exit(broker.ServeChild())
 	}
 	os.Exit(m.Run())
 }

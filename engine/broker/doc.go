@@ -42,6 +42,12 @@
 //     finishes it: it copies the records kfake reloaded as aborted into a
 //     repair transaction of its own, with the offsets the groups lack
 //     (docs/decisions/0012).
+//   - A broker child is an in-memory broker in a process of its own: the
+//     program that wants one starts itself again (StartChild), and that
+//     process, seeing ChildEnv set (IsChild), serves a broker on a free
+//     port and prints its address (ServeChild). The benchmarks measure
+//     against one, so that the broker's CPU and heap are not counted as
+//     the measured client's (docs/decisions/0019).
 //
 // What kfake leaves out compared with a real broker matters little for
 // development: no real replication (each partition is stored once, whatever

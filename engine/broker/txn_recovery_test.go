@@ -50,6 +50,9 @@ func TestMain(m *testing.M) {
 	if dir := os.Getenv(brokerChildEnv); dir != "" {
 		os.Exit(runBrokerChild(dir))
 	}
+	if broker.IsChild() {
+		os.Exit(broker.ServeChild())
+	}
 	os.Exit(m.Run())
 }
 

@@ -29,12 +29,16 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/stoatflow/stoatctl/engine/broker"
 	"github.com/stoatflow/stoatctl/internal/benchcompare"
 )
 
 func main() {
-	// A child started as the embedded broker never returns from here.
-	benchcompare.ServeBrokerChild()
+	// The comparison starts this program again as each run's embedded
+	// broker (decision 0019).
+	if broker.IsChild() {
+		os.Exit(broker.ServeChild())
+	}
 	os.Exit(run())
 }
 
@@ -111,6 +115,13 @@ func run() int {
 		fmt.Fprintf(os.Stderr, "error: -store: %q is neither in_memory nor rocksDB\n", *store)
 		return 2
 	}
+	// The folder is made before the comparison, which takes many minutes:
+	// an -out that cannot be written fails now, not once the figures are
+	// in.
+	if err := os.MkdirAll(filepath.Join(*out, "logs"), 0o755); err != nil {
+		fmt.Fprintf(os.Stderr, "error: -out %s: %v\n", *out, err)
+		return 2
+	}
 	root, err := os.Getwd()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
@@ -146,10 +157,6 @@ func run() int {
 		if rep == nil {
 			return 1
 		}
-	}
-	if err := os.MkdirAll(*out, 0o755); err != nil {
-		fmt.Fprintln(os.Stderr, "error:", err)
-		return 1
 	}
 	for _, br := range rep.Brokers() {
 		if err := rep.WriteChart(br, filepath.Join(*out, "chart-"+br+".png")); err != nil {
