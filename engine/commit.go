@@ -117,29 +117,32 @@ func (c *committer) send(outs []task.Output) {
 		if err == nil && o.Store == "" {
 			err = c.r.checkSize(c.ctx, o, rec)
 		}
-		var tooLarge *RecordTooLargeError
-		if errors.As(err, &tooLarge) && c.r.s.production == handlerDeadLetter {
-			// The input behind it goes to the dead-letter topic instead,
-			// in this epoch's transaction; a replay writes the same one.
-			release(rec)
-			rec, err = c.deadLetter(tooLarge)
-			if err != nil {
-				c.promise(&kgo.Record{Topic: o.Topic, Partition: o.Partition}, err)
+		if err != nil {
+			// tooLarge is declared only on this path: errors.As takes its
+			// address, which moves it to the heap, once per output
+			// record if it were declared for every record.
+			var tooLarge *RecordTooLargeError
+			if errors.As(err, &tooLarge) && c.r.s.production == handlerDeadLetter {
+				// The input behind it goes to the dead-letter topic instead,
+				// in this epoch's transaction; a replay writes the same one.
+				release(rec)
+				rec, err = c.deadLetter(tooLarge)
+				if err != nil {
+					c.promise(&kgo.Record{Topic: o.Topic, Partition: o.Partition}, err)
+					continue
+				}
+				produce(c.ctx, rec, c.promised)
 				continue
 			}
-			produce(c.ctx, rec, c.promised)
-			continue
-		}
-		if errors.As(err, &tooLarge) && c.r.s.production == config.HandlerContinue {
-			// The check depends on the record alone, so a replay of the
-			// epoch skips the same records: each is skipped once in
-			// what commits.
-			c.r.e.log.Warn("sink record too large; skipped (default.production.exception.handler=continue)",
-				"topic", tooLarge.Topic, "partition", tooLarge.Partition, "bytes", tooLarge.Size, "limit", tooLarge.Limit, "input", tooLarge.Origin.String())
-			release(rec)
-			continue
-		}
-		if err != nil {
+			if errors.As(err, &tooLarge) && c.r.s.production == config.HandlerContinue {
+				// The check depends on the record alone, so a replay of the
+				// epoch skips the same records: each is skipped once in
+				// what commits.
+				c.r.e.log.Warn("sink record too large; skipped (default.production.exception.handler=continue)",
+					"topic", tooLarge.Topic, "partition", tooLarge.Partition, "bytes", tooLarge.Size, "limit", tooLarge.Limit, "input", tooLarge.Origin.String())
+				release(rec)
+				continue
+			}
 			c.promise(&kgo.Record{Topic: o.Topic, Partition: o.Partition}, err)
 			continue
 		}
