@@ -43,6 +43,12 @@ func (stringSerde) SerializeView(_ string, v string) ([]byte, error) {
 	return unsafe.Slice(unsafe.StringData(v), len(v)), nil
 }
 
+// AppendSerialize appends the string's bytes; an empty string appends
+// none, and dst stays what it was, never a null.
+func (stringSerde) AppendSerialize(dst []byte, _ string, v string) ([]byte, error) {
+	return append(dst, v...), nil
+}
+
 func (stringSerde) Deserialize(_ string, data []byte) (string, error) { return string(data), nil }
 
 // Bytes is Kafka's ByteArraySerde. Serialize returns the slice itself, as
@@ -121,6 +127,10 @@ func (int64Serde) Name() string { return "int64" }
 
 func (int64Serde) Serialize(_ string, v int64) ([]byte, error) {
 	return binary.BigEndian.AppendUint64(make([]byte, 0, 8), uint64(v)), nil
+}
+
+func (int64Serde) AppendSerialize(dst []byte, _ string, v int64) ([]byte, error) {
+	return binary.BigEndian.AppendUint64(dst, uint64(v)), nil
 }
 
 func (s int64Serde) Deserialize(topic string, data []byte) (int64, error) {

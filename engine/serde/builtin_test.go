@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"unsafe"
@@ -345,5 +347,42 @@ func TestSerializeView(t *testing.T) {
 	// A serde that cannot view serializes as usual.
 	if b, err := serde.SerializeView(serde.Int64(), "t", 7); err != nil || len(b) != 8 || b[7] != 7 {
 		t.Errorf("int64: %v, %v", b, err)
+	}
+}
+
+// AppendSerialize writes what Serialize does, after what dst holds, and
+// leaves dst's bytes alone.
+func TestAppendSerialize(t *testing.T) {
+	prefix := []byte("12345678")
+	check := func(t *testing.T, name string, out, want []byte) {
+		t.Helper()
+		if out == nil {
+			t.Fatalf("%s: AppendSerialize returned nil, a null", name)
+		}
+		if !bytes.Equal(out[:len(prefix)], prefix) {
+			t.Fatalf("%s: prefix changed to %q", name, out[:len(prefix)])
+		}
+		if !bytes.Equal(out[len(prefix):], want) {
+			t.Fatalf("%s: appended %x, Serialize gives %x", name, out[len(prefix):], want)
+		}
+	}
+	for _, v := range []int64{0, 1, -1, 255, 1 << 40, math.MinInt64, math.MaxInt64} {
+		want, _ := serde.Int64().Serialize("t", v)
+		out, err := serde.Int64().(serde.Appending[int64]).AppendSerialize(slices.Clone(prefix), "t", v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(t, fmt.Sprint(v), out, want)
+		if got, err := serde.Int64().Deserialize("t", out[len(prefix):]); err != nil || got != v {
+			t.Fatalf("%d: round trip gave %d, %v", v, got, err)
+		}
+	}
+	for _, v := range []string{"", "key-1", "é\xff", strings.Repeat("x", 100)} {
+		want, _ := serde.String().Serialize("t", v)
+		out, err := serde.String().(serde.Appending[string]).AppendSerialize(slices.Clone(prefix), "t", v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(t, fmt.Sprintf("%q", v), out, want)
 	}
 }

@@ -98,6 +98,14 @@ func SerializeView[T any](s Serde[T], topic string, v T) ([]byte, error) {
 	return s.Serialize(topic, v)
 }
 
+// Appending is a serde that can encode onto the end of a buffer, so that
+// a caller who puts the bytes behind a prefix of its own (a timestamped
+// store's timestamp) allocates once for both. An Appending serde never
+// encodes a value as null.
+type Appending[T any] interface {
+	AppendSerialize(dst []byte, topic string, v T) ([]byte, error)
+}
+
 type borrowingAny interface {
 	deserializeBorrowedAny(topic string, data []byte) (any, error)
 }

@@ -95,6 +95,12 @@ func (s *deferredStore) PutIfAbsent(key, value []byte) ([]byte, error) {
 func (s *deferredStore) PutAll(entries []KeyValue[[]byte, []byte]) error {
 	return s.store().PutAll(entries)
 }
+
+// appendValue passes getAppending on, so that the backend's own
+// valueAppender (the memory store's) is found through the deferral.
+func (s *deferredStore) appendValue(dst, key []byte) ([]byte, error) {
+	return getAppending(s.store(), dst, key)
+}
 func (s *deferredStore) DeleteRange(from, to []byte) error {
 	return DeleteRange(s.store(), from, to)
 }

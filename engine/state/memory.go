@@ -238,6 +238,29 @@ func (s *memoryStore) Get(key []byte) ([]byte, error) {
 	return cloneValue(v), nil
 }
 
+// appendValue is Get copying onto the end of dst: the record's bytes
+// change in place on the next write, so they are copied under the lock
+// either way, only into the caller's memory rather than a new slice.
+func (s *memoryStore) appendValue(dst, key []byte) ([]byte, error) {
+	if err := s.checkKey(key); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.checkOpen(); err != nil {
+		return nil, err
+	}
+	e, ok := s.find(key)
+	if !ok {
+		return nil, nil
+	}
+	v, _ := e.value()
+	if out := append(dst, v...); out != nil {
+		return out, nil
+	}
+	return []byte{}, nil
+}
+
 // cloneValue copies v into a new slice, non-nil even when v is empty: an
 // empty value is a value, not a null.
 func cloneValue(v []byte) []byte { return append(make([]byte, 0, len(v)), v...) }

@@ -138,6 +138,23 @@ type TimestampedKeyValueStore[K, V any] interface {
 	KeyValueStore[K, ValueAndTimestamp[V]]
 }
 
+// valueAppender is a byte store that can copy a value onto the end of a
+// caller's buffer: a read decoded at once, as a window aggregation's
+// Fetch is, then needs no allocation of its own.
+type valueAppender interface {
+	appendValue(dst, key []byte) ([]byte, error)
+}
+
+// getAppending reads key's value onto the end of dst where s is a
+// valueAppender and as Get does where it is not. Like Get, it returns nil
+// for a missing key and a non-nil slice for a value, even an empty one.
+func getAppending(s KeyValueBytesStore, dst, key []byte) ([]byte, error) {
+	if a, ok := s.(valueAppender); ok {
+		return a.appendValue(dst, key)
+	}
+	return s.Get(key)
+}
+
 // RangeDeleter is a byte store that deletes a range of keys as one unit:
 // from inclusive, to exclusive (a nil to is open). The window and session
 // stores drop an expired segment that way. A store without it has the

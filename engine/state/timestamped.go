@@ -1,6 +1,7 @@
 package state
 
 import (
+	"encoding/binary"
 	"fmt"
 
 	"github.com/stoatflow/stoatctl/engine/serde"
@@ -68,6 +69,18 @@ type timestampedCodec[V any] struct {
 func (c timestampedCodec[V]) encode(topic string, v ValueAndTimestamp[V], ctx Context) ([]byte, []byte, int64, error) {
 	if c.null(v.Value) {
 		return nil, nil, ctx.RecordTimestamp(), nil
+	}
+	if a, ok := c.serde.(serde.Appending[V]); ok {
+		// One slice for both: the stored bytes are the timestamp and
+		// the value, the logged ones the value, and neither is written
+		// again. Its room fits an int64 count, a windowed count's
+		// value, without growing.
+		b := binary.BigEndian.AppendUint64(make([]byte, 0, timestampSize+8), uint64(v.Timestamp))
+		b, err := a.AppendSerialize(b, topic, v.Value)
+		if err != nil {
+			return nil, nil, 0, fmt.Errorf("serialize value: %w", err)
+		}
+		return b, b[timestampSize:], v.Timestamp, nil
 	}
 	b, err := c.serde.Serialize(topic, v.Value)
 	if err != nil {

@@ -563,7 +563,8 @@ type windowStore[K, V any] struct {
 
 // foundEntry is what a Fetch found: a window's key-first entry, with the
 // store's write count when the Fetch began. The entry is built in buf
-// when it fits, so that a Fetch allocates once for both.
+// when it fits, and the value read after it where the store can
+// (getAppending), so that a Fetch allocates once for all three.
 type foundEntry struct {
 	key    []byte
 	writes uint64
@@ -732,7 +733,14 @@ func (s *windowStore[K, V]) Fetch(key K, windowStart int64) (V, bool, error) {
 	if !s.dups {
 		f := &foundEntry{writes: s.writes.Load()}
 		f.key = appendWindowKeyFirst(f.buf[:0], segmentOf(windowStart, s.segs.interval), kb, windowStart, 0)
-		if stored, err = s.inner.Get(f.key); err != nil {
+		// The value is read into the rest of buf when the key is in it:
+		// it is decoded below and not kept, and nothing writes to an
+		// entry once published.
+		var dst []byte
+		if n := len(f.key); cap(f.key) == len(f.buf) {
+			dst = f.buf[n:n]
+		}
+		if stored, err = getAppending(s.inner, dst, f.key); err != nil {
 			return zero, false, err
 		}
 		if stored != nil {
