@@ -221,26 +221,12 @@ func (s *memoryStore) find(key []byte) (entry, bool) {
 }
 
 // Get returns a copy: the stored bytes change in place on the next put.
-func (s *memoryStore) Get(key []byte) ([]byte, error) {
-	if err := s.checkKey(key); err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.checkOpen(); err != nil {
-		return nil, err
-	}
-	e, ok := s.find(key)
-	if !ok {
-		return nil, nil
-	}
-	v, _ := e.value()
-	return cloneValue(v), nil
-}
+func (s *memoryStore) Get(key []byte) ([]byte, error) { return s.appendValue(nil, key) }
 
-// appendValue is Get copying onto the end of dst: the record's bytes
-// change in place on the next write, so they are copied under the lock
-// either way, only into the caller's memory rather than a new slice.
+// appendValue copies key's value onto the end of dst (a new slice for a
+// nil dst, which is Get): the record's bytes change in place on the next
+// write, so they are copied under the lock, into the caller's memory
+// where it has room.
 func (s *memoryStore) appendValue(dst, key []byte) ([]byte, error) {
 	if err := s.checkKey(key); err != nil {
 		return nil, err
