@@ -375,34 +375,20 @@ func readSettings(c config.Config) (settings, error) {
 	}
 	s.exactlyOnce = g != kafka.AtLeastOnce
 	lanes := int64(runtime.NumCPU())
-	if lanes, err = c.Int(config.NumStreamThreads, lanes); err != nil {
+	if lanes, err = c.BoundedInt(config.NumStreamThreads, lanes); err != nil {
 		return s, err
-	}
-	if lanes < 1 {
-		return s, fmt.Errorf("config %s: %d lanes: need at least 1", config.NumStreamThreads, lanes)
 	}
 	s.lanes = int(lanes)
-	q, err := c.Int(LaneQueueSize, 1024)
-	if err != nil {
-		return s, err
-	}
-	if q < 1 {
-		return s, fmt.Errorf("config %s: %d: need at least 1", LaneQueueSize, q)
-	}
-	s.queue = int(q)
+	// The least values are the catalogue's (config.BoundedInt).
 	for _, k := range []struct {
 		key string
 		def int64
-		min int64
 		to  *int
-	}{{CommitHeldRecords, 65536, 1, &s.held}, {ChangelogCoalesceBytes, 4 << 20, 0, &s.coalesceBytes}, {RestoreChunkRecords, 16384, 1, &s.restoreChunk}, {RestoreRocksDBBatchBytes, 8 << 20, 1 << 10, &s.restoreBatchBytes},
-		{RestoreFetchMaxBytes, 1 << 20, 1 << 10, &s.restoreFetchBytes}, {BufferMemory, 32 << 20, 1 << 10, &s.bufferMemory}} {
-		v, err := c.Int(k.key, k.def)
+	}{{LaneQueueSize, 1024, &s.queue}, {CommitHeldRecords, 65536, &s.held}, {ChangelogCoalesceBytes, 4 << 20, &s.coalesceBytes}, {RestoreChunkRecords, 16384, &s.restoreChunk},
+		{RestoreRocksDBBatchBytes, 8 << 20, &s.restoreBatchBytes}, {RestoreFetchMaxBytes, 1 << 20, &s.restoreFetchBytes}, {BufferMemory, 32 << 20, &s.bufferMemory}} {
+		v, err := c.BoundedInt(k.key, k.def)
 		if err != nil {
 			return s, err
-		}
-		if v < k.min {
-			return s, fmt.Errorf("config %s: %d: need at least %d", k.key, v, k.min)
 		}
 		*k.to = int(v)
 	}
@@ -428,10 +414,7 @@ func readSettings(c config.Config) (settings, error) {
 		return s, fmt.Errorf("config %s is dead-letter but %s is not set", config.ProductionHandler, config.DeadLetterQueueTopic)
 	}
 	ms := func(key string, def int64) (time.Duration, error) {
-		v, err := c.Int(key, def)
-		if err == nil && v <= 0 {
-			err = fmt.Errorf("config %s: %d: need a positive number of milliseconds", key, v)
-		}
+		v, err := c.BoundedInt(key, def)
 		return time.Duration(v) * time.Millisecond, err
 	}
 	if s.interval, err = ms(BarrierIntervalMs, 500); err != nil {

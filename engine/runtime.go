@@ -374,12 +374,9 @@ func groupOptions(c config.Config) ([]kgo.Opt, error) {
 		if !c.IsSet(k.key) {
 			continue
 		}
-		ms, err := c.Int(k.key, 0)
+		ms, err := c.BoundedInt(k.key, 0)
 		if err != nil {
 			return nil, err
-		}
-		if ms <= 0 {
-			return nil, fmt.Errorf("config %s: %d: need a positive number of milliseconds", k.key, ms)
 		}
 		opts = append(opts, k.opt(time.Duration(ms)*time.Millisecond))
 	}

@@ -108,12 +108,9 @@ func configuredLanes(c config.Config) (int, error) {
 	if !c.IsSet(config.TestDriverNumberOfLanes) {
 		return lane.Configured(c)
 	}
-	n, err := c.Int(config.TestDriverNumberOfLanes, 0)
+	n, err := c.BoundedInt(config.TestDriverNumberOfLanes, 0)
 	if err != nil {
 		return 0, err
-	}
-	if n < 1 {
-		return 0, fmt.Errorf("config %s: %d lanes: need at least 1", config.TestDriverNumberOfLanes, n)
 	}
 	return int(n), nil
 }

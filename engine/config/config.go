@@ -156,6 +156,26 @@ func (c Config) Int(key string, def int64) (int64, error) {
 	return n, nil
 }
 
+// BoundedInt parses key as Int does and holds it to the catalogue's least
+// value for key, with the message Check gives for the same value: the
+// catalogue is the one place a key's bounds are written. It panics for a
+// key the catalogue gives no least value, a mistake of the caller's code
+// that any start of the reader shows.
+func (c Config) BoundedInt(key string, def int64) (int64, error) {
+	k, ok := byKeyName[key]
+	if !ok || !k.HasMin {
+		panic(fmt.Sprintf("config.BoundedInt(%q): the catalogue gives the key no least value", key))
+	}
+	n, err := c.Int(key, def)
+	if err != nil {
+		return 0, err
+	}
+	if float64(n) < k.Min {
+		return 0, fmt.Errorf("config %s: %d is below the least value, %s", key, n, formatMin(k.Min))
+	}
+	return n, nil
+}
+
 // Bool parses key as a boolean; def is returned when it is unset.
 func (c Config) Bool(key string, def bool) (bool, error) {
 	v, ok := c.Lookup(key)

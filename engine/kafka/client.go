@@ -95,12 +95,9 @@ func ClientOptions(cfg config.Config) ([]kgo.Opt, error) {
 	// floor between refreshes is 5 s: one CONCURRENT_TRANSACTIONS right
 	// after a commit (the broker still writing the markers) held an
 	// epoch's commit for 4.8 s on Apache Kafka 4.4.
-	backoff, err := cfg.Int(RetryBackoffMs, DefaultRetryBackoff.Milliseconds())
+	backoff, err := cfg.BoundedInt(RetryBackoffMs, DefaultRetryBackoff.Milliseconds())
 	if err != nil {
 		return nil, err
-	}
-	if backoff < 10 {
-		return nil, fmt.Errorf("config %s: %d: need at least 10 ms", RetryBackoffMs, backoff)
 	}
 	opts = append(opts, kgo.MetadataMinAge(time.Duration(backoff)*time.Millisecond))
 
@@ -124,12 +121,9 @@ func ClientOptions(cfg config.Config) ([]kgo.Opt, error) {
 			kgo.TransactionalID(txnID),
 		)
 		if cfg.IsSet(TransactionTimeoutMs) {
-			ms, err := cfg.Int(TransactionTimeoutMs, 0)
+			ms, err := cfg.BoundedInt(TransactionTimeoutMs, 0)
 			if err != nil {
 				return nil, err
-			}
-			if ms < 1000 {
-				return nil, fmt.Errorf("config %s: %d: need at least 1000 ms", TransactionTimeoutMs, ms)
 			}
 			opts = append(opts, kgo.TransactionTimeout(time.Duration(ms)*time.Millisecond))
 		}

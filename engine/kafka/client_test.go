@@ -157,9 +157,9 @@ func TestClientOptionsRefusals(t *testing.T) {
 		{"unknown guarantee", with("processing.guarantee", "exactly_once"), `config processing.guarantee: "exactly_once" is not one of exactly_once_v2, at_least_once`},
 		{"empty client id", with("client.id", ""), "config client.id: set but empty"},
 		{"empty instance id", with("stoatflow.instance.id", " "), "config stoatflow.instance.id: set but empty"},
-		{"transaction timeout too short", with("transaction.timeout.ms", "500"), "config transaction.timeout.ms: 500: need at least 1000 ms"},
+		{"transaction timeout too short", with("transaction.timeout.ms", "500"), "config transaction.timeout.ms: 500 is below the least value, 1000"},
 		{"transaction timeout not a number", with("transaction.timeout.ms", "10s"), "transaction.timeout.ms"},
-		{"retry backoff too short", with("retry.backoff.ms", "5"), "config retry.backoff.ms: 5: need at least 10 ms"},
+		{"retry backoff too short", with("retry.backoff.ms", "5"), "config retry.backoff.ms: 5 is below the least value, 10"},
 		{"retry backoff not a number", with("retry.backoff.ms", "1s"), "retry.backoff.ms"},
 		{"unknown reset", with("auto.offset.reset", "smallest"), `config auto.offset.reset: "smallest" is not one of earliest, latest, none`},
 	}

@@ -2,7 +2,6 @@ package lane
 
 import (
 	"encoding/binary"
-	"fmt"
 
 	"github.com/stoatflow/stoatctl/engine/config"
 )
@@ -86,12 +85,9 @@ func For32(h int32, lanes int) int {
 // num.stream.threads when set, else ReferenceCount. The test driver's
 // numberOfLanes override comes before it and is the driver's business.
 func Configured(cfg config.Config) (int, error) {
-	n, err := cfg.Int(config.NumStreamThreads, ReferenceCount)
+	n, err := cfg.BoundedInt(config.NumStreamThreads, ReferenceCount)
 	if err != nil {
 		return 0, err
-	}
-	if n < 1 {
-		return 0, fmt.Errorf("config %s: %d lanes: need at least 1", config.NumStreamThreads, n)
 	}
 	return int(n), nil
 }

@@ -254,10 +254,7 @@ func (t *Topology) Build(cfg config.Config) (*Built, error) {
 // nodes that need a moving watermark where none can move, and derives
 // whether the topology tracks event time at all.
 func checkEventTime(order []string, nodes map[string]*Node, cfg config.Config, errs *[]error, fail func(string, string, ...any)) (bool, watermark.Strategy) {
-	bound, err := cfg.Int(config.WatermarkMaxOutOfOrdernessMs, 10_000)
-	if err == nil && bound < 0 {
-		err = fmt.Errorf("config %s: %d is negative", config.WatermarkMaxOutOfOrdernessMs, bound)
-	}
+	bound, err := cfg.BoundedInt(config.WatermarkMaxOutOfOrdernessMs, 10_000)
 	if err != nil {
 		*errs = append(*errs, fmt.Errorf("topology: %w", err))
 	}
