@@ -122,7 +122,8 @@ func (c *committer) send(outs []task.Output) {
 			// address, which moves it to the heap, once per output
 			// record if it were declared for every record.
 			var tooLarge *RecordTooLargeError
-			if errors.As(err, &tooLarge) && c.r.s.production == handlerDeadLetter {
+			switch isTooLarge := errors.As(err, &tooLarge); {
+			case isTooLarge && c.r.s.production == handlerDeadLetter:
 				// The input behind it goes to the dead-letter topic instead,
 				// in this epoch's transaction; a replay writes the same one.
 				release(rec)
@@ -133,8 +134,7 @@ func (c *committer) send(outs []task.Output) {
 				}
 				produce(c.ctx, rec, c.promised)
 				continue
-			}
-			if errors.As(err, &tooLarge) && c.r.s.production == config.HandlerContinue {
+			case isTooLarge && c.r.s.production == config.HandlerContinue:
 				// The check depends on the record alone, so a replay of the
 				// epoch skips the same records: each is skipped once in
 				// what commits.

@@ -141,6 +141,11 @@ func (k *Key) invalid(v string) string {
 	default:
 		return ""
 	}
+	return k.below(n, t)
+}
+
+// below says why n, written t, is below k's least value, or "".
+func (k *Key) below(n float64, t string) string {
 	if k.HasMin && n < k.Min {
 		return fmt.Sprintf("%s is below the least value, %s", t, formatMin(k.Min))
 	}

@@ -170,8 +170,8 @@ func (c Config) BoundedInt(key string, def int64) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if float64(n) < k.Min {
-		return 0, fmt.Errorf("config %s: %d is below the least value, %s", key, n, formatMin(k.Min))
+	if reason := k.below(float64(n), strconv.FormatInt(n, 10)); reason != "" {
+		return 0, fmt.Errorf("config %s: %s", key, reason)
 	}
 	return n, nil
 }

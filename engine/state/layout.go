@@ -22,10 +22,13 @@ func EncodeValueAndTimestamp(value []byte, ts int64) []byte {
 	if value == nil {
 		return nil
 	}
-	b := make([]byte, timestampSize+len(value))
-	binary.BigEndian.PutUint64(b, uint64(ts))
-	copy(b[timestampSize:], value)
-	return b
+	return append(appendTimestamp(make([]byte, 0, timestampSize+len(value)), ts), value...)
+}
+
+// appendTimestamp appends the timestamp prefix of a timestamped store
+// value; the serialized value follows it.
+func appendTimestamp(dst []byte, ts int64) []byte {
+	return binary.BigEndian.AppendUint64(dst, uint64(ts))
 }
 
 // DecodeValueAndTimestamp splits bytes laid out by EncodeValueAndTimestamp.

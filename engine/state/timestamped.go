@@ -1,7 +1,6 @@
 package state
 
 import (
-	"encoding/binary"
 	"fmt"
 
 	"github.com/stoatflow/stoatctl/engine/serde"
@@ -75,7 +74,7 @@ func (c timestampedCodec[V]) encode(topic string, v ValueAndTimestamp[V], ctx Co
 		// the value, the logged ones the value, and neither is written
 		// again. Its room fits an int64 count, a windowed count's
 		// value, without growing.
-		b := binary.BigEndian.AppendUint64(make([]byte, 0, timestampSize+8), uint64(v.Timestamp))
+		b := appendTimestamp(make([]byte, 0, timestampSize+8), v.Timestamp)
 		b, err := a.AppendSerialize(b, topic, v.Value)
 		if err != nil {
 			return nil, nil, 0, fmt.Errorf("serialize value: %w", err)
