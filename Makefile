@@ -17,6 +17,7 @@ bench:
 	go test -run '^$$' -bench EngineVsBaseline -benchtime 1x ./engine/
 	go test -run '^$$' -bench EngineHTTP -benchtime 1x ./engine/
 	go test -run '^$$' -bench . -benchmem -benchtime 2x ./testdriver/ ./replay/
+	go test -run '^$$' -bench '^BenchmarkLane$$' -benchtime 3x ./engine/lanes/
 
 # stoatctl against the bare franz-go exactly-once loop and Kafka Streams
 # 4.4, on the embedded broker and on a real Kafka broker: throughput,

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stoatflow/stoatctl/engine"
 	"github.com/stoatflow/stoatctl/engine/kafka"
+	"github.com/stoatflow/stoatctl/engine/lane"
 	"github.com/stoatflow/stoatctl/internal/kafkatest"
 )
 
@@ -55,6 +56,24 @@ func TestChangelogCoalesced(t *testing.T) {
 			var logged []kv
 			if _, err := kafka.ReadToEndSettled(ctx, []string{addr}, "coalesce-counts-changelog", kafka.FromLogStart(0, 1), func(r *kgo.Record) error {
 				logged = append(logged, kv{Key: string(r.Key), Value: string(r.Value)})
+				// Routed as every changelog write, held back or not: the
+				// partition of its key, and the hash of the key that
+				// picked the lane (here the same bytes) for restoration.
+				if want := int32(lane.For(r.Key, 2)); r.Partition != want {
+					t.Errorf("changelog %s in partition %d, want %d", r.Key, r.Partition, want)
+				}
+				var hashes int
+				for _, h := range r.Headers {
+					if h.Key == lane.HashHeader {
+						hashes++
+						if len(h.Value) != 4 || binary.BigEndian.Uint32(h.Value) != uint32(lane.Murmur2(r.Key)) {
+							t.Errorf("changelog %s: lane hash %x, want %x", r.Key, h.Value, uint32(lane.Murmur2(r.Key)))
+						}
+					}
+				}
+				if hashes != 1 {
+					t.Errorf("changelog %s: %d lane hash headers, want 1", r.Key, hashes)
+				}
 				return nil
 			}); err != nil {
 				t.Fatal(err)

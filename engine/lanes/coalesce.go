@@ -25,7 +25,14 @@ type coalescer struct {
 	index     map[string]map[string]int
 	lastStore string
 	lastKeys  map[string]int
-	outs      []task.Output
+	outs      []heldWrite
+}
+
+// heldWrite is a changelog record held back, with the lane mark of the
+// write that made it (routing waits until it leaves).
+type heldWrite struct {
+	out  task.Output
+	mark laneMark
 }
 
 // entryOverhead approximates, in bytes, what holding one record costs
@@ -49,7 +56,7 @@ func size(o *task.Output) int {
 
 // add holds o, replacing the held write of the same store key if there
 // is one. It reports whether o is a key not held before.
-func (c *coalescer) add(o task.Output) bool {
+func (c *coalescer) add(o task.Output, m laneMark) bool {
 	keys := c.lastKeys
 	if keys == nil || o.Store != c.lastStore {
 		keys = c.index[o.Store]
@@ -61,12 +68,12 @@ func (c *coalescer) add(o task.Output) bool {
 	}
 	if i, ok := keys[string(o.Key)]; ok {
 		held := &c.outs[i]
-		c.bytes += size(&o) - size(held)
-		*held = o
+		c.bytes += size(&o) - size(&held.out)
+		*held = heldWrite{out: o, mark: m}
 		return false
 	}
 	keys[string(o.Key)] = len(c.outs)
-	c.outs = append(c.outs, o)
+	c.outs = append(c.outs, heldWrite{out: o, mark: m})
 	c.bytes += size(&o) + entryOverhead
 	return true
 }
@@ -80,11 +87,11 @@ func (c *coalescer) held() int { return len(c.outs) }
 // drain hands each held record to emit, in first-write order, and empties
 // the coalescer. On an error from emit the records not yet handed over are
 // dropped with the rest: the lane's epoch has failed and is not committed.
-func (c *coalescer) drain(emit func(task.Output) error) error {
+func (c *coalescer) drain(emit func(task.Output, laneMark) error) error {
 	var err error
 	for i := range c.outs {
 		if err == nil {
-			err = emit(c.outs[i])
+			err = emit(c.outs[i].out, c.outs[i].mark)
 		}
 	}
 	// The records now belong to the lane's report; keep the array and

@@ -39,7 +39,7 @@ func TestCoalescer(t *testing.T) {
 				if w.value != "nil" {
 					o.Value = []byte(w.value)
 				}
-				if c.add(o) {
+				if c.add(o, laneMark{}) {
 					fresh++
 				}
 			}
@@ -47,7 +47,7 @@ func TestCoalescer(t *testing.T) {
 				t.Errorf("%d fresh keys, want %d", fresh, tc.fresh)
 			}
 			var got []string
-			if err := c.drain(func(o task.Output) error {
+			if err := c.drain(func(o task.Output, _ laneMark) error {
 				v := "nil"
 				if o.Value != nil {
 					v = string(o.Value)
@@ -72,30 +72,30 @@ func TestCoalescer(t *testing.T) {
 // bound; after a drain the same key is fresh again.
 func TestCoalescerBound(t *testing.T) {
 	c := newCoalescer(2*entryOverhead + 10)
-	c.add(task.Output{Store: "s", Key: []byte("a"), Value: []byte("12345")})
+	c.add(task.Output{Store: "s", Key: []byte("a"), Value: []byte("12345")}, laneMark{})
 	if want := 6 + entryOverhead; c.bytes != want {
 		t.Fatalf("bytes %d, want %d", c.bytes, want)
 	}
-	c.add(task.Output{Store: "s", Key: []byte("a"), Value: []byte("1")})
+	c.add(task.Output{Store: "s", Key: []byte("a"), Value: []byte("1")}, laneMark{})
 	if want := 2 + entryOverhead; c.bytes != want {
 		t.Fatalf("after a shorter value: bytes %d, want %d", c.bytes, want)
 	}
 	if c.full() {
 		t.Fatal("full with one key")
 	}
-	c.add(task.Output{Store: "s", Key: []byte("b"), Value: []byte("123456789")})
+	c.add(task.Output{Store: "s", Key: []byte("b"), Value: []byte("123456789")}, laneMark{})
 	if !c.full() {
 		t.Fatalf("not full at %d bytes over a bound of %d", c.bytes, c.max)
 	}
 	boom := errors.New("boom")
 	n := 0
-	if err := c.drain(func(task.Output) error { n++; return boom }); !errors.Is(err, boom) || n != 1 {
+	if err := c.drain(func(task.Output, laneMark) error { n++; return boom }); !errors.Is(err, boom) || n != 1 {
 		t.Fatalf("drain: err %v after %d records, want boom after 1", err, n)
 	}
 	if c.held() != 0 {
 		t.Fatalf("%d held after a failed drain", c.held())
 	}
-	if !c.add(task.Output{Store: "s", Key: []byte("a")}) {
+	if !c.add(task.Output{Store: "s", Key: []byte("a")}, laneMark{}) {
 		t.Fatal("a key drained is not fresh again")
 	}
 }
@@ -109,4 +109,33 @@ func TestCoalescerOff(t *testing.T) {
 	if newCoalescer(0).on() {
 		t.Fatal("zero bound on")
 	}
+}
+
+// BenchmarkCoalescerAdd is one epoch of the tumbling count's changelog
+// writes as bench-compare's window-update makes them: 10 000 store keys
+// (a key and its window's start and sequence number, 22 bytes), written
+// 20 times each in an interleaved order, then drained.
+func BenchmarkCoalescerAdd(b *testing.B) {
+	const keys, rounds = 10_000, 20
+	outs := make([]task.Output, keys)
+	for i := range outs {
+		k := fmt.Appendf(nil, "key-%06d", i*7919%keys)
+		k = append(k, 0, 0, 1, 0x8c, 0x2b, 0x1a, 0x00, 0x00, 0, 0, 0, 0)
+		outs[i] = task.Output{Topic: "app-win-changelog", Partition: -1, Store: "win", Key: k, Value: make([]byte, 16)}
+	}
+	c := newCoalescer(64 << 20)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		for r := range rounds {
+			for i := range outs {
+				o := outs[(i+r*31)%keys]
+				c.add(o, laneMark{})
+			}
+		}
+		if err := c.drain(func(task.Output, laneMark) error { return nil }); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*keys*rounds), "ns/add")
 }

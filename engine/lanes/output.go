@@ -42,26 +42,29 @@ func (l *Lane) send(o task.Output) error {
 	if o.Boundary != nil {
 		return l.forward(o)
 	}
-	if o.Store != "" {
-		l.routeChangelog(&o)
-	}
 	if l.cur.kind == itemRecord && l.cur.in.Topic != "" {
 		o.Origin = l.origin()
 	}
+	if o.Store == "" {
+		l.env.Outputs.Add(1)
+		return l.emit(o)
+	}
+	m := l.laneMark()
+	if !l.coalesce.on() {
+		l.env.Outputs.Add(1)
+		return l.emitChangelog(o, m)
+	}
 	// Counted once per record that will leave: a changelog write that
 	// replaces a held one adds nothing, and a held one counts now, so
-	// that the idle rule sees the epoch has work to commit.
-	if o.Store != "" && l.coalesce.on() {
-		if l.coalesce.add(o) {
-			l.env.Outputs.Add(1)
-		}
-		if l.coalesce.full() {
-			return l.flushChangelog()
-		}
-		return nil
+	// that the idle rule sees the epoch has work to commit. A held write
+	// is routed when it leaves: most are replaced before then.
+	if l.coalesce.add(o, m) {
+		l.env.Outputs.Add(1)
 	}
-	l.env.Outputs.Add(1)
-	return l.emit(o)
+	if l.coalesce.full() {
+		return l.flushChangelog()
+	}
+	return nil
 }
 
 // flushChangelog hands the changelog records held back so far to the
@@ -70,7 +73,14 @@ func (l *Lane) flushChangelog() error {
 	if !l.coalesce.on() || l.coalesce.held() == 0 {
 		return nil
 	}
-	return l.coalesce.drain(l.emit)
+	return l.coalesce.drain(l.emitChangelog)
+}
+
+// emitChangelog routes a changelog record and adds it to the epoch's
+// output.
+func (l *Lane) emitChangelog(o task.Output, m laneMark) error {
+	l.routeChangelog(&o, m)
+	return l.emit(o)
 }
 
 // emit adds o to the epoch's output, handing a full chunk to the
@@ -114,20 +124,36 @@ func (l *Lane) report(r Report) error {
 	}
 }
 
+// laneMark is what routeChangelog stamps on a changelog record besides
+// its partition: the hash of the key bytes that picked the lane for the
+// record being processed when the store was written, if a key did.
+type laneMark struct {
+	hash  uint32
+	laned bool
+}
+
+// laneMark is the mark of the record being processed now.
+func (l *Lane) laneMark() laneMark {
+	_, _, keyBytes, laned := l.task.Laning()
+	if !laned {
+		return laneMark{}
+	}
+	return laneMark{hash: uint32(lane.Murmur2(keyBytes)), laned: true}
+}
+
 // routeChangelog picks a changelog record's partition: the hash of its
 // changelog key, so that every write of one store key lands in one
 // partition, in order, whether a record, a timer or an emission pass wrote
 // it. (Kafka Streams writes a task's changes to the task's partition; here
 // a lane holds keys of many partitions, and a delete made by an emission
 // pass in another partition than the put it undoes could be restored
-// before it.) It also stamps the hash of the key bytes that picked the
+// before it.) It also stamps m, the hash of the key bytes that picked the
 // lane, which restoration routes by.
-func (l *Lane) routeChangelog(o *task.Output) {
-	_, _, keyBytes, laned := l.task.Laning()
+func (l *Lane) routeChangelog(o *task.Output, m laneMark) {
 	o.Partition = int32(lane.For(o.Key, int(l.group.partitions)))
-	if laned {
+	if m.laned {
 		h := l.arena.bytes(4)
-		binary.BigEndian.PutUint32(h, uint32(lane.Murmur2(keyBytes)))
+		binary.BigEndian.PutUint32(h, m.hash)
 		hs := l.arena.headers(len(o.Headers) + 1)
 		copy(hs, o.Headers)
 		hs[len(o.Headers)] = processor.Header{Key: lane.HashHeader, Value: h}
