@@ -62,12 +62,13 @@ func BenchmarkLane(b *testing.B) {
 		n, epoch = 20_000, 5_000
 	}
 	// The input: 100-byte values, keys recurring every 10 000 records,
+	// from four partitions in runs of 500 (as fetches bring them),
 	// stamped as make bench's input is, by a producer writing about
 	// 300 000 records/s (the run spans about 3 s of event time: one or
 	// two one-minute windows a key).
 	inputs := make([]task.Input, n)
 	for i := range inputs {
-		inputs[i] = task.Input{Topic: in, Partition: int32(i % 4), Offset: int64(i / 4),
+		inputs[i] = task.Input{Topic: in, Partition: int32(i / 500 % 4), Offset: int64(i),
 			Key: fmt.Appendf(nil, "key-%05d", i%keys), Value: bytes.Repeat([]byte{'a' + byte(i%26)}, 100),
 			Timestamp: 1_700_000_000_000 + int64(i/300)}
 	}
