@@ -628,9 +628,14 @@ func release(rec *kgo.Record) {
 // record converts an output to a Kafka record with its partition chosen:
 // the task's when it chose one, else Kafka's default for the key.
 func (r *runner) record(ctx context.Context, o task.Output) (*kgo.Record, error) {
+	// A pooled record is zero but for its headers' room (release): set
+	// field by field, not as a whole struct, whose copy writes every word
+	// of a record that is cold by now, behind the write barrier when the
+	// collector is marking.
 	rec := recordPool.Get().(*kgo.Record)
-	hs := rec.Headers[:0]
-	*rec = kgo.Record{Topic: o.Topic, Key: o.Key, Value: o.Value, Timestamp: time.UnixMilli(o.Timestamp), Partition: o.Partition, Headers: hs}
+	rec.Topic, rec.Key, rec.Value = o.Topic, o.Key, o.Value
+	rec.Timestamp = time.UnixMilli(o.Timestamp)
+	rec.Partition = o.Partition
 	for _, h := range o.Headers {
 		rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: h.Key, Value: h.Value})
 	}
