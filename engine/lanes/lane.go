@@ -114,8 +114,8 @@ type Env struct {
 }
 
 // Lane is one lane: it runs one task on one goroutine (Run). Its fields
-// are owned by that goroutine, except partTimes (under ptMu) which the
-// dispatcher reads to move the watermark.
+// are owned by that goroutine, except partTimes (the map under ptMu, the
+// times atomic), which the dispatcher reads to move the watermark.
 type Lane struct {
 	cfg   Config
 	env   *Env
@@ -165,13 +165,16 @@ type Lane struct {
 	// sendErr is the first failure to forward across a boundary.
 	sendErr error
 
+	// ptMu guards the map; the times are atomic, so that the lane moves
+	// the time of a partition it has seen without the lock, once a
+	// record.
 	ptMu      sync.Mutex
-	partTimes map[watermark.Partition]*int64
+	partTimes map[watermark.Partition]*atomic.Int64
 	// lastP is the partition observed last and lastPT its entry: records
 	// come in runs of one partition, and the map lookup hashes the topic.
 	// The lane's goroutine alone reads them.
 	lastP  watermark.Partition
-	lastPT *int64
+	lastPT *atomic.Int64
 }
 
 // New makes a lane of group g. It takes input once g is opened
@@ -179,7 +182,7 @@ type Lane struct {
 func New(g *Group, cfg Config, env *Env) *Lane {
 	l := &Lane{cfg: cfg, env: env, group: g,
 		floor: cfg.Floor, proto: barrier.NewLane(cfg.Floor), pinned: noPin, fwdFloor: noPin,
-		partTimes: map[watermark.Partition]*int64{}, epoch: 1}
+		partTimes: map[watermark.Partition]*atomic.Int64{}, epoch: 1}
 	if cfg.CoalesceBytes > 0 {
 		l.coalesce = newCoalescer(cfg.CoalesceBytes)
 	}
@@ -249,7 +252,7 @@ func (l *Lane) PartTimes() map[watermark.Partition]int64 {
 	defer l.ptMu.Unlock()
 	out := make(map[watermark.Partition]int64, len(l.partTimes))
 	for k, v := range l.partTimes {
-		out[k] = *v
+		out[k] = v.Load()
 	}
 	return out
 }
@@ -390,20 +393,22 @@ func (c clock) ObserveStreamTime(ts int64) {
 	if late := l.env.OnLate; late != nil && ts < l.env.Watermark() {
 		late(p)
 	}
-	l.ptMu.Lock()
 	if l.lastPT == nil || l.lastP != p {
+		l.ptMu.Lock()
 		pt, ok := l.partTimes[p]
 		if !ok {
-			pt = new(int64)
-			*pt = ts
+			pt = new(atomic.Int64)
+			pt.Store(ts)
 			l.partTimes[p] = pt
 		}
+		l.ptMu.Unlock()
 		l.lastP, l.lastPT = p, pt
 	}
-	if ts > *l.lastPT {
-		*l.lastPT = ts
+	// Only this goroutine writes the time: a load and a store make the
+	// maximum.
+	if ts > l.lastPT.Load() {
+		l.lastPT.Store(ts)
 	}
-	l.ptMu.Unlock()
 }
 
 func (c clock) Floor() int64 {
