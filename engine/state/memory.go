@@ -656,22 +656,9 @@ const (
 // A bnode is a leaf when kids is nil. In an inner node, keys[i] separates
 // kids[i], whose keys are all less, from kids[i+1], whose keys are all
 // greater or equal; inner keys are copies, not records.
-//
-// Each node keeps search words beside its keys: off is a length of prefix
-// every key of the node shares (at most their longest common prefix, 0
-// when unknown), and words[i] the 8 bytes of keys[i] after it, big-endian,
-// zero-padded (wordAt). A search compares words held in the node, not the
-// keys, each a pointer to its own record elsewhere in the heap: with store
-// keys that share long prefixes (a segment, an index byte, a record key)
-// and a lane's input streaming through the caches, every key a binary
-// search read cost a cache miss (about 260 ns a lookup of a 20 000-entry
-// tree in BenchmarkLane/window-update). Only keys whose words are equal
-// are read.
 type bnode struct {
-	keys  []entry
-	kids  []*bnode
-	words []uint64
-	off   int
+	keys []entry
+	kids []*bnode
 }
 
 type bstep struct {
@@ -685,136 +672,9 @@ func (t *bptree) init() {
 	t.path = t.path[:0]
 }
 
-// wordAt is the 8 bytes of k from off, big-endian, zero-padded past its
-// end. For two keys sharing their first off bytes, a smaller word means a
-// smaller key; equal words say nothing (the keys may differ further on, or
-// one may be the other with zero bytes added).
-func wordAt(k string, off int) uint64 {
-	if off+8 <= len(k) {
-		return word(k[off:])
-	}
-	var w uint64
-	for i := range 8 {
-		w <<= 8
-		if off+i < len(k) {
-			w |= uint64(k[off+i])
-		}
-	}
-	return w
-}
-
-// commonPrefix is the length of the longest common prefix of a and b.
-func commonPrefix(a, b string) int {
-	n := min(len(a), len(b))
-	i := 0
-	for i+8 <= n && word(a[i:]) == word(b[i:]) {
-		i += 8
-	}
-	for i < n && a[i] == b[i] {
-		i++
-	}
-	return i
-}
-
-// reword sets n's search words from its keys: off the common prefix of its
-// first and last key (of sorted keys, the common prefix of all), then
-// every word. It reads every key, so it runs when a node is made or
-// reshaped (split, merge, rebalance), not on each insert.
-func (n *bnode) reword() {
-	n.off = 0
-	if len(n.keys) > 1 {
-		n.off = commonPrefix(n.keys[0].key, n.keys[len(n.keys)-1].key)
-	}
-	n.words = n.words[:0]
-	for _, e := range n.keys {
-		n.words = append(n.words, wordAt(e.key, n.off))
-	}
-}
-
-// insertKey inserts e at i, keeping the search words: e's word when it
-// shares the node's prefix, else all of them anew.
-func (n *bnode) insertKey(i int, e entry) {
-	n.keys = slices.Insert(n.keys, i, e)
-	if len(n.keys) == 1 {
-		n.reword() // a node emptied and refilled
-		return
-	}
-	if n.off > 0 {
-		other := n.keys[0].key
-		if i == 0 {
-			other = n.keys[1].key
-		}
-		if len(e.key) < n.off || e.key[:n.off] != other[:n.off] {
-			n.reword()
-			return
-		}
-	}
-	n.words = slices.Insert(n.words, i, wordAt(e.key, n.off))
-}
-
-// setKey replaces key i with e, of any key (a separator moved by a
-// rebalance).
-func (n *bnode) setKey(i int, e entry) {
-	n.keys[i] = e
-	if n.off > 0 && (len(e.key) < n.off || e.key[:n.off] != n.keys[(i+1)%len(n.keys)].key[:n.off]) {
-		n.reword()
-		return
-	}
-	n.words[i] = wordAt(e.key, n.off)
-}
-
-// deleteKey removes key i; the keys left still share the node's prefix.
-func (n *bnode) deleteKey(i int) {
-	n.keys = slices.Delete(n.keys, i, i+1)
-	n.words = slices.Delete(n.words, i, i+1)
-}
-
-// span narrows a search for k to the keys that could decide it: below lo
-// every key is less than k, from hi on every key is greater, and the keys
-// in between have k's word (their order against k takes the keys
-// themselves). A k outside the node's shared prefix gives an empty span
-// at one end.
-func (n *bnode) span(k string) (lo, hi int) {
-	if len(n.keys) == 0 {
-		return 0, 0
-	}
-	if off := n.off; off > 0 {
-		p := n.keys[0].key[:off]
-		kp := k[:min(off, len(k))]
-		if kp != p {
-			if kp < p { // includes k a proper prefix of p
-				return 0, 0
-			}
-			return len(n.keys), len(n.keys)
-		}
-	}
-	w := wordAt(k, n.off)
-	ws := n.words
-	lo, hi = 0, len(ws)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if ws[m] < w {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	hi = lo
-	for top := len(ws); hi < top; {
-		m := int(uint(hi+top) >> 1)
-		if ws[m] <= w {
-			hi = m + 1
-		} else {
-			top = m
-		}
-	}
-	return lo, hi
-}
-
-// lowerBound is the index of the first of n's keys not less than k.
-func (n *bnode) lowerBound(k string) int {
-	lo, hi := n.span(k)
-	keys := n.keys
+// lowerBound is the index of the first of keys not less than k.
+func lowerBound(keys []entry, k string) int {
+	lo, hi := 0, len(keys)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
 		if keyLess(keys[m].key, k) {
@@ -828,11 +688,10 @@ func (n *bnode) lowerBound(k string) int {
 
 // child is the index of the child of inner node n whose keys k lies among.
 func (n *bnode) child(k string) int {
-	lo, hi := n.span(k)
-	keys := n.keys
+	lo, hi := 0, len(n.keys)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if keyLess(k, keys[m].key) {
+		if keyLess(k, n.keys[m].key) {
 			hi = m
 		} else {
 			lo = m + 1
@@ -846,7 +705,7 @@ func (t *bptree) get(k string) (entry, bool) {
 	for n.kids != nil {
 		n = n.kids[n.child(k)]
 	}
-	if i := n.lowerBound(k); i < len(n.keys) && n.keys[i].key == k {
+	if i := lowerBound(n.keys, k); i < len(n.keys) && n.keys[i].key == k {
 		return n.keys[i], true
 	}
 	return entry{}, false
@@ -862,7 +721,7 @@ func (t *bptree) seek(k string) bool {
 		t.path = append(t.path, bstep{n, i})
 		n = n.kids[i]
 	}
-	i := n.lowerBound(k)
+	i := lowerBound(n.keys, k)
 	t.path = append(t.path, bstep{n, i})
 	return i < len(n.keys) && n.keys[i].key == k
 }
@@ -886,14 +745,14 @@ func (t *bptree) insertAtSeek(e entry) {
 	t.len++
 	d := len(t.path) - 1
 	leaf := t.path[d].n
-	leaf.insertKey(t.path[d].i, e)
+	leaf.keys = slices.Insert(leaf.keys, t.path[d].i, e)
 	if len(leaf.keys) <= nodeMax {
 		return
 	}
 	sep, right := leaf.split()
 	for d--; d >= 0; d-- {
 		p := t.path[d]
-		p.n.insertKey(p.i, sep)
+		p.n.keys = slices.Insert(p.n.keys, p.i, sep)
 		p.n.kids = slices.Insert(p.n.kids, p.i+1, right)
 		if len(p.n.kids) <= nodeMax {
 			return
@@ -901,7 +760,6 @@ func (t *bptree) insertAtSeek(e entry) {
 		sep, right = p.n.split()
 	}
 	t.root = &bnode{keys: []entry{sep}, kids: []*bnode{t.root, right}}
-	t.root.reword()
 }
 
 // split moves the upper half of an overflowing n to a new right sibling
@@ -913,8 +771,6 @@ func (n *bnode) split() (entry, *bnode) {
 		right.keys = append(right.keys, n.keys[mid:]...)
 		clear(n.keys[mid:])
 		n.keys = n.keys[:mid]
-		n.reword()
-		right.reword()
 		return separator(right.keys[0]), right
 	}
 	// The separator between the halves moves up rather than being kept.
@@ -925,8 +781,6 @@ func (n *bnode) split() (entry, *bnode) {
 	clear(n.keys[mid-1:])
 	clear(n.kids[mid:])
 	n.keys, n.kids = n.keys[:mid-1], n.kids[:mid]
-	n.reword()
-	right.reword()
 	return sep, right
 }
 
@@ -937,7 +791,7 @@ func (t *bptree) deleteAtSeek() entry {
 	d := len(t.path) - 1
 	leaf := t.path[d].n
 	old := leaf.keys[t.path[d].i]
-	leaf.deleteKey(t.path[d].i)
+	leaf.keys = slices.Delete(leaf.keys, t.path[d].i, t.path[d].i+1)
 	for n := leaf; d > 0 && n.size() < nodeMin; d-- {
 		p := t.path[d-1]
 		p.n.rebalance(p.i)
@@ -966,7 +820,6 @@ func (n *bnode) rebalance(i int) {
 	if left.kids == nil {
 		if len(left.keys)+len(right.keys) <= nodeMax {
 			left.keys = append(left.keys, right.keys...)
-			left.reword()
 			n.removeChild(i)
 			return
 		}
@@ -974,15 +827,12 @@ func (n *bnode) rebalance(i int) {
 		mid := len(all) / 2
 		refill(&left.keys, all[:mid])
 		refill(&right.keys, all[mid:])
-		left.reword()
-		right.reword()
-		n.setKey(i, separator(right.keys[0]))
+		n.keys[i] = separator(right.keys[0])
 		return
 	}
 	if len(left.kids)+len(right.kids) <= nodeMax {
 		left.keys = append(append(left.keys, n.keys[i]), right.keys...)
 		left.kids = append(left.kids, right.kids...)
-		left.reword()
 		n.removeChild(i)
 		return
 	}
@@ -991,11 +841,9 @@ func (n *bnode) rebalance(i int) {
 	mid := len(kids) / 2
 	refill(&left.keys, keys[:mid-1])
 	refill(&left.kids, kids[:mid])
-	n.setKey(i, keys[mid-1])
+	n.keys[i] = keys[mid-1]
 	refill(&right.keys, keys[mid:])
 	refill(&right.kids, kids[mid:])
-	left.reword()
-	right.reword()
 }
 
 // refill sets *dst to a copy of src in its own array, cleared first: nodes
@@ -1013,7 +861,7 @@ func separator(e entry) entry { return entry{key: strings.Clone(e.key)} }
 // removeChild drops child i+1 of n, merged into child i, and their
 // separator.
 func (n *bnode) removeChild(i int) {
-	n.deleteKey(i)
+	n.keys = slices.Delete(n.keys, i, i+1)
 	n.kids = slices.Delete(n.kids, i+1, i+2)
 }
 

@@ -5,14 +5,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"maps"
 	"math/rand/v2"
 	"slices"
-	"sort"
-	"strings"
 	"sync"
 	"testing"
-	"time"
 	"unsafe"
 )
 
@@ -754,17 +750,6 @@ func (t *bptree) check() error {
 				return 0, fmt.Errorf("key %x outside its separators at depth %d", e.key, depth)
 			}
 		}
-		if len(n.words) != len(n.keys) {
-			return 0, fmt.Errorf("%d search words for %d keys at depth %d", len(n.words), len(n.keys), depth)
-		}
-		for i, e := range n.keys {
-			if len(e.key) < n.off || e.key[:n.off] != n.keys[0].key[:n.off] {
-				return 0, fmt.Errorf("key %x does not share the node's prefix of %d bytes at depth %d", e.key, n.off, depth)
-			}
-			if w := wordAt(e.key, n.off); n.words[i] != w {
-				return 0, fmt.Errorf("search word %x of key %x, want %x (off %d, depth %d)", n.words[i], e.key, w, n.off, depth)
-			}
-		}
 		for _, e := range n.keys[len(n.keys):cap(n.keys)] {
 			if unsafe.StringData(e.key) != nil {
 				return 0, fmt.Errorf("node keeps a key past its length at depth %d", depth)
@@ -1082,88 +1067,4 @@ func TestMemoryStoreTreeShapes(t *testing.T) {
 			})
 		}
 	}
-}
-
-// TestNodeSearchWords: a node's lowerBound and child, which compare search
-// words before keys, agree with a plain search over the keys, for keys of
-// a small alphabet with zero bytes (equal zero-padded words), long shared
-// prefixes and search keys shorter than, or outside of, the node's shared
-// prefix; for nodes made whole (reword) and grown one insert at a time.
-func TestNodeSearchWords(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
-	rng := rand.New(rand.NewPCG(seed, 7))
-	alphabet := []byte{0x00, 0x01, 0x7f, 0xff}
-	randKey := func(prefix string) string {
-		k := []byte(prefix)
-		for range rng.IntN(12) {
-			k = append(k, alphabet[rng.IntN(len(alphabet))])
-		}
-		return string(k)
-	}
-	for round := range 2000 {
-		prefix := strings.Repeat("p", rng.IntN(20))
-		set := map[string]bool{}
-		for range 1 + rng.IntN(nodeMax) {
-			set[randKey(prefix)] = true
-		}
-		keys := slices.Sorted(maps.Keys(set))
-		whole := &bnode{}
-		for _, k := range keys {
-			whole.keys = append(whole.keys, entry{key: k})
-		}
-		whole.reword()
-		// Half the keys made whole, the rest inserted one at a time: the
-		// inserts meet a node with a shared prefix, which some of them
-		// break.
-		grown := &bnode{}
-		perm := rng.Perm(len(keys))
-		half := slices.Clone(perm[:len(perm)/2])
-		slices.Sort(half)
-		for _, i := range half {
-			grown.keys = append(grown.keys, entry{key: keys[i]})
-		}
-		grown.reword()
-		for _, i := range perm[len(perm)/2:] {
-			k := keys[i]
-			grown.insertKey(whole.lowerBoundPlain(grown.keys, k), entry{key: k})
-		}
-		for _, n := range []*bnode{whole, grown} {
-			for range 50 {
-				var k string
-				switch rng.IntN(3) {
-				case 0:
-					k = keys[rng.IntN(len(keys))]
-				case 1:
-					k = randKey(prefix)
-				default:
-					k = randKey(prefix[:rng.IntN(len(prefix)+1)])
-				}
-				want := whole.lowerBoundPlain(keys2entries(keys), k)
-				if got := n.lowerBound(k); got != want {
-					t.Fatalf("round %d: lowerBound(%x) = %d, want %d (off %d, keys %x)", round, k, got, want, n.off, keys)
-				}
-				wantChild := want
-				if want < len(keys) && keys[want] == k {
-					wantChild++
-				}
-				if got := n.child(k); got != wantChild {
-					t.Fatalf("round %d: child(%x) = %d, want %d (off %d, keys %x)", round, k, got, wantChild, n.off, keys)
-				}
-			}
-		}
-	}
-}
-
-// lowerBoundPlain is the first of keys not less than k, read key by key.
-func (*bnode) lowerBoundPlain(keys []entry, k string) int {
-	return sort.Search(len(keys), func(i int) bool { return !keyLess(keys[i].key, k) })
-}
-
-func keys2entries(keys []string) []entry {
-	es := make([]entry, len(keys))
-	for i, k := range keys {
-		es[i] = entry{key: k}
-	}
-	return es
 }
