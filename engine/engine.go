@@ -351,6 +351,11 @@ type settings struct {
 	// dialOpts are how every client connects (WithDialer), for clients
 	// made from the seeds alone; clientOpts include them.
 	dialOpts []kgo.Opt
+	// metadataAge is retry.backoff.ms, the admin client's metadata min
+	// age: franz-go answers a metadata request from what it learnt within
+	// that age, 5 s by its default, and a source topic created just
+	// before the start would look missing that long.
+	metadataAge time.Duration
 	// shutdown is ShutdownTimeoutMs.
 	shutdown time.Duration
 	// stateDir is where the lanes' RocksDB databases are, under
@@ -418,6 +423,9 @@ func readSettings(c config.Config) (settings, error) {
 		return time.Duration(v) * time.Millisecond, err
 	}
 	if s.interval, err = ms(BarrierIntervalMs, 500); err != nil {
+		return s, err
+	}
+	if s.metadataAge, err = ms(kafka.RetryBackoffMs, kafka.DefaultRetryBackoff.Milliseconds()); err != nil {
 		return s, err
 	}
 	if s.minInterval, err = ms(BarrierMinIntervalMs, 150); err != nil {

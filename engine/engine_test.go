@@ -301,7 +301,30 @@ func TestMissingSourceTopicIsAStartError(t *testing.T) {
 	}
 }
 
-var _ = kadm.NewClient
+// TestSourceTopicCreatedJustAfterStart: a source topic that appears in
+// the brokers' metadata a moment after the engine starts (on Apache Kafka,
+// a topic created just before: its broker learns of it from the
+// controller a little later) is waited for, not a start error.
+func TestSourceTopicCreatedJustAfterStart(t *testing.T) {
+	addr := startBroker(t, map[string]int32{"out": 1})
+	_, stop := runEngine(t, uppercase(), cfg(addr, "late-topic"))
+	time.Sleep(300 * time.Millisecond)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if _, err := kadm.NewClient(cl).CreateTopic(context.Background(), 2, -1, nil, "in"); err != nil {
+		t.Fatal(err)
+	}
+	produce(t, addr, "in", []kv{{Key: "k", Value: "v"}})
+	if got := readCommitted(t, addr, "out", 1, 30*time.Second); len(got) != 1 || got[0].Value != "<v>" {
+		t.Fatalf("output %v, want one <v>", got)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+}
 
 func logLevel() slog.Level {
 	if os.Getenv("ENGINE_TEST_LOG") == "debug" {

@@ -250,7 +250,8 @@ func (e *Engine) run(ctx context.Context) error {
 // connect checks the topics, creates the internal ones and joins the group.
 func (r *runner) connect(ctx context.Context) error {
 	e := r.e
-	admCl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(r.s.seeds...), kgo.RetryTimeout(30 * time.Second)}, r.s.dialOpts...)...)
+	admCl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(r.s.seeds...), kgo.RetryTimeout(30 * time.Second),
+		kgo.MetadataMinAge(r.s.metadataAge)}, r.s.dialOpts...)...)
 	if err != nil {
 		return fmt.Errorf("engine: admin client: %w", err)
 	}
@@ -289,6 +290,33 @@ func (r *runner) connect(ctx context.Context) error {
 			continue
 		}
 		r.partitions[t] = int32(len(d.Partitions))
+	}
+	// A topic created a moment ago may not be in every broker's metadata
+	// yet: Apache Kafka answers UNKNOWN_TOPIC_OR_PARTITION until its
+	// broker has the controller's record, which a script that creates
+	// its topics and starts the engine at once meets (bench-compare's
+	// latency run did, on Kafka 4.4). A missing topic is asked for again
+	// for a little under two seconds before it is an error.
+	for wait := 250 * time.Millisecond; len(missing) > 0 && wait <= time.Second; wait *= 2 {
+		e.log.Info("source topics not found yet, asking again", "topics", strings.Join(missing, ","), "in", wait)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+		again, err := r.adm.ListTopics(ctx, missing...)
+		if err != nil {
+			return fmt.Errorf("engine: list source topics: %w", err)
+		}
+		still := missing[:0]
+		for _, t := range missing {
+			if d, ok := again[t]; ok && d.Err == nil {
+				r.partitions[t] = int32(len(d.Partitions))
+				continue
+			}
+			still = append(still, t)
+		}
+		missing = still
 	}
 	if len(missing) > 0 {
 		return &MissingTopicError{Topics: missing, Hint: "create it first, or check bootstrap.servers"}

@@ -218,7 +218,7 @@ var catalogue = sortedKeys([]Key{
 	atLeast(Key{Name: keyRetryBackoffMs, Type: TypeDurationMs, Default: "100",
 		Description: "how soon the Kafka client may refresh metadata again to retry a failed request",
 		ReadBy:      []Component{KafkaClient},
-		Note:        "Kafka's clients' default; franz-go's own (its metadata min age) is 5000. A produce that opens a transaction right after the last one commits can meet CONCURRENT_TRANSACTIONS while the broker still writes the commit markers, and its retry waits for that refresh: at 5 s, an epoch's commit took 4.8 s on Apache Kafka 4.4"}, 10),
+		Note:        "Kafka's clients' default; franz-go's own (its metadata min age) is 5000. A produce that opens a transaction right after the last one commits can meet CONCURRENT_TRANSACTIONS while the broker still writes the commit markers, and its retry waits for that refresh: at 5 s, an epoch's commit took 4.8 s on Apache Kafka 4.4; the live engine's admin client takes it as its metadata min age too, so that a source topic created just before the start is seen"}, 10),
 	{Name: keyInstanceID, Type: TypeString, Default: "(kept in state.dir)", Description: "names this instance among the application's; completes the transactional id application.id-instance and the default client.id",
 		ReadBy: []Component{KafkaClient, LiveEngine}, Note: "unique among instances running at once, and the same across restarts of one instance. Unset, the live engine makes one on its first start and keeps it in <state.dir>/<application.id>/instance.id; a start that finds a live group member with its own id refuses to run (ErrInstanceInUse)"},
 	atLeast(Key{Name: keyLaneQueueSize, Type: TypeInt, Default: "1024",
