@@ -1,7 +1,6 @@
 package engine_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"maps"
@@ -20,10 +19,7 @@ import (
 
 	"github.com/stoatflow/stoatctl/engine"
 	"github.com/stoatflow/stoatctl/engine/benchbase"
-	"github.com/stoatflow/stoatctl/engine/dsl"
-	"github.com/stoatflow/stoatctl/engine/serde"
 	"github.com/stoatflow/stoatctl/engine/topology"
-	"github.com/stoatflow/stoatctl/engine/window"
 )
 
 // BenchmarkEngineVsBaseline runs the bare franz-go
@@ -47,48 +43,9 @@ func BenchmarkEngineVsBaseline(b *testing.B) {
 	if v, err := strconv.Atoi(os.Getenv("STOATFLOW_BENCH_RECORDS")); err == nil && v > 0 {
 		n = v
 	}
-	str := serde.String()
-	topos := []struct {
-		name  string
-		build func(in, out string) *topology.Topology
-	}{
-		{"stateless", func(in, out string) *topology.Topology {
-			bld := dsl.NewBuilder()
-			// The baseline's transform, so that the ratio compares the
-			// paths, not two ways to upper-case.
-			dsl.MapValues(dsl.Stream(bld, dsl.ConsumedWith(str, serde.Bytes()), in), func(_ string, v []byte) []byte {
-				return bytes.ToUpper(v)
-			}).To(out, dsl.ProducedWith(str, serde.Bytes()))
-			return bld.Topology()
-		}},
-		{"count", func(in, out string) *topology.Topology {
-			bld := dsl.NewBuilder()
-			dsl.Stream(bld, dsl.ConsumedWith(str, serde.Bytes()), in).GroupByKey().
-				Count(dsl.MaterializedAs[string, int64]("counts")).ToStream().To(out, dsl.ProducedWith(str, serde.Int64()))
-			return bld.Topology()
-		}},
-		// The tumbling count of bench-compare's window-update: a
-		// one-minute window, every update emitted.
-		{"window-update", func(in, out string) *topology.Topology {
-			bld := dsl.NewBuilder()
-			g := dsl.Stream(bld, dsl.ConsumedWith(str, serde.Bytes()), in).GroupByKey().
-				WindowedBy(window.TimeWindowsOfSizeWithNoGrace(time.Minute))
-			dsl.CountWindowed(g, dsl.MaterializedAs[string, int64]("win")).ToStream().
-				To(out, dsl.ProducedWith(window.TimeWindowedSerde(str, time.Minute.Milliseconds()), serde.Int64()))
-			return bld.Topology()
-		}},
-		// The count into its changelogged store alone: the changelog is
-		// the only output, one record per input as the baseline's.
-		{"count-store", func(in, _ string) *topology.Topology {
-			bld := dsl.NewBuilder()
-			dsl.Stream(bld, dsl.ConsumedWith(str, serde.Bytes()), in).GroupByKey().
-				Count(dsl.MaterializedAs[string, int64]("counts"))
-			return bld.Topology()
-		}},
-	}
 	for _, guarantee := range []string{"exactly_once_v2", "at_least_once"} {
-		for _, tp := range topos {
-			b.Run(tp.name+"/"+guarantee, func(b *testing.B) {
+		for _, tp := range benchbase.Topologies {
+			b.Run(tp.Name+"/"+guarantee, func(b *testing.B) {
 				for i := 0; i < b.N; i++ {
 					ctx := context.Background()
 					in := "in"
@@ -121,11 +78,11 @@ func BenchmarkEngineVsBaseline(b *testing.B) {
 					var rate float64
 					var peak uint64
 					pprof.Do(ctx, pprof.Labels("phase", "engine"), func(context.Context) {
-						c := cfg(engineSeeds[0], "bench-"+tp.name,
+						c := cfg(engineSeeds[0], "bench-"+tp.Name,
 							"processing.guarantee", guarantee, "num.stream.threads", fmt.Sprint(runtime.NumCPU()),
 							engine.BarrierIntervalMs, "500", engine.BarrierMinIntervalMs, "150")
 						maps.Copy(c, benchConfig(b))
-						rate, peak = runEngineOver(b, tp.build(in, "engine-out"), c, n)
+						rate, peak = runEngineOver(b, tp.Build(in, "engine-out"), c, n)
 					})
 					cpu2, wall2, mem2 := processCPU(), time.Now(), heapCounters()
 					stopEngine()

@@ -68,18 +68,8 @@ func newTwoGroups(t *testing.T) *twoGroups {
 	var ls []*lanes.Lane
 	for i, st := range built.Subtopologies {
 		l := lanes.New(groups[st.ID], lanes.Config{Sub: st.ID, Global: i, Floor: task.Unknown}, env)
-		tk, err := task.New(built, st, task.Options{ID: fmt.Sprintf("%d_lane0", st.ID), Collector: l.Collector(), Time: l.Clock(), Lanes: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := tk.OpenStores(); err != nil {
-			t.Fatal(err)
-		}
-		if err := tk.Init(); err != nil {
-			t.Fatal(err)
-		}
+		tk := giveTask(t, built, st, l, 1)
 		t.Cleanup(func() { tk.Close() })
-		l.SetTask(tk)
 		ls = append(ls, l)
 	}
 	bd := built.Boundaries["rekey"]
@@ -89,6 +79,24 @@ func newTwoGroups(t *testing.T) *twoGroups {
 		g.Open(8)
 	}
 	return &twoGroups{up: ls[up], down: ls[down], upID: up, downID: down, sink: sink, ctx: ctx}
+}
+
+// giveTask makes lane l's task of sub-topology st, with its stores open
+// and its processors initialised, and gives it to l; the caller closes it.
+func giveTask(tb testing.TB, built *topology.Built, st *topology.Subtopology, l *lanes.Lane, laneCount int) *task.Task {
+	tb.Helper()
+	tk, err := task.New(built, st, task.Options{ID: fmt.Sprintf("%d_lane0", st.ID), Collector: l.Collector(), Time: l.Clock(), Lanes: laneCount})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := tk.OpenStores(); err != nil {
+		tb.Fatal(err)
+	}
+	if err := tk.Init(); err != nil {
+		tb.Fatal(err)
+	}
+	l.SetTask(tk)
+	return tk
 }
 
 func record(topic string, off int64, v string) []lanes.Item {
