@@ -50,7 +50,7 @@ func TestRecordFromPool(t *testing.T) {
 		}
 		rec.Offset, rec.ProducerID, rec.ProducerEpoch, rec.LeaderEpoch = 42, 7, 1, 3
 		rec.Attrs = kgo.RecordAttrs{}
-		rec.Context = context.WithValue(ctx, struct{}{}, 1)
+		rec.Context = context.WithValue(ctx, franzContextKey{}, 1)
 		release(rec)
 		got, err := r.record(ctx, next)
 		if err != nil {
@@ -64,3 +64,7 @@ func TestRecordFromPool(t *testing.T) {
 		release(got)
 	}
 }
+
+// franzContextKey stands for what a producer's caller might put in a
+// record's context.
+type franzContextKey struct{}
