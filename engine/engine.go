@@ -475,6 +475,12 @@ func (e *Engine) Run(ctx context.Context) error {
 		e.log.Error("engine stopped", "err", err)
 		return err
 	}
+	progressEvery, stallAfter, err := monitorSettings(e.cfg)
+	if err != nil {
+		e.setState(Error)
+		e.log.Error("engine stopped", "err", err)
+		return err
+	}
 	stopAPI, err := e.startAPI()
 	if err != nil {
 		e.setState(Error)
@@ -482,7 +488,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	}
 	defer stopAPI()
 	mctx, stopMonitor := context.WithCancel(ctx)
-	monitorDone := e.monitor(mctx)
+	monitorDone := e.monitor(mctx, progressEvery, stallAfter)
 	defer func() { stopMonitor(); <-monitorDone }()
 	err = e.run(ctx)
 	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {

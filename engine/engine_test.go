@@ -285,6 +285,31 @@ func checkCounts(t testing.TB, got []kv, keys, per int) {
 	}
 }
 
+// TestMonitorKeysAreChecked: the progress-log and stall-warning intervals
+// are read like every other millisecond key: a value that is not a whole
+// number, or is negative, stops Run before it starts, naming the key
+// (they fell back to their defaults silently).
+func TestMonitorKeysAreChecked(t *testing.T) {
+	for _, tc := range []struct{ key, value string }{
+		{engine.ProgressLogIntervalMs, "-5"},
+		{engine.ProgressLogIntervalMs, "soon"},
+		{engine.StallWarningMs, "-1"},
+		{engine.StallWarningMs, "1.5"},
+	} {
+		t.Run(tc.key+"="+tc.value, func(t *testing.T) {
+			e := engine.New(uppercase(), cfg("127.0.0.1:1", "monitor-keys", tc.key, tc.value))
+			err := e.Run(context.Background())
+			if err == nil || !strings.Contains(err.Error(), tc.key) {
+				t.Fatalf("Run with %s=%s: %v, want an error naming the key", tc.key, tc.value, err)
+			}
+			t.Log(err)
+			if s := e.State(); s != engine.Error {
+				t.Fatalf("state %v, want ERROR", s)
+			}
+		})
+	}
+}
+
 func TestMissingSourceTopicIsAStartError(t *testing.T) {
 	addr := startBroker(t, nil)
 	e := engine.New(uppercase(), cfg(addr, "missing"))

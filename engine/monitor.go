@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/stoatflow/stoatctl/engine/config"
 	"github.com/stoatflow/stoatctl/engine/watermark"
 	"github.com/stoatflow/stoatctl/inspect"
 )
@@ -44,16 +45,24 @@ type monitorState struct {
 	lastRestoreLog time.Time
 }
 
-func (e *Engine) monitor(ctx context.Context) <-chan struct{} {
-	done := make(chan struct{})
-	ms := func(key string, def int64) time.Duration {
-		v, err := e.cfg.Int(key, def)
-		if err != nil || v < 0 {
-			v = def
-		}
-		return time.Duration(v) * time.Millisecond
+// monitorSettings reads the monitor's two keys: a value that is not a
+// whole number of milliseconds, or is negative, is an error naming the
+// key (it was the default before, silently).
+func monitorSettings(c config.Config) (progressEvery, stallAfter time.Duration, err error) {
+	progress, err := c.BoundedInt(ProgressLogIntervalMs, 30000)
+	if err != nil {
+		return 0, 0, err
 	}
-	m := &monitorState{progressEvery: ms(ProgressLogIntervalMs, 30000), stallAfter: ms(StallWarningMs, 60000)}
+	stall, err := c.BoundedInt(StallWarningMs, 60000)
+	if err != nil {
+		return 0, 0, err
+	}
+	return time.Duration(progress) * time.Millisecond, time.Duration(stall) * time.Millisecond, nil
+}
+
+func (e *Engine) monitor(ctx context.Context, progressEvery, stallAfter time.Duration) <-chan struct{} {
+	done := make(chan struct{})
+	m := &monitorState{progressEvery: progressEvery, stallAfter: stallAfter}
 	go func() {
 		defer close(done)
 		tick := time.NewTicker(sampleEvery)
