@@ -1,6 +1,9 @@
 package lanes
 
-import "github.com/stoatflow/stoatctl/engine/task"
+import (
+	"github.com/stoatflow/stoatctl/engine/lane"
+	"github.com/stoatflow/stoatctl/engine/task"
+)
 
 // coalescer holds back a lane's changelog records within an epoch and
 // keeps only the last write of each store key: restoration applies the
@@ -46,10 +49,16 @@ func newCoalescer(max int) *coalescer {
 
 func (c *coalescer) on() bool { return c != nil && c.max > 0 }
 
-func size(o *task.Output) int {
+// size is what the record held as w will weigh once it leaves: its key,
+// value and headers, and the lane hash header routing adds then.
+func size(w *heldWrite) int {
+	o := &w.out
 	n := len(o.Key) + len(o.Value)
 	for _, h := range o.Headers {
 		n += len(h.Key) + len(h.Value)
+	}
+	if w.mark.laned {
+		n += len(lane.HashHeader) + 4
 	}
 	return n
 }
@@ -68,13 +77,14 @@ func (c *coalescer) add(o task.Output, m laneMark) bool {
 	}
 	if i, ok := keys[string(o.Key)]; ok {
 		held := &c.outs[i]
-		c.bytes += size(&o) - size(&held.out)
-		*held = heldWrite{out: o, mark: m}
+		w := heldWrite{out: o, mark: m}
+		c.bytes += size(&w) - size(held)
+		*held = w
 		return false
 	}
 	keys[string(o.Key)] = len(c.outs)
 	c.outs = append(c.outs, heldWrite{out: o, mark: m})
-	c.bytes += size(&o) + entryOverhead
+	c.bytes += size(&c.outs[len(c.outs)-1]) + entryOverhead
 	return true
 }
 

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stoatflow/stoatctl/engine/lane"
 	"github.com/stoatflow/stoatctl/engine/task"
 )
 
@@ -97,6 +98,22 @@ func TestCoalescerBound(t *testing.T) {
 	}
 	if !c.add(task.Output{Store: "s", Key: []byte("a")}, laneMark{}) {
 		t.Fatal("a key drained is not fresh again")
+	}
+}
+
+// TestCoalescerBoundCountsTheLaneHash: a write laned by a key weighs the
+// lane hash header its record carries once routed, though the header is
+// added only as it leaves.
+func TestCoalescerBoundCountsTheLaneHash(t *testing.T) {
+	c := newCoalescer(1 << 20)
+	c.add(task.Output{Store: "s", Key: []byte("a"), Value: []byte("12345")}, laneMark{hash: 7, laned: true})
+	header := len(lane.HashHeader) + 4
+	if want := 6 + header + entryOverhead; c.bytes != want {
+		t.Fatalf("bytes %d, want %d (key, value, lane hash header, overhead)", c.bytes, want)
+	}
+	c.add(task.Output{Store: "s", Key: []byte("a"), Value: []byte("1")}, laneMark{})
+	if want := 2 + entryOverhead; c.bytes != want {
+		t.Fatalf("after an unlaned write of the key: bytes %d, want %d", c.bytes, want)
 	}
 }
 
