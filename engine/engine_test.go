@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -285,6 +286,24 @@ func checkCounts(t testing.TB, got []kv, keys, per int) {
 	}
 }
 
+// onMessage is a log handler that closes seen at the first record with
+// message msg, and drops every record.
+type onMessage struct {
+	msg  string
+	seen chan struct{}
+	once sync.Once
+}
+
+func (h *onMessage) Enabled(context.Context, slog.Level) bool { return true }
+func (h *onMessage) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == h.msg {
+		h.once.Do(func() { close(h.seen) })
+	}
+	return nil
+}
+func (h *onMessage) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *onMessage) WithGroup(string) slog.Handler      { return h }
+
 // TestMonitorKeysAreChecked: the progress-log and stall-warning intervals
 // are read like every other millisecond key: a value that is not a whole
 // number, or is negative, stops Run before it starts, naming the key
@@ -327,13 +346,19 @@ func TestMissingSourceTopicIsAStartError(t *testing.T) {
 }
 
 // TestSourceTopicCreatedJustAfterStart: a source topic that appears in
-// the brokers' metadata a moment after the engine starts (on Apache Kafka,
-// a topic created just before: its broker learns of it from the
-// controller a little later) is waited for, not a start error.
+// the brokers' metadata after the engine first found it missing (on
+// Apache Kafka, a topic created just before: its broker learns of it from
+// the controller a little later) is waited for, not a start error.
 func TestSourceTopicCreatedJustAfterStart(t *testing.T) {
 	addr := startBroker(t, map[string]int32{"out": 1})
-	_, stop := runEngine(t, uppercase(), cfg(addr, "late-topic"))
-	time.Sleep(300 * time.Millisecond)
+	// The topic is created once the engine has found it missing.
+	missed := &onMessage{msg: "source topics not found yet, asking again", seen: make(chan struct{})}
+	_, stop := runEngine(t, uppercase(), cfg(addr, "late-topic"), engine.WithLogger(slog.New(missed)))
+	select {
+	case <-missed.seen:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the engine did not find the topic missing within 30s")
+	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
 	if err != nil {
 		t.Fatal(err)

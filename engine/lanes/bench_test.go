@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"runtime"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -72,15 +71,7 @@ func runLane(b *testing.B, topo *topology.Topology, inputs []task.Input, epoch i
 	defer cancel()
 	group := lanes.NewGroup(4)
 	sink := &lanes.Sink{Reports: make(chan lanes.Report, 64), Held: lanes.NewCredit(1 << 20)}
-	env := &lanes.Env{
-		Ctx:        ctx,
-		Watermark:  func() int64 { return task.Unknown },
-		Wall:       func() int64 { return 0 },
-		Outputs:    new(atomic.Int64),
-		Sink:       sink,
-		Downstream: func(string) *lanes.Group { return group },
-		GiveBack:   lanes.BatchSize,
-	}
+	env := testEnv(ctx, sink, func(string) *lanes.Group { return group })
 	st := built.Subtopologies[0]
 	l := lanes.New(group, lanes.Config{Floor: task.Unknown, CoalesceBytes: 64 << 20}, env)
 	defer giveTask(b, built, st, l, 2).Close()

@@ -54,17 +54,9 @@ func newTwoGroups(t *testing.T) *twoGroups {
 	t.Cleanup(cancel)
 	groups := []*lanes.Group{lanes.NewGroup(1), lanes.NewGroup(1)}
 	sink := &lanes.Sink{Reports: make(chan lanes.Report, 16), Held: lanes.NewCredit(1 << 10)}
-	env := &lanes.Env{
-		Ctx:       ctx,
-		Watermark: func() int64 { return task.Unknown },
-		Wall:      func() int64 { return 0 },
-		Outputs:   new(atomic.Int64),
-		Sink:      sink,
-		Downstream: func(node string) *lanes.Group {
-			return groups[built.Nodes[node].Subtopology]
-		},
-		GiveBack: lanes.BatchSize,
-	}
+	env := testEnv(ctx, sink, func(node string) *lanes.Group {
+		return groups[built.Nodes[node].Subtopology]
+	})
 	var ls []*lanes.Lane
 	for i, st := range built.Subtopologies {
 		l := lanes.New(groups[st.ID], lanes.Config{Sub: st.ID, Global: i, Floor: task.Unknown}, env)
@@ -79,6 +71,20 @@ func newTwoGroups(t *testing.T) *twoGroups {
 		g.Open(8)
 	}
 	return &twoGroups{up: ls[up], down: ls[down], upID: up, downID: down, sink: sink, ctx: ctx}
+}
+
+// testEnv is the lanes' environment in these tests: no watermark, wall
+// clock 0, and the dispatcher's batch size as what a lane gives back.
+func testEnv(ctx context.Context, sink *lanes.Sink, downstream func(node string) *lanes.Group) *lanes.Env {
+	return &lanes.Env{
+		Ctx:        ctx,
+		Watermark:  func() int64 { return task.Unknown },
+		Wall:       func() int64 { return 0 },
+		Outputs:    new(atomic.Int64),
+		Sink:       sink,
+		Downstream: downstream,
+		GiveBack:   lanes.BatchSize,
+	}
 }
 
 // giveTask makes lane l's task of sub-topology st, with its stores open
