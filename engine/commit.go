@@ -60,13 +60,14 @@ type committer struct {
 	// handed to franz-go escapes, and would cost an allocation per
 	// record where it is written.
 	promised func(*kgo.Record, error)
+
+	// slab is where the records handed to franz-go come from.
+	slab recordSlab
 }
 
 func (c *committer) promise(rec *kgo.Record, err error) {
 	if err == nil {
 		c.g.produced(rec.Topic, rec.Partition, rec.Offset)
-		// franz-go is done with a record once its promise runs.
-		release(rec)
 		return
 	}
 	{
@@ -113,7 +114,7 @@ func (c *committer) send(outs []task.Output) {
 		}
 	}
 	for _, o := range outs {
-		rec, err := c.r.record(c.ctx, o)
+		rec, err := c.r.record(c.ctx, o, &c.slab)
 		if err == nil && o.Store == "" {
 			err = c.r.checkSize(c.ctx, o, rec)
 		}
@@ -126,7 +127,6 @@ func (c *committer) send(outs []task.Output) {
 			case isTooLarge && c.r.s.production == handlerDeadLetter:
 				// The input behind it goes to the dead-letter topic instead,
 				// in this epoch's transaction; a replay writes the same one.
-				release(rec)
 				rec, err = c.deadLetter(tooLarge)
 				if err != nil {
 					c.promise(&kgo.Record{Topic: o.Topic, Partition: o.Partition}, err)
@@ -140,7 +140,6 @@ func (c *committer) send(outs []task.Output) {
 				// what commits.
 				c.r.e.log.Warn("sink record too large; skipped (default.production.exception.handler=continue)",
 					"topic", tooLarge.Topic, "partition", tooLarge.Partition, "bytes", tooLarge.Size, "limit", tooLarge.Limit, "input", tooLarge.Origin.String())
-				release(rec)
 				continue
 			}
 			c.promise(&kgo.Record{Topic: o.Topic, Partition: o.Partition}, err)
@@ -168,15 +167,14 @@ func (c *committer) deadLetter(tooLarge *RecordTooLargeError) (*kgo.Record, erro
 	if err != nil {
 		return nil, err
 	}
-	rec, err := c.r.record(c.ctx, dl)
+	rec, err := c.r.record(c.ctx, dl, &c.slab)
 	if err != nil {
 		return nil, fmt.Errorf("dead letter for %s: %w", tooLarge.Origin, err)
 	}
 	if err := c.r.checkSize(c.ctx, dl, rec); err != nil {
 		dl.Key, dl.Value = nil, nil
 		dl.Headers = dl.Headers.Add("__streams.errors.note", []byte("the input record is too large for the dead-letter topic too; only its coordinates are here"))
-		release(rec)
-		if rec, err = c.r.record(c.ctx, dl); err != nil {
+		if rec, err = c.r.record(c.ctx, dl, &c.slab); err != nil {
 			return nil, fmt.Errorf("dead letter for %s: %w", tooLarge.Origin, err)
 		}
 	}
@@ -609,30 +607,11 @@ func (r *runner) committedPartTime(p watermark.Partition) (int64, bool) {
 	return v, ok
 }
 
-// recordPool recycles the records handed to franz-go: one per output
-// record is the committer's largest allocation. A pooled record keeps
-// its headers' room (a changelog record carries the lane hash header), so
-// that reuse allocates nothing.
-var recordPool = sync.Pool{New: func() any { return new(kgo.Record) }}
-
-// release returns rec, which franz-go is done with, to the pool: cleared,
-// so that it holds on to no key, value or header value, but with its
-// headers' room.
-func release(rec *kgo.Record) {
-	hs := rec.Headers
-	clear(hs)
-	*rec = kgo.Record{Headers: hs[:0]}
-	recordPool.Put(rec)
-}
-
 // record converts an output to a Kafka record with its partition chosen:
-// the task's when it chose one, else Kafka's default for the key.
-func (r *runner) record(ctx context.Context, o task.Output) (*kgo.Record, error) {
-	// A pooled record is zero but for its headers' room (release): set
-	// field by field, not as a whole struct, whose copy writes every word
-	// of a record that is cold by now, behind the write barrier when the
-	// collector is marking.
-	rec := recordPool.Get().(*kgo.Record)
+// the task's when it chose one, else Kafka's default for the key. The
+// record comes from s.
+func (r *runner) record(ctx context.Context, o task.Output, s *recordSlab) (*kgo.Record, error) {
+	rec := s.next(len(o.Headers))
 	rec.Topic, rec.Key, rec.Value = o.Topic, o.Key, o.Value
 	rec.Timestamp = time.UnixMilli(o.Timestamp)
 	rec.Partition = o.Partition

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -14,57 +15,72 @@ import (
 )
 
 // BenchmarkRecord is the committer's conversion of a task's output to a
-// Kafka record and back to the pool, as for a changelog record (the lane
-// hash header) going to the default partitioner: one per output record.
+// Kafka record from its slab, as for a changelog record (the lane hash
+// header) going to the default partitioner: one per output record.
 func BenchmarkRecord(b *testing.B) {
 	r := &runner{}
 	r.sinkParts.Store(&map[string]int32{"counts-changelog": 4})
 	o := task.Output{Topic: "counts-changelog", Partition: -1, Key: []byte("key-4711"), Value: []byte("12345678"), Timestamp: 1_700_000_000_000,
 		Headers: processor.Headers{{Key: lane.HashHeader, Value: []byte{0, 0, 0, 1}}}}
 	ctx := context.Background()
+	var slab recordSlab
 	b.ReportAllocs()
 	for b.Loop() {
-		rec, err := r.record(ctx, o)
-		if err != nil {
+		if _, err := r.record(ctx, o, &slab); err != nil {
 			b.Fatal(err)
 		}
-		release(rec)
 	}
 }
 
-// TestRecordFromPool: a record made from a pooled one that franz-go had
-// filled in (offset, producer, attributes, context, more headers) carries
-// the output's fields and nothing of its last use.
-func TestRecordFromPool(t *testing.T) {
+// TestRecordFromSlab: records made one after another from a slab, over
+// several of its arrays and with header counts from none to more than a
+// slab shares, each carry their own output's fields, and what franz-go
+// does to one (fill in its offset, add a header) reaches no other.
+func TestRecordFromSlab(t *testing.T) {
 	r := &runner{}
 	r.sinkParts.Store(&map[string]int32{"out": 4})
 	ctx := context.Background()
-	first := task.Output{Topic: "out", Partition: 2, Key: []byte("a"), Value: []byte("1"), Timestamp: 1,
-		Headers: processor.Headers{{Key: "h1", Value: []byte("x")}, {Key: "h2", Value: []byte("y")}}}
-	next := task.Output{Topic: "out", Partition: 3, Key: []byte("b"), Value: []byte("2"), Timestamp: 2_000,
-		Headers: processor.Headers{{Key: "h3", Value: []byte("z")}}}
-	for range 100 { // the pool may hand out another record; most rounds reuse one
-		rec, err := r.record(ctx, first)
+	output := func(i int) task.Output {
+		o := task.Output{Topic: "out", Partition: int32(i % 4), Key: []byte(fmt.Sprint("k", i)), Value: []byte(fmt.Sprint("v", i)), Timestamp: int64(i)}
+		for h := range i % (slabHeaders/4 + 3) {
+			o.Headers = append(o.Headers, processor.Header{Key: fmt.Sprint("h", h), Value: []byte(fmt.Sprint(i))})
+		}
+		return o
+	}
+	want := func(i int) *kgo.Record {
+		o := output(i)
+		rec := &kgo.Record{Topic: o.Topic, Partition: o.Partition, Key: o.Key, Value: o.Value, Timestamp: time.UnixMilli(o.Timestamp)}
+		for _, h := range o.Headers {
+			rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: h.Key, Value: h.Value})
+		}
+		return rec
+	}
+	var slab recordSlab
+	n := 3*slabRecords + 7
+	recs := make([]*kgo.Record, n)
+	for i := range recs {
+		rec, err := r.record(ctx, output(i), &slab)
 		if err != nil {
 			t.Fatal(err)
 		}
-		rec.Offset, rec.ProducerID, rec.ProducerEpoch, rec.LeaderEpoch = 42, 7, 1, 3
-		rec.Attrs = kgo.RecordAttrs{}
-		rec.Context = context.WithValue(ctx, franzContextKey{}, 1)
-		release(rec)
-		got, err := r.record(ctx, next)
-		if err != nil {
-			t.Fatal(err)
+		recs[i] = rec
+	}
+	for i, rec := range recs {
+		// What franz-go may do to a record it produces.
+		rec.Offset, rec.ProducerID, rec.LeaderEpoch = 42, 7, 3
+		rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: "added", Value: []byte("by the client")})
+		if i > 0 {
+			if got := recs[i-1]; !reflect.DeepEqual(got.Headers, append(want(i-1).Headers, kgo.RecordHeader{Key: "added", Value: []byte("by the client")})) {
+				t.Fatalf("record %d after record %d was changed: headers %+v", i-1, i, got.Headers)
+			}
 		}
-		want := &kgo.Record{Topic: "out", Partition: 3, Key: []byte("b"), Value: []byte("2"), Timestamp: time.UnixMilli(2_000),
-			Headers: []kgo.RecordHeader{{Key: "h3", Value: []byte("z")}}}
-		if !reflect.DeepEqual(got, want) {
-			t.Fatalf("record from the pool:\n got %+v\nwant %+v", got, want)
+	}
+	for i, rec := range recs {
+		w := want(i)
+		w.Offset, w.ProducerID, w.LeaderEpoch = 42, 7, 3
+		w.Headers = append(w.Headers, kgo.RecordHeader{Key: "added", Value: []byte("by the client")})
+		if !reflect.DeepEqual(rec, w) {
+			t.Fatalf("record %d from the slab:\n got %+v\nwant %+v", i, rec, w)
 		}
-		release(got)
 	}
 }
-
-// franzContextKey stands for what a producer's caller might put in a
-// record's context.
-type franzContextKey struct{}
