@@ -1,6 +1,8 @@
 package lanes
 
 import (
+	"sync/atomic"
+
 	"github.com/stoatflow/stoatctl/engine/lane"
 	"github.com/stoatflow/stoatctl/engine/task"
 )
@@ -18,6 +20,19 @@ import (
 // before, when what is held passes the byte bound (a smaller coalescing
 // window, never a lost write). Only changelog records are held: what the
 // topology forwards and sinks is unchanged, each update still goes out.
+//
+// A write that carries its key's held word (task.Output.Held, from the
+// memory store) skips the index once the key is held: the first write of
+// a key in a coalescing window notes there (gen, position in outs), and a
+// later write that finds its own gen there replaces outs[position]
+// directly. The store's record was just written, so reading the word
+// costs no cache miss, where the index's lookup missed twice (its slot
+// group, then the held key's bytes) in the live profiles. A word is
+// trusted only with the gen of this coalescer's current window: gens are
+// unique in the process and change at every drain, a new record's word is
+// zero, and a key's record is one key's, so the word cannot name another
+// key's write. Every key still enters the index on its first write, so
+// writes without a word (deletes, other stores) find it there.
 type coalescer struct {
 	// max is the bound in bytes; 0 turns coalescing off.
 	max   int
@@ -29,7 +44,24 @@ type coalescer struct {
 	lastStore string
 	lastKeys  map[string]int
 	outs      []heldWrite
+	// gen is this coalescing window's generation (coalescerGens).
+	gen uint32
 }
+
+// coalescerGens hands out coalescer generations, never 0 (a new record's
+// held word).
+var coalescerGens atomic.Uint32
+
+func nextGen() uint32 {
+	for {
+		if g := coalescerGens.Add(1); g != 0 {
+			return g
+		}
+	}
+}
+
+// heldAt is the held word of a write held at outs[i] of generation gen.
+func heldAt(gen uint32, i int) uint64 { return uint64(gen)<<32 | uint64(uint32(i)) }
 
 // heldWrite is a changelog record held back, with the lane mark of the
 // write that made it (routing waits until it leaves).
@@ -44,7 +76,7 @@ type heldWrite struct {
 const entryOverhead = 200
 
 func newCoalescer(max int) *coalescer {
-	return &coalescer{max: max, index: map[string]map[string]int{}}
+	return &coalescer{max: max, index: map[string]map[string]int{}, gen: nextGen()}
 }
 
 func (c *coalescer) on() bool { return c != nil && c.max > 0 }
@@ -66,6 +98,14 @@ func size(w *heldWrite) int {
 // add holds o, replacing the held write of the same store key if there
 // is one. It reports whether o is a key not held before.
 func (c *coalescer) add(o task.Output, m laneMark) bool {
+	word := o.Held
+	o.Held = nil // the word is the store's; nothing past this call uses it
+	if word != nil {
+		if h := *word; uint32(h>>32) == c.gen {
+			c.replace(int(uint32(h)), heldWrite{out: o, mark: m})
+			return false
+		}
+	}
 	keys := c.lastKeys
 	if keys == nil || o.Store != c.lastStore {
 		keys = c.index[o.Store]
@@ -75,17 +115,29 @@ func (c *coalescer) add(o task.Output, m laneMark) bool {
 		}
 		c.lastStore, c.lastKeys = o.Store, keys
 	}
-	if i, ok := keys[string(o.Key)]; ok {
-		held := &c.outs[i]
-		w := heldWrite{out: o, mark: m}
-		c.bytes += size(&w) - size(held)
-		*held = w
+	i, ok := keys[string(o.Key)]
+	if word != nil {
+		if !ok {
+			i = len(c.outs)
+		}
+		*word = heldAt(c.gen, i)
+	}
+	if ok {
+		c.replace(i, heldWrite{out: o, mark: m})
 		return false
 	}
 	keys[string(o.Key)] = len(c.outs)
 	c.outs = append(c.outs, heldWrite{out: o, mark: m})
 	c.bytes += size(&c.outs[len(c.outs)-1]) + entryOverhead
 	return true
+}
+
+// replace puts w in place of the held write at outs[i], the same store
+// key's.
+func (c *coalescer) replace(i int, w heldWrite) {
+	held := &c.outs[i]
+	c.bytes += size(&w) - size(held)
+	*held = w
 }
 
 // full says what is held has passed the bound.
@@ -112,5 +164,8 @@ func (c *coalescer) drain(emit func(task.Output, laneMark) error) error {
 		clear(keys)
 	}
 	c.bytes = 0
+	// The held words noted in this window name positions in outs that
+	// are gone.
+	c.gen = nextGen()
 	return err
 }

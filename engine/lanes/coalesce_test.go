@@ -3,8 +3,11 @@ package lanes
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stoatflow/stoatctl/engine/lane"
 	"github.com/stoatflow/stoatctl/engine/task"
@@ -155,4 +158,97 @@ func BenchmarkCoalescerAdd(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*keys*rounds), "ns/add")
+}
+
+// TestCoalescerHeldWords runs random writes through a coalescer, some
+// carrying their key's held word as the memory store hands it out, and
+// checks every drain against a model: the last write of each store key,
+// in first-write order. The words go through what a store does to them
+// (a record that moves to a bigger one starts over at zero, a deleted key
+// has none) and through drains, the bound's included, after which every
+// word noted before is stale.
+func TestCoalescerHeldWords(t *testing.T) {
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(uint64(seed), 0))
+	type skey struct{ store, key string }
+	for round := range 50 {
+		c := newCoalescer(rng.IntN(40)*entryOverhead + 1)
+		// words are the stores' records' held words; a nil entry is a
+		// key whose record is gone (deleted).
+		words := map[skey]*uint64{}
+		var order []skey
+		last := map[skey]string{}
+		check := func(when string) {
+			t.Helper()
+			var got, want []string
+			if err := c.drain(func(o task.Output, _ laneMark) error {
+				got = append(got, o.Store+"/"+string(o.Key)+"="+string(o.Value))
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			for _, k := range order {
+				want = append(want, k.store+"/"+k.key+"="+last[k])
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("seed %d round %d, %s:\n got %v\nwant %v", seed, round, when, got, want)
+			}
+			order, last = order[:0], map[skey]string{}
+		}
+		for i := range 400 {
+			k := skey{store: []string{"s", "t"}[rng.IntN(2)], key: fmt.Sprint("k", rng.IntN(12))}
+			v := fmt.Sprint(i)
+			o := task.Output{Store: k.store, Key: []byte(k.key), Value: []byte(v)}
+			switch r := rng.IntN(10); {
+			case r == 0: // a delete: no word, and the key's record is gone
+				o.Value, v = nil, ""
+				words[k] = nil
+			case r == 1: // the record moved to a bigger one: a new word
+				words[k] = new(uint64)
+				o.Held = words[k]
+			case r < 8: // a write through the memory store
+				if words[k] == nil {
+					words[k] = new(uint64)
+				}
+				o.Held = words[k]
+			default: // a store without words
+			}
+			if _, held := last[k]; !held {
+				order = append(order, k)
+			}
+			last[k] = v
+			c.add(o, laneMark{})
+			if c.full() {
+				check(fmt.Sprintf("bound passed at write %d", i))
+			}
+			if rng.IntN(100) == 0 {
+				check(fmt.Sprintf("barrier at write %d", i))
+			}
+		}
+		check("end")
+	}
+}
+
+// TestCoalescerHeldWordOfAnotherWindow: a word noted before a drain, or by
+// another coalescer, is not trusted: the write goes through the index.
+func TestCoalescerHeldWordOfAnotherWindow(t *testing.T) {
+	a, b := newCoalescer(1<<20), newCoalescer(1<<20)
+	word := new(uint64)
+	a.add(task.Output{Store: "s", Key: []byte("x"), Value: []byte("1"), Held: word}, laneMark{})
+	if *word == 0 {
+		t.Fatal("the first write of a key noted nothing in its word")
+	}
+	// b holds another key at the position a noted.
+	b.add(task.Output{Store: "s", Key: []byte("y"), Value: []byte("2")}, laneMark{})
+	if !b.add(task.Output{Store: "s", Key: []byte("x"), Value: []byte("3"), Held: word}, laneMark{}) {
+		t.Fatal("another coalescer trusted a's word: x replaced y")
+	}
+	if err := a.drain(func(task.Output, laneMark) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	a.add(task.Output{Store: "s", Key: []byte("z"), Value: []byte("4")}, laneMark{})
+	if !a.add(task.Output{Store: "s", Key: []byte("x"), Value: []byte("5"), Held: word}, laneMark{}) {
+		t.Fatal("a word from before the drain was trusted: x replaced z")
+	}
 }

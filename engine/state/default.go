@@ -96,6 +96,12 @@ func (s *deferredStore) PutAll(entries []KeyValue[[]byte, []byte]) error {
 	return s.store().PutAll(entries)
 }
 
+// putHeld passes putHeld on, so that the memory store's held words are
+// found through the deferral.
+func (s *deferredStore) putHeld(key, value []byte) (*uint64, error) {
+	return putHeld(s.store(), key, value)
+}
+
 // appendValue passes getAppending on, so that the backend's own
 // valueAppender (the memory store's) is found through the deferral.
 func (s *deferredStore) appendValue(dst, key []byte) ([]byte, error) {

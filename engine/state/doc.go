@@ -26,6 +26,10 @@
 //   - The changelog layout is what a store writes to its changelog topic;
 //     the byte-store layout is how it lays its entries out in the
 //     KeyValueBytesStore. They differ for window and session stores.
+//   - A held word is 8 bytes the in-memory store keeps beside each key for
+//     the changelog's coalescer, which notes there where it holds the key's
+//     last write of the epoch (HeldLogger; decision 0021). The store only
+//     zeroes it and hands out its address.
 //
 // Changelog layouts match Kafka Streams', because migration reads Kafka
 // Streams changelogs into our stores: the changelog key is the serialized key

@@ -294,10 +294,15 @@ func (s *keyValueStore[K, V]) decode(op string, stored []byte) (V, bool, error) 
 }
 
 func (s *keyValueStore[K, V]) log(op string, key, value []byte, ts int64) error {
+	return s.logHeld(op, key, value, ts, nil)
+}
+
+// logHeld is log with the held word of key's record (HeldLogger).
+func (s *keyValueStore[K, V]) logHeld(op string, key, value []byte, ts int64, held *uint64) error {
 	if !s.logging {
 		return nil
 	}
-	if err := s.ctx.LogChange(s.name, key, value, ts, nil); err != nil {
+	if err := logChange(s.ctx, s.name, key, value, ts, held); err != nil {
 		return s.errorf(op, "log change: %w", err)
 	}
 	return nil
@@ -333,10 +338,11 @@ func (s *keyValueStore[K, V]) Put(key K, value V) error {
 	if err != nil {
 		return s.errorf("put", "%w", err)
 	}
-	if err := s.inner.Put(kb, stored); err != nil {
+	held, err := putHeld(s.inner, kb, stored)
+	if err != nil {
 		return err
 	}
-	return s.log("put", kb, logged, ts)
+	return s.logHeld("put", kb, logged, ts, held)
 }
 
 // PutIfAbsent logs only when it wrote, as Kafka Streams' change-logging

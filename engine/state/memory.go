@@ -38,7 +38,7 @@ func (inMemorySupplier) Get(storeName string) KeyValueBytesStore {
 // A record holds one key and its value in a single pointer-free
 // allocation:
 //
-//	[value length u32][value capacity u32][seq u64][key][value][spare]
+//	[value length u32][value capacity u32][seq u64][held u64][key][value][spare]
 //
 // The tree's entries are the keys, as strings over the records' key bytes.
 // A lookup's last comparison reads the key bytes, so the value next to them
@@ -51,8 +51,13 @@ func (inMemorySupplier) Get(storeName string) KeyValueBytesStore {
 // iterator visits the keys whose seq is at most the store's when it was
 // opened. A record that leaves the tree is marked dead (its length is
 // recordDead) so that an iterator holding it looks the key up again.
+//
+// held belongs to the changelog's coalescer, not to the store: the store
+// zeroes it in a new record and hands out its address (putHeld), and only
+// the goroutine writing the store touches it, outside the lock. See
+// HeldLogger.
 const (
-	recordHeader = 16
+	recordHeader = 24
 	recordDead   = math.MaxUint32
 	// maxValueLen is the longest value a record's header can describe.
 	maxValueLen = math.MaxUint32 - 1
@@ -111,6 +116,9 @@ func (e entry) header() *[recordHeader]byte {
 }
 
 func (e entry) seq() uint64 { return binary.LittleEndian.Uint64(e.header()[8:]) }
+
+// held is the address of the record's held word.
+func (e entry) held() *uint64 { return (*uint64)(unsafe.Pointer(&e.header()[16])) }
 
 // room is the record's value bytes up to their capacity.
 func (e entry) room() []byte {
@@ -252,27 +260,37 @@ func (s *memoryStore) appendValue(dst, key []byte) ([]byte, error) {
 func cloneValue(v []byte) []byte { return append(make([]byte, 0, len(v)), v...) }
 
 func (s *memoryStore) Put(key, value []byte) error {
+	_, err := s.putHeld(key, value)
+	return err
+}
+
+// putHeld is Put that also returns the held word of key's record, nil
+// for a delete.
+func (s *memoryStore) putHeld(key, value []byte) (*uint64, error) {
 	if err := s.checkEntry(key, value); err != nil {
-		return err
+		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.checkOpen(); err != nil {
-		return err
+		return nil, err
 	}
-	s.putLocked(key, value)
-	return nil
+	e, ok := s.putLocked(key, value)
+	if !ok {
+		return nil, nil
+	}
+	return e.held(), nil
 }
 
 // putLocked treats a nil value as a delete, as Kafka Streams' put(key, null)
-// does.
-func (s *memoryStore) putLocked(key, value []byte) {
+// does. It returns key's record after a put.
+func (s *memoryStore) putLocked(key, value []byte) (entry, bool) {
 	if value == nil {
 		s.deleteLocked(key)
-		return
+		return entry{}, false
 	}
 	if e, ok := s.isRecent(key); ok && e.set(value) {
-		return // the common read-modify-write
+		return e, true // the common read-modify-write
 	}
 	k := searchKey(key).key
 	if !s.tree.seek(k) {
@@ -280,18 +298,20 @@ func (s *memoryStore) putLocked(key, value []byte) {
 		n := newRecord(key, value, s.seq)
 		s.tree.insertAtSeek(n)
 		s.recent = n
-		return
+		return n, true
 	}
 	e := s.tree.atSeek()
 	if !e.set(value) {
 		// The key moves to a record of the right size; it keeps its seq,
-		// so iterators opened before still visit it.
+		// so iterators opened before still visit it. Its held word starts
+		// at zero: what the old one said is about a dead record.
 		n := newRecord(key, value, e.seq())
 		s.tree.replaceAtSeek(n)
 		e.kill()
 		e = n
 	}
 	s.recent = e
+	return e, true
 }
 
 // deleteLocked removes key and returns its value, which stays readable

@@ -138,6 +138,45 @@ type TimestampedKeyValueStore[K, V any] interface {
 	KeyValueStore[K, ValueAndTimestamp[V]]
 }
 
+// HeldLogger is a Context whose changelog holds back the writes of an
+// epoch and keeps each key's last (the engine's lanes). LogChangeHeld is
+// LogChange with the held word of the key's record in the byte store, or
+// nil: a word the store keeps beside the key for the changelog alone,
+// zero in a new record, so that the coalescer can note there where it
+// holds the key's last write and find it again without a lookup of its
+// own. Only the goroutine that writes the store reads or writes the word.
+//
+// A key-value store's word is its key's; a window store's is its window's
+// key-first entry's, one to one with the windowed changelog key.
+type HeldLogger interface {
+	LogChangeHeld(store string, key, value []byte, timestamp int64, held *uint64) error
+}
+
+// logChange sends a change to ctx's changelog, with held where ctx takes
+// it.
+func logChange(ctx Context, store string, key, value []byte, ts int64, held *uint64) error {
+	if h, ok := ctx.(HeldLogger); ok && held != nil {
+		return h.LogChangeHeld(store, key, value, ts, held)
+	}
+	return ctx.LogChange(store, key, value, ts, nil)
+}
+
+// heldPutter is a byte store whose records keep a held word (HeldLogger):
+// putHeld is Put that also returns the word of key's record, nil for a
+// delete.
+type heldPutter interface {
+	putHeld(key, value []byte) (*uint64, error)
+}
+
+// putHeld puts value under key in s, and returns the held word of key's
+// record where s keeps one (nil elsewhere).
+func putHeld(s KeyValueBytesStore, key, value []byte) (*uint64, error) {
+	if h, ok := s.(heldPutter); ok {
+		return h.putHeld(key, value)
+	}
+	return nil, s.Put(key, value)
+}
+
 // valueAppender is a byte store that can copy a value onto the end of a
 // caller's buffer: a read decoded at once, as a window aggregation's
 // Fetch is, then needs no allocation of its own.

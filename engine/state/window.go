@@ -501,10 +501,15 @@ func (c *windowedCore[K]) deserializeKey(b []byte) (K, error) {
 }
 
 func (c *windowedCore[K]) log(op string, key, value []byte, ts int64) error {
+	return c.logHeld(op, key, value, ts, nil)
+}
+
+// logHeld is log with the held word of the key's entry (HeldLogger).
+func (c *windowedCore[K]) logHeld(op string, key, value []byte, ts int64, held *uint64) error {
 	if !c.logging {
 		return nil
 	}
-	if err := c.ctx.LogChange(c.name, key, value, ts, nil); err != nil {
+	if err := logChange(c.ctx, c.name, key, value, ts, held); err != nil {
 		return c.errorf(op, "log change: %w", err)
 	}
 	return nil
@@ -638,10 +643,11 @@ func (s *windowStore[K, V]) Put(key K, value V, windowStart int64) error {
 	if known {
 		// The window and its time-first entry are there; the entry the
 		// Fetch built is this window's, and nothing writes to it.
-		if err := s.inner.Put(f.key, stored); err != nil {
+		held, err := putHeld(s.inner, f.key, stored)
+		if err != nil {
 			return err
 		}
-		return s.log(op, EncodeWindowKey(kb, windowStart, int32(seq)), logged, ts)
+		return s.logHeld(op, EncodeWindowKey(kb, windowStart, int32(seq)), logged, ts, held)
 	}
 	kf := windowKeyFirst(seg, kb, windowStart, seq)
 	if err := s.inner.PutAll([]KeyValue[[]byte, []byte]{

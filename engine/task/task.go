@@ -50,6 +50,10 @@ type Output struct {
 	// this, for errors about it; zero when a timer, a punctuator or a
 	// barrier wrote it.
 	Origin Origin
+	// Held is, for a changelog record, the held word of the key's record
+	// in the store's byte store (state.HeldLogger), or nil. Only the
+	// collector's goroutine may use it, and only before Send returns.
+	Held *uint64
 }
 
 // Origin names an input record: its topic, partition and offset.
@@ -865,6 +869,16 @@ func (s storeContext) DefaultBackend() state.BytesSupplier { return s.t.backend 
 
 // PersistentBackend makes storeContext a state.BackendContext.
 func (s storeContext) PersistentBackend() state.BytesSupplier { return s.t.persist }
+
+// LogChangeHeld makes storeContext a state.HeldLogger: the held word goes
+// with the output to the collector, whose coalescer uses it.
+func (s storeContext) LogChangeHeld(store string, key, value []byte, timestamp int64, held *uint64) error {
+	topic := s.ChangelogTopic(store)
+	if topic == "" {
+		return nil
+	}
+	return s.t.out.Send(Output{Topic: topic, Partition: s.t.partition, Key: key, Value: value, Timestamp: timestamp, Store: store, Held: held})
+}
 
 func (s storeContext) LogChange(store string, key, value []byte, timestamp int64, headers []state.Header) error {
 	topic := s.ChangelogTopic(store)
