@@ -873,14 +873,15 @@ func (s storeContext) PersistentBackend() state.BytesSupplier { return s.t.persi
 // LogChangeHeld makes storeContext a state.HeldLogger: the held word goes
 // with the output to the collector, whose coalescer uses it.
 func (s storeContext) LogChangeHeld(store string, key, value []byte, timestamp int64, held *uint64) error {
-	topic := s.ChangelogTopic(store)
-	if topic == "" {
-		return nil
-	}
-	return s.t.out.Send(Output{Topic: topic, Partition: s.t.partition, Key: key, Value: value, Timestamp: timestamp, Store: store, Held: held})
+	return s.logChange(store, key, value, timestamp, nil, held)
 }
 
 func (s storeContext) LogChange(store string, key, value []byte, timestamp int64, headers []state.Header) error {
+	return s.logChange(store, key, value, timestamp, headers, nil)
+}
+
+// logChange sends a change to store's changelog topic, if it has one.
+func (s storeContext) logChange(store string, key, value []byte, timestamp int64, headers []state.Header, held *uint64) error {
 	topic := s.ChangelogTopic(store)
 	if topic == "" {
 		return nil
@@ -889,7 +890,7 @@ func (s storeContext) LogChange(store string, key, value []byte, timestamp int64
 	for _, x := range headers {
 		h = append(h, processor.Header{Key: x.Key, Value: x.Value})
 	}
-	return s.t.out.Send(Output{Topic: topic, Partition: s.t.partition, Key: key, Value: value, Timestamp: timestamp, Headers: h, Store: store})
+	return s.t.out.Send(Output{Topic: topic, Partition: s.t.partition, Key: key, Value: value, Timestamp: timestamp, Headers: h, Store: store, Held: held})
 }
 
 // Metrics is the registry the task counts into; DSL processors reach it
