@@ -285,7 +285,7 @@ func containsLine(s, line string) bool {
 // records sent after the warm-up.
 func latencyRun(ctx context.Context, b *brokerHandle, env Env, o Options, sys string, l *LatencySample) error {
 	t := Topics{Prefix: fmt.Sprintf("lat-%s-%d-%d", sys, int(l.Share*100), time.Now().UnixNano()%1_000_000)}
-	seeds, release, err := b.fresh(ctx)
+	seeds, _, release, err := b.fresh(ctx)
 	if err != nil {
 		return err
 	}
@@ -393,7 +393,7 @@ func closeLatency(ctx context.Context, b *brokerHandle, env Env, o Options, br s
 
 func closeLatencyRun(ctx context.Context, b *brokerHandle, env Env, o Options, c *CloseLatency) error {
 	t := Topics{Prefix: fmt.Sprintf("close-%d", time.Now().UnixNano()%1_000_000)}
-	seeds, release, err := b.fresh(ctx)
+	seeds, _, release, err := b.fresh(ctx)
 	if err != nil {
 		return err
 	}

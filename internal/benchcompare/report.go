@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"time"
 )
 
 // The systems, in the order the report lists them.
@@ -22,6 +23,12 @@ type Sample struct {
 	Broker, Topology, System string
 	Round                    int
 	RecordsPerSec            float64
+	// Records is how many input records the run was over. CPU is the
+	// user and system CPU time the system used on them, BrokerCPU the
+	// broker's meanwhile (runOne says over which stretch); zero when not
+	// measured (the broker inside this process, no /proc).
+	Records        int
+	CPU, BrokerCPU time.Duration
 	// Failed says why the run gave no rate (a Kafka Streams feature that
 	// failed on the embedded broker, a timeout); empty when it did.
 	Failed string
@@ -92,7 +99,11 @@ type Report struct {
 type Row struct {
 	Topology, System      string
 	Rate, ToCeiling, ToKS Summary
-	Failures              []string
+	// CPU and BrokerCPU are the seconds of CPU the system and its broker
+	// spent per million input records, over the rounds that measured
+	// them.
+	CPU, BrokerCPU Summary
+	Failures       []string
 }
 
 // Rows summarises the samples of broker, topology by topology in
@@ -103,7 +114,9 @@ type Row struct {
 // on the same topology in the same round.
 func (r *Report) Rows(broker string) []Row {
 	rates := map[[2]string]map[int]float64{}
+	cpu, brokerCPU := map[[2]string][]float64{}, map[[2]string][]float64{}
 	fails := map[[2]string][]string{}
+	perMillion := func(d time.Duration, n int) float64 { return d.Seconds() / float64(n) * 1e6 }
 	for _, s := range r.Samples {
 		if s.Broker != broker {
 			continue
@@ -117,6 +130,12 @@ func (r *Report) Rows(broker string) []Row {
 			rates[k] = map[int]float64{}
 		}
 		rates[k][s.Round] = s.RecordsPerSec
+		if s.Records > 0 && s.CPU > 0 {
+			cpu[k] = append(cpu[k], perMillion(s.CPU, s.Records))
+		}
+		if s.Records > 0 && s.BrokerCPU > 0 {
+			brokerCPU[k] = append(brokerCPU[k], perMillion(s.BrokerCPU, s.Records))
+		}
 	}
 	ceiling := rates[[2]string{TopoMap, SystemBareLoop}]
 	var rows []Row
@@ -130,6 +149,7 @@ func (r *Report) Rows(broker string) []Row {
 			row.Rate = Summarize(values(rates[k]))
 			row.ToCeiling = Summarize(Ratios(rates[k], ceiling))
 			row.ToKS = Summarize(Ratios(rates[k], rates[[2]string{topo, SystemKStreams}]))
+			row.CPU, row.BrokerCPU = Summarize(cpu[k]), Summarize(brokerCPU[k])
 			rows = append(rows, row)
 		}
 	}
@@ -148,6 +168,21 @@ func (r *Report) Brokers() []string {
 		}
 	}
 	return out
+}
+
+// cpuPair is a row's CPU cell: the system's and the broker's median
+// seconds per million records, "-" for one not measured.
+func cpuPair(sys, broker Summary) string {
+	if sys.N == 0 && broker.N == 0 {
+		return ""
+	}
+	f := func(s Summary) string {
+		if s.N == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.2f", s.Median)
+	}
+	return f(sys) + ", " + f(broker)
 }
 
 func values(m map[int]float64) []float64 {
@@ -182,8 +217,8 @@ func (r *Report) WriteMarkdown(w io.Writer, chart string) error {
 	fmt.Fprintf(&b, "- embedded broker: %s\n\n", where)
 	for _, br := range r.Brokers() {
 		fmt.Fprintf(&b, "#### Throughput, %s broker (records/s; ratios per round, median and range)\n\n", br)
-		b.WriteString("| topology | system | records/s (median) | min-max | ÷ ceiling | ÷ Kafka Streams | rounds |\n")
-		b.WriteString("| --- | --- | --- | --- | --- | --- | --- |\n")
+		b.WriteString("| topology | system | records/s (median) | min-max | ÷ ceiling | ÷ Kafka Streams | CPU s per 1 M records: system, broker | rounds |\n")
+		b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- |\n")
 		var notes []string
 		for _, row := range r.Rows(br) {
 			rounds := fmt.Sprint(row.Rate.N)
@@ -201,8 +236,8 @@ func (r *Report) WriteMarkdown(w io.Writer, chart string) error {
 			if row.Rate.N > 0 {
 				rate, rng = count(int(math.Round(row.Rate.Median))), count(int(math.Round(row.Rate.Min)))+"-"+count(int(math.Round(row.Rate.Max)))
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", row.Topology, row.System, rate, rng,
-				ratio(row.ToCeiling), ratio(row.ToKS), rounds)
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", row.Topology, row.System, rate, rng,
+				ratio(row.ToCeiling), ratio(row.ToKS), cpuPair(row.CPU, row.BrokerCPU), rounds)
 		}
 		b.WriteString("\n")
 		if len(notes) > 0 {

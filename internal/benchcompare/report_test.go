@@ -32,6 +32,18 @@ func fixedReport() *Report {
 		add(br, TopoCount, SystemKStreams, 200_000, 100_000)
 		add(br, TopoCount, SystemKStreamsNoCache, 90_000)
 	}
+	// CPU on some rows: both figures on the embedded broker's count, the
+	// system's only (a broker not metered) on the real broker's.
+	for i := range r.Samples {
+		s := &r.Samples[i]
+		if s.Topology == TopoCount && s.System == SystemStoat {
+			s.Records = 50_000
+			s.CPU = time.Duration(70+10*s.Round) * time.Millisecond
+			if s.Broker == BrokerEmbedded {
+				s.BrokerCPU = time.Duration(25+5*s.Round) * time.Millisecond
+			}
+		}
+	}
 	r.Samples = append(r.Samples, Sample{Broker: BrokerEmbedded, Topology: TopoCount, System: SystemKStreamsNoCache, Round: 1,
 		Failed: "kafka streams count: exited before consuming its input: exit status 1"})
 	r.Latency = []LatencySample{
@@ -64,9 +76,19 @@ func TestRows(t *testing.T) {
 	if count.ToKS != (Summary{3.25, 2.5, 4, 2}) {
 		t.Errorf("count to Kafka Streams = %+v, want median 3.25 of 2.5 and 4", count.ToKS)
 	}
+	// 70 and 80 ms over 50 000 records: 1.4 and 1.6 s a million; the
+	// broker's 25 and 30 ms, 0.5 and 0.6 s.
+	if !near(count.CPU, Summary{1.5, 1.4, 1.6, 2}) || !near(count.BrokerCPU, Summary{0.55, 0.5, 0.6, 2}) {
+		t.Errorf("count CPU = %+v, broker %+v; want medians 1.5 and 0.55", count.CPU, count.BrokerCPU)
+	}
 	if len(rows) != 6 {
 		t.Errorf("%d rows, want 6 (3 systems on map, 3 on count)", len(rows))
 	}
+}
+
+func near(a, b Summary) bool {
+	close := func(x, y float64) bool { return x-y < 1e-9 && y-x < 1e-9 }
+	return a.N == b.N && close(a.Median, b.Median) && close(a.Min, b.Min) && close(a.Max, b.Max)
 }
 
 // TestWriteMarkdown checks the whole report against its golden file

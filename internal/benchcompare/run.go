@@ -158,7 +158,7 @@ func systemsFor(topo string, ks bool) []string {
 func runOne(ctx context.Context, b *brokerHandle, env Env, in Input, br, topo, sys string, round int) Sample {
 	s := Sample{Broker: br, Topology: topo, System: sys, Round: round}
 	t := Topics{Prefix: fmt.Sprintf("b%d-r%d-%s-%s-%d", time.Now().Unix()%100000, round, topo, sys, os.Getpid()%1000)}
-	seeds, release, err := b.fresh(ctx)
+	seeds, brokerPID, release, err := b.fresh(ctx)
 	if err != nil {
 		s.Failed = err.Error()
 		return s
@@ -177,6 +177,12 @@ func runOne(ctx context.Context, b *brokerHandle, env Env, in Input, br, topo, s
 	// The run carries pprof labels (system, topology), inherited by the
 	// goroutines it starts: a -cpuprofile of the comparison separates
 	// the systems with pprof -tagfocus.
+	s.Records = n
+	// The CPU the system and its broker spend: the bare loop and
+	// stoatctl run in this process and are metered over their whole
+	// call; Kafka Streams meters its JVM and the broker itself, from
+	// RUNNING to consumed, leaving out the JVM's start.
+	brokerMeter, self := meterPID(brokerPID), selfCPU()
 	pprof.Do(ctx, pprof.Labels("system", sys, "topology", topo), func(ctx context.Context) {
 		switch sys {
 		case SystemBareLoop:
@@ -184,9 +190,13 @@ func runOne(ctx context.Context, b *brokerHandle, env Env, in Input, br, topo, s
 		case SystemStoat:
 			s.RecordsPerSec, _, err = runStoat(ctx, env, topo, t, n)
 		case SystemKStreams, SystemKStreamsNoCache:
-			s.RecordsPerSec, err = runKStreams(ctx, env, topo, t, sys == SystemKStreams)
+			s.RecordsPerSec, s.CPU, s.BrokerCPU, err = runKStreams(ctx, env, topo, t, sys == SystemKStreams, brokerPID)
 		}
 	})
+	if sys == SystemBareLoop || sys == SystemStoat {
+		s.CPU = selfCPU() - self
+		s.BrokerCPU, _ = brokerMeter.stop()
+	}
 	if err != nil {
 		s.Failed = err.Error()
 	}
@@ -209,6 +219,7 @@ type brokerHandle struct {
 	root      string
 	dir       string // the real broker's STOATCTL_KAFKA_DIR
 	addr      string
+	pid       int // the real broker's process, 0 when unknown
 }
 
 func openBroker(ctx context.Context, kind, root string) (*brokerHandle, error) {
@@ -232,6 +243,7 @@ func openBroker(ctx context.Context, kind, root string) (*brokerHandle, error) {
 		var out []byte
 		if out, err = cmd.Output(); err == nil {
 			b.addr = strings.TrimSpace(string(out))
+			b.pid = pidFile(b.dir, "broker.pid")
 			return b, nil
 		}
 		err = fmt.Errorf("start the real broker (scripts/kafka.sh start, try %d of 3): %w: %s", try, err, stderr.Tail(3))
@@ -244,22 +256,24 @@ func openBroker(ctx context.Context, kind, root string) (*brokerHandle, error) {
 // fresh returns the seeds of a broker for one run, and what to call
 // after it: the embedded broker is closed, the real one's topics under the
 // run's prefix (inputs, output, Kafka Streams' internal topics) deleted.
-func (b *brokerHandle) fresh(ctx context.Context) ([]string, func(prefix string), error) {
+// The broker's process id is 0 when it runs in this process (its CPU is
+// then the system's).
+func (b *brokerHandle) fresh(ctx context.Context) (seeds []string, pid int, release func(prefix string), err error) {
 	if b.kind == BrokerEmbedded && b.inProcess {
 		eb, err := broker.Start(ctx, broker.Options{Port: broker.RandomPort})
 		if err != nil {
-			return nil, nil, fmt.Errorf("start the embedded broker: %w", err)
+			return nil, 0, nil, fmt.Errorf("start the embedded broker: %w", err)
 		}
-		return []string{eb.Addr()}, func(string) { eb.Close() }, nil
+		return []string{eb.Addr()}, 0, func(string) { eb.Close() }, nil
 	}
 	if b.kind == BrokerEmbedded {
-		addr, stop, err := startBrokerChild(ctx)
+		addr, pid, stop, err := startBrokerChild(ctx)
 		if err != nil {
-			return nil, nil, err
+			return nil, 0, nil, err
 		}
-		return []string{addr}, func(string) { stop() }, nil
+		return []string{addr}, pid, func(string) { stop() }, nil
 	}
-	return []string{b.addr}, func(prefix string) { deleteTopics(ctx, b.addr, prefix) }, nil
+	return []string{b.addr}, b.pid, func(prefix string) { deleteTopics(ctx, b.addr, prefix) }, nil
 }
 
 func (b *brokerHandle) close() {

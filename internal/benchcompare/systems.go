@@ -139,13 +139,13 @@ func runStoat(ctx context.Context, env Env, topo string, t Topics, n int) (rate 
 // Time counts from its RUNNING line (the group has assigned the input
 // and the tasks are up) to the first poll, every 50 ms, that finds the
 // group's committed offsets at the input's end offsets.
-func runKStreams(ctx context.Context, env Env, topo string, t Topics, cache bool) (float64, error) {
+func runKStreams(ctx context.Context, env Env, topo string, t Topics, cache bool, brokerPID int) (rate float64, cpu, brokerCPU time.Duration, err error) {
 	if env.Java == nil {
-		return 0, errors.New("no Java runner")
+		return 0, 0, 0, errors.New("no Java runner")
 	}
 	dir, err := os.MkdirTemp("", "benchcompare-ks-")
 	if err != nil {
-		return 0, err
+		return 0, 0, 0, err
 	}
 	defer os.RemoveAll(dir)
 	args := []string{"run", "--topology", "bench-" + topo, "--topic-prefix", t.Prefix,
@@ -163,10 +163,10 @@ func runKStreams(ctx context.Context, env Env, topo string, t Topics, cache bool
 	cmd.Stderr = w
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return 0, err
+		return 0, 0, 0, err
 	}
 	if err := cmd.Start(); err != nil {
-		return 0, fmt.Errorf("kafka streams: start: %w", err)
+		return 0, 0, 0, fmt.Errorf("kafka streams: start: %w", err)
 	}
 	running := make(chan time.Time, 1)
 	go func() {
@@ -179,8 +179,8 @@ func runKStreams(ctx context.Context, env Env, topo string, t Topics, cache bool
 	}()
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	fail := func(what string, err error) (float64, error) {
-		return 0, fmt.Errorf("kafka streams %s: %s: %v: %s", topo, what, err, stderr.Cause())
+	fail := func(what string, err error) (float64, time.Duration, time.Duration, error) {
+		return 0, 0, 0, fmt.Errorf("kafka streams %s: %s: %v: %s", topo, what, err, stderr.Cause())
 	}
 
 	var start time.Time
@@ -189,9 +189,10 @@ func runKStreams(ctx context.Context, env Env, topo string, t Topics, cache bool
 	case err := <-exited:
 		return fail("exited before RUNNING", err)
 	}
+	jvmMeter, brokerMeter := meterPID(cmd.Process.Pid), meterPID(brokerPID)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(env.Seeds...))
 	if err != nil {
-		return 0, err
+		return 0, 0, 0, err
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
@@ -212,6 +213,8 @@ func runKStreams(ctx context.Context, env Env, topo string, t Topics, cache bool
 		}
 		if done, err := consumed(ctx, adm, t.Prefix, t.Inputs(topo)); err == nil && done {
 			end = time.Now()
+			cpu, _ = jvmMeter.stop()
+			brokerCPU, _ = brokerMeter.stop()
 		}
 	}
 	// SIGTERM: the runner's shutdown hook closes Kafka Streams, exit 0.
@@ -229,10 +232,10 @@ func runKStreams(ctx context.Context, env Env, topo string, t Topics, cache bool
 	n := 0
 	ends, err := adm.ListEndOffsets(ctx, t.Inputs(topo)...)
 	if err != nil {
-		return 0, err
+		return 0, 0, 0, err
 	}
 	ends.Each(func(o kadm.ListedOffset) { n += int(o.Offset) })
-	return float64(n) / end.Sub(start).Seconds(), nil
+	return float64(n) / end.Sub(start).Seconds(), cpu, brokerCPU, nil
 }
 
 // consumed says whether group has committed every partition of topics up
