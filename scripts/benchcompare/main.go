@@ -150,7 +150,7 @@ func run() int {
 		EmbeddedInProcess: *inProcess,
 		Progress:          os.Stderr,
 		Label:             *label,
-		Command:           "go run ./scripts/benchcompare " + strings.Join(os.Args[1:], " "),
+		Command:           "go run ./scripts/benchcompare " + benchcompare.CommandLine(os.Args[1:]),
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
