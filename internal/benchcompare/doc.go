@@ -32,6 +32,11 @@
 //     passed on every input partition (the earliest the watermark can pass
 //     it) to its result being readable, committed; it is given in commit
 //     intervals.
+//   - CPU per million records is the user and system CPU time a system
+//     and its broker spent over a run, per million input records: on two
+//     cores the pair keeps the machine busy, so it says why a rate is what
+//     it is (cpu.go: getrusage for the systems in this process,
+//     /proc/<pid>/stat for Kafka Streams' JVM and the brokers).
 //   - Bytes per key is the heap the in-memory key-value store holds per key
 //     after a garbage collection, for a count's entries.
 package benchcompare
