@@ -62,11 +62,11 @@ func BenchmarkEngineVsBaseline(b *testing.B) {
 					var err error
 					runtime.GC()
 					benchbase.Quiet(ctx, 0.2, 10*time.Second)
-					cpu0, wall0, mem0 := processCPU(), time.Now(), heapCounters()
+					cpu0, wall0, mem0 := benchbase.ProcessCPU(), time.Now(), heapCounters()
 					pprof.Do(ctx, pprof.Labels("phase", "baseline"), func(ctx context.Context) {
 						base, err = benchbase.Baseline(ctx, seeds, in, "base-out", "base", guarantee == "exactly_once_v2", n)
 					})
-					cpu1, wall1, mem1 := processCPU(), time.Now(), heapCounters()
+					cpu1, wall1, mem1 := benchbase.ProcessCPU(), time.Now(), heapCounters()
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -74,7 +74,7 @@ func BenchmarkEngineVsBaseline(b *testing.B) {
 					engineSeeds, stopEngine := phaseBroker(b, in, "engine-out", n)
 					runtime.GC()
 					benchbase.Quiet(ctx, 0.2, 10*time.Second)
-					cpu1e, wall1e, mem1e := processCPU(), time.Now(), heapCounters()
+					cpu1e, wall1e, mem1e := benchbase.ProcessCPU(), time.Now(), heapCounters()
 					var rate float64
 					var peak uint64
 					pprof.Do(ctx, pprof.Labels("phase", "engine"), func(context.Context) {
@@ -84,7 +84,7 @@ func BenchmarkEngineVsBaseline(b *testing.B) {
 						maps.Copy(c, benchConfig(b))
 						rate, peak = runEngineOver(b, tp.Build(in, "engine-out"), c, n)
 					})
-					cpu2, wall2, mem2 := processCPU(), time.Now(), heapCounters()
+					cpu2, wall2, mem2 := benchbase.ProcessCPU(), time.Now(), heapCounters()
 					stopEngine()
 					// Cores this process kept busy, on average, over each
 					// phase (its group join and the engine's restore

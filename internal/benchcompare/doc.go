@@ -35,8 +35,8 @@
 //   - CPU per million records is the user and system CPU time a system
 //     and its broker spent over a run, per million input records: on two
 //     cores the pair keeps the machine busy, so it says why a rate is what
-//     it is (cpu.go: getrusage for the systems in this process,
-//     /proc/<pid>/stat for Kafka Streams' JVM and the brokers).
+//     it is (cpu.go: benchbase.ProcessCPU for the systems in this
+//     process, benchbase.PIDCPU for Kafka Streams' JVM and the brokers).
 //   - Bytes per key is the heap the in-memory key-value store holds per key
 //     after a garbage collection, for a count's entries.
 package benchcompare

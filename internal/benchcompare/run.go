@@ -182,7 +182,7 @@ func runOne(ctx context.Context, b *brokerHandle, env Env, in Input, br, topo, s
 	// stoatctl run in this process and are metered over their whole
 	// call; Kafka Streams meters its JVM and the broker itself, from
 	// RUNNING to consumed, leaving out the JVM's start.
-	brokerMeter, self := meterPID(brokerPID), selfCPU()
+	brokerMeter, self := meterPID(brokerPID), benchbase.ProcessCPU()
 	pprof.Do(ctx, pprof.Labels("system", sys, "topology", topo), func(ctx context.Context) {
 		switch sys {
 		case SystemBareLoop:
@@ -194,7 +194,7 @@ func runOne(ctx context.Context, b *brokerHandle, env Env, in Input, br, topo, s
 		}
 	})
 	if sys == SystemBareLoop || sys == SystemStoat {
-		s.CPU = selfCPU() - self
+		s.CPU = benchbase.ProcessCPU() - self
 		s.BrokerCPU, _ = brokerMeter.stop()
 	}
 	if err != nil {

@@ -1,0 +1,56 @@
+package benchbase
+
+import (
+	"os"
+	"testing"
+	"time"
+)
+
+func TestParseStatCPU(t *testing.T) {
+	for _, tc := range []struct {
+		name, line string
+		want       time.Duration
+		wantErr    bool
+	}{
+		{name: "plain", line: "4242 (java) S 1 4242 4242 0 -1 4194560 1 0 0 0 250 37 0 0 20 0 30 0 100 0 0", want: 287 * clockTick},
+		{name: "spaces and parentheses in the name", line: "7 (a b) c)) R 1 7 7 0 -1 0 0 0 0 0 3 4 0 0 20 0", want: 7 * clockTick},
+		{name: "no name", line: "7 R 1", wantErr: true},
+		{name: "short", line: "7 (x) R 1 2 3", wantErr: true},
+		{name: "not a number", line: "7 (x) R 1 7 7 0 -1 0 0 0 0 0 x 4 0", wantErr: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := parseStatCPU([]byte(tc.line))
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err = %v, want error %v", err, tc.wantErr)
+			}
+			if got != tc.want {
+				t.Errorf("cpu = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestPIDCPUOfThisProcess holds the /proc reading to getrusage's for the
+// same process, over some work: they count the same time.
+func TestPIDCPUOfThisProcess(t *testing.T) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("no /proc here")
+	}
+	p0, err := PIDCPU(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r0 := ProcessCPU()
+	deadline := time.Now().Add(150 * time.Millisecond)
+	for x := 0; time.Now().Before(deadline); x++ {
+	}
+	p1, err := PIDCPU(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, want := p1-p0, ProcessCPU()-r0
+	// /proc counts whole ticks: allow a few either way.
+	if d := got - want; d < -3*clockTick || d > 3*clockTick || want < 100*time.Millisecond {
+		t.Errorf("/proc says %v, getrusage %v over 150 ms of work", got, want)
+	}
+}
