@@ -174,15 +174,15 @@ func runOne(ctx context.Context, b *brokerHandle, env Env, in Input, br, topo, s
 	// Start on a quiet machine: the broker (or the JVM of the run
 	// before) may still be collecting the garbage of the load.
 	benchbase.Quiet(ctx, quietBusy, quietWait)
-	// The run carries pprof labels (system, topology), inherited by the
-	// goroutines it starts: a -cpuprofile of the comparison separates
-	// the systems with pprof -tagfocus.
-	s.Records = n
 	// The CPU the system and its broker spend: the bare loop and
 	// stoatctl run in this process and are metered over their whole
 	// call; Kafka Streams meters its JVM and the broker itself, from
 	// RUNNING to consumed, leaving out the JVM's start.
+	s.Records = n
 	brokerMeter, self := meterPID(brokerPID), benchbase.ProcessCPU()
+	// The run carries pprof labels (system, topology), inherited by the
+	// goroutines it starts: a -cpuprofile of the comparison separates
+	// the systems with pprof -tagfocus.
 	pprof.Do(ctx, pprof.Labels("system", sys, "topology", topo), func(ctx context.Context) {
 		switch sys {
 		case SystemBareLoop:
