@@ -30,4 +30,8 @@
 //     window) before a timed run, so that a run does not pay for the
 //     garbage collection of the load or of the run before it. HeapInUse
 //     samples the heap without stopping the world.
+//   - CPU time is user plus system time: ProcessCPU is this process's
+//     (getrusage), PIDCPU another process's, all its threads, from
+//     /proc/<pid>/stat. On a two-core machine a run's rate is mostly the
+//     CPU it and its broker spend per record, so benchmarks report both.
 package benchbase
