@@ -111,7 +111,7 @@ func (g *globalRunner) process(rec *kgo.Record) error {
 	for _, h := range rec.Headers {
 		in.Headers = append(in.Headers, headerOf(h.Key, h.Value))
 	}
-	if err := g.task.Process(in); err != nil {
+	if err := g.task.Process(&in); err != nil {
 		return err
 	}
 	g.next[rec.Topic][rec.Partition] = rec.Offset + 1

@@ -312,7 +312,7 @@ func (d *Driver) drain() error {
 		if q.floor != unpinned {
 			d.clock.PinFloor(q.floor)
 		}
-		err := t.Process(q.in)
+		err := t.Process(&q.in)
 		d.clock.UnpinFloor()
 		if err != nil {
 			d.abort()

@@ -15,6 +15,9 @@ import (
 // noPin marks an item judged against its lane's own floor.
 const noPin = math.MinInt64
 
+// noItem is a lane's current item between items: no record, no topic.
+var noItem Item
+
 type itemKind uint8
 
 const (
@@ -154,8 +157,10 @@ type Lane struct {
 	// the floor records it forwards across a boundary are pinned to.
 	pinned   int64
 	fwdFloor int64
-	cur      Item
-	seq      int64
+	// cur is the item in progress, in its batch (no copy of it is made
+	// per record), or noItem between items.
+	cur *Item
+	seq int64
 	// arena holds the lane hash headers of its changelog records.
 	arena outArena
 	// coalesce holds the epoch's changelog records, the last per key.
@@ -181,7 +186,7 @@ type Lane struct {
 // (Group.Open) and runs once it has a task (SetTask).
 func New(g *Group, cfg Config, env *Env) *Lane {
 	l := &Lane{cfg: cfg, env: env, group: g,
-		floor: cfg.Floor, proto: barrier.NewLane(cfg.Floor), pinned: noPin, fwdFloor: noPin,
+		floor: cfg.Floor, proto: barrier.NewLane(cfg.Floor), pinned: noPin, fwdFloor: noPin, cur: &noItem,
 		partTimes: map[watermark.Partition]*atomic.Int64{}, epoch: 1}
 	if cfg.CoalesceBytes > 0 {
 		l.coalesce = newCoalescer(cfg.CoalesceBytes)
@@ -305,7 +310,9 @@ func (l *Lane) Run(ctx context.Context) error {
 			l.replay = l.batch
 			continue
 		}
-		it := l.replay[0]
+		// The item stays in its batch while it is handled: the batch is
+		// recycled only once replay is empty, after this.
+		it := &l.replay[0]
 		l.replay = l.replay[1:]
 		done, err := l.handle(it)
 		if err != nil {
@@ -329,12 +336,12 @@ func (l *Lane) giveBack() {
 }
 
 // handle processes one item; done reports the final barrier crossed.
-func (l *Lane) handle(it Item) (done bool, err error) {
+func (l *Lane) handle(it *Item) (done bool, err error) {
 	if l.align.Blocked(it.from) {
 		// The producer's credit should have held it back.
 		return false, fmt.Errorf("lane %d: producer %d sent past its %d records: %w", l.cfg.Global, it.from, l.align.Bound()-1, barrier.ErrOverBound)
 	}
-	if !l.align.Offer(it.from, it) {
+	if !l.align.Offer(it.from, *it) {
 		// Its producer is already past the barrier this lane waits at:
 		// the item belongs to the next epoch. Its credit stays taken
 		// until it is processed: that is what holds the producer back.
@@ -362,15 +369,15 @@ func (l *Lane) handle(it Item) (done bool, err error) {
 	return it.b.Final, nil
 }
 
-func (l *Lane) process(it Item) error {
+func (l *Lane) process(it *Item) error {
 	if p := l.env.Probe; p != nil {
 		p(l.cfg.Sub, l.cfg.Index, false)
 	}
 	l.cur = it
 	l.pinned = it.floor
-	err := l.task.Process(it.in)
+	err := l.task.Process(&it.in)
 	l.pinned = noPin
-	l.cur = Item{}
+	l.cur = &noItem
 	if l.sendErr != nil {
 		return l.sendErr
 	}

@@ -437,8 +437,9 @@ func (t *Task) sourceFor(topic string) (*node, bool) {
 
 // Process runs one record through the sub-topology. An error means the
 // record could not be processed under the configured handlers: the caller
-// must not commit past it.
-func (t *Task) Process(in Input) error {
+// must not commit past it. The task reads *in during the call and keeps
+// no pointer to it (the lanes pass the record where it lies in its batch).
+func (t *Task) Process(in *Input) error {
 	if !t.initialized {
 		return fmt.Errorf("task %s: process before init", t.id)
 	}
@@ -463,14 +464,14 @@ func (t *Task) Process(in Input) error {
 	return t.handleDeserializationError(src, in, err)
 }
 
-func positioned(err error, s serde.Any, what string, in Input) error {
+func positioned(err error, s serde.Any, what string, in *Input) error {
 	if de, ok := serde.AsDecodeError(err); ok {
 		return fmt.Errorf("record %s: %w", what, de.At(in.Topic, in.Partition, in.Offset))
 	}
 	return fmt.Errorf("deserialize record %s with serde %s: topic %s partition %d offset %d: %w", what, s.Name(), in.Topic, in.Partition, in.Offset, err)
 }
 
-func (t *Task) processDecoded(src *node, in Input, key, value any) error {
+func (t *Task) processDecoded(src *node, in *Input, key, value any) error {
 	ptp := t.partitionTimeOf(in.Topic, in.Partition)
 	pt := *ptp
 	ts, err := t.eventTime(src, in, key, value, pt)
@@ -537,7 +538,7 @@ func (t *Task) partitionTimeOf(topic string, partition int32) *int64 {
 
 // eventTime reads a record's event time: the source's watermark strategy's
 // assigner when it declares one, else its timestamp extractor.
-func (t *Task) eventTime(src *node, in Input, key, value any, partitionTime int64) (int64, error) {
+func (t *Task) eventTime(src *node, in *Input, key, value any, partitionTime int64) (int64, error) {
 	spec := src.spec.Source
 	if spec.Watermark != nil && spec.Watermark.Assigner() != nil {
 		ts, err := spec.Watermark.Assigner()(key, value, in.Timestamp)
@@ -658,7 +659,7 @@ func (t *Task) handleProcessingError(nd *node, err error) {
 	t.failed = perr
 }
 
-func (t *Task) handleDeserializationError(src *node, in Input, err error) error {
+func (t *Task) handleDeserializationError(src *node, in *Input, err error) error {
 	var fatal Fatal
 	if errors.As(err, &fatal) && fatal.Fatal() {
 		// Not the record's fault (a schema registry that does not
