@@ -29,8 +29,9 @@ type generation struct {
 	segmented *[]segmentedStore
 
 	watermark atomic.Int64
-	// outputs counts records the lanes wrote, so an epoch that only
-	// emitted final results is not taken for idle.
+	// outputs is non-zero once the lanes wrote a record since the last
+	// cut took it, so an epoch that only emitted final results is not
+	// taken for idle (a mark, not a count: lanes.Env.Outputs).
 	outputs atomic.Int64
 	// sink is where the lanes hand the committer their reports, with its
 	// budget of held records and the last epoch it committed.

@@ -34,8 +34,9 @@ func (c *Cutter) InFlight() bool { return c.Committed != c.Epoch-1 }
 
 // Activity is what happened since the last barrier.
 type Activity struct {
-	// Records dispatched and Outputs written by the lanes since the last
-	// barrier was cut.
+	// Records dispatched since the last barrier was cut; Outputs is
+	// non-zero when the lanes wrote records since then (the live engine
+	// marks rather than counts them).
 	Records, Outputs int64
 	// Watermark is the global watermark now.
 	Watermark int64

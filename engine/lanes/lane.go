@@ -102,8 +102,9 @@ type Env struct {
 	// Probe, when set, runs in a lane before it processes a record
 	// (barrier false) or crosses a barrier (barrier true).
 	Probe func(sub, idx int, barrier bool)
-	// Outputs counts the records the lanes write, so that an epoch that
-	// only emitted final results is not taken for idle.
+	// Outputs is non-zero once the lanes wrote a record since the runner
+	// last reset it, so that an epoch that only emitted final results is
+	// not taken for idle. It is a mark, not a count (noteOutput).
 	Outputs *atomic.Int64
 	// Sink is the committer's side: where finished epochs go.
 	Sink *Sink

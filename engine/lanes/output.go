@@ -46,12 +46,12 @@ func (l *Lane) send(o task.Output) error {
 		o.Origin = l.origin()
 	}
 	if o.Store == "" {
-		l.env.Outputs.Add(1)
+		l.noteOutput()
 		return l.emit(o)
 	}
 	m := l.laneMark()
 	if !l.coalesce.on() {
-		l.env.Outputs.Add(1)
+		l.noteOutput()
 		return l.emitChangelog(o, m)
 	}
 	// Counted once per record that will leave: a changelog write that
@@ -59,12 +59,25 @@ func (l *Lane) send(o task.Output) error {
 	// that the idle rule sees the epoch has work to commit. A held write
 	// is routed when it leaves: most are replaced before then.
 	if l.coalesce.add(o, m) {
-		l.env.Outputs.Add(1)
+		l.noteOutput()
 	}
 	if l.coalesce.full() {
 		return l.flushChangelog()
 	}
 	return nil
+}
+
+// noteOutput marks that the lanes wrote a record since the runner last
+// took Env.Outputs. Only a zero matters to the idle rule, so a lane adds
+// only to a zero: a shared counter added to once a record moves its cache
+// line between the cores at every record, which the loads here do not.
+// An output the lane makes after crossing a barrier's marker always finds
+// the runner's reset (it took the counter before it sent the marker), so
+// it is never lost to the next decision.
+func (l *Lane) noteOutput() {
+	if o := l.env.Outputs; o.Load() == 0 {
+		o.Add(1)
+	}
 }
 
 // flushChangelog hands the changelog records held back so far to the
