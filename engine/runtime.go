@@ -703,13 +703,18 @@ func atEnd(p kgo.FetchTopicPartition) bool {
 func (r *runner) dispatchMerged(fetches kgo.Fetches) error {
 	// A head is one partition's records not yet dispatched, with what
 	// every record of it needs looked up once: its sub-topology, the
-	// topic's offsets to cut at and its records-in counter.
+	// topic's offsets to cut at and its records-in counter. ts is the
+	// first record's timestamp in milliseconds (what the record was
+	// written with), next the offset after the last one dispatched.
 	type head struct {
-		recs  []*kgo.Record
-		sub   int
-		cut   map[int32]int64
-		count *atomic.Int64
-		n     int64
+		recs      []*kgo.Record
+		ts        int64
+		sub       int
+		cut       map[int32]int64
+		count     *atomic.Int64
+		n         int64
+		partition int32
+		next      int64
 	}
 	var heads []*head
 	caughtUp := true
@@ -725,7 +730,8 @@ func (r *runner) dispatchMerged(fetches kgo.Fetches) error {
 		if !ok {
 			return
 		}
-		h := &head{recs: p.Records, sub: sub, cut: r.cutOffsets[p.Topic], count: r.inCount[p.Topic]}
+		h := &head{recs: p.Records, ts: p.Records[0].Timestamp.UnixMilli(), sub: sub, cut: r.cutOffsets[p.Topic],
+			count: r.inCount[p.Topic], partition: p.Partition}
 		if h.cut == nil {
 			h.cut = map[int32]int64{}
 			r.cutOffsets[p.Topic] = h.cut
@@ -740,19 +746,23 @@ func (r *runner) dispatchMerged(fetches kgo.Fetches) error {
 		heads = append(heads, h)
 	})
 	r.caughtUp = caughtUp
-	// The counters count what was dispatched, also when a dispatch
-	// fails part way.
+	// The counters and the cut offsets say what was dispatched, also
+	// when a dispatch fails part way; they are written once a poll, not
+	// once a record (nothing reads them while this runs).
 	all := slices.Clone(heads)
 	defer func() {
 		for _, h := range all {
 			h.count.Add(h.n)
+			if h.n > 0 && h.next > h.cut[h.partition] {
+				h.cut[h.partition] = h.next
+			}
 		}
 	}()
 	for len(heads) > 0 {
 		best := 0
 		for i := 1; i < len(heads); i++ {
-			a, b := heads[i].recs[0], heads[best].recs[0]
-			if a.Timestamp.Before(b.Timestamp) || (a.Timestamp.Equal(b.Timestamp) && (a.Topic < b.Topic || a.Topic == b.Topic && a.Partition < b.Partition)) {
+			a, b := heads[i], heads[best]
+			if a.ts < b.ts || (a.ts == b.ts && (a.recs[0].Topic < b.recs[0].Topic || a.recs[0].Topic == b.recs[0].Topic && a.partition < b.partition)) {
 				best = i
 			}
 		}
@@ -761,11 +771,13 @@ func (r *runner) dispatchMerged(fetches kgo.Fetches) error {
 		h.recs = h.recs[1:]
 		if len(h.recs) == 0 {
 			heads = slices.Delete(heads, best, best+1)
+		} else {
+			h.ts = h.recs[0].Timestamp.UnixMilli()
 		}
 		if err := r.dispatchOne(rec, h.sub); err != nil {
 			return err
 		}
-		h.cut[rec.Partition] = rec.Offset + 1
+		h.next = rec.Offset + 1
 		h.n++
 	}
 	return r.gen.flush()
