@@ -623,9 +623,12 @@ func (r *runner) record(ctx context.Context, o task.Output, s *recordSlab) (*kgo
 		if err != nil {
 			return nil, err
 		}
-		if o.Key == nil {
+		switch {
+		case o.Key == nil:
 			rec.Partition = int32(r.rr.Add(1) % uint32(n))
-		} else {
+		case o.KeyHashed:
+			rec.Partition = int32(lane.For32(o.KeyHash, int(n)))
+		default:
 			rec.Partition = int32(lane.For(o.Key, int(n)))
 		}
 	}

@@ -791,11 +791,16 @@ func (r *runner) dispatchOne(rec *kgo.Record, sub int) error {
 		in.Headers = append(in.Headers, headerOf(h.Key, h.Value))
 	}
 	n := len(r.gen.subs[sub].lanes)
-	idx := lane.For(rec.Key, n)
+	var idx int
 	if rec.Key == nil {
 		// A null key has no lane of its own; spreading them keeps one
 		// lane from taking every keyless record.
 		idx = int(r.rr.Add(1) % uint32(n))
+	} else {
+		// Hashed once: the record's outputs under the same key bytes are
+		// partitioned by it too (task.Input.KeyHash).
+		in.KeyHash, in.KeyHashed = lane.Murmur2(rec.Key), true
+		idx = lane.For32(in.KeyHash, n)
 	}
 	if err := r.gen.dispatch(sub, in, idx); err != nil {
 		return err

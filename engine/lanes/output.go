@@ -147,11 +147,10 @@ type laneMark struct {
 
 // laneMark is the mark of the record being processed now.
 func (l *Lane) laneMark() laneMark {
-	_, _, keyBytes, laned := l.task.Laning()
-	if !laned {
+	if _, _, _, laned := l.task.Laning(); !laned {
 		return laneMark{}
 	}
-	return laneMark{hash: uint32(lane.Murmur2(keyBytes)), laned: true}
+	return laneMark{hash: uint32(l.task.LaneHash()), laned: true}
 }
 
 // routeChangelog picks a changelog record's partition: the hash of its
@@ -163,7 +162,7 @@ func (l *Lane) laneMark() laneMark {
 // before it.) It also stamps m, the hash of the key bytes that picked the
 // lane, which restoration routes by.
 func (l *Lane) routeChangelog(o *task.Output, m laneMark) {
-	o.Partition = int32(lane.For(o.Key, int(l.group.partitions)))
+	o.Partition = int32(lane.For32(l.task.HashOf(o.Key), int(l.group.partitions)))
 	if m.laned {
 		h := l.arena.bytes(4)
 		binary.BigEndian.PutUint32(h, m.hash)
@@ -218,8 +217,12 @@ func (l *Lane) forward(o task.Output) error {
 	if o.Boundary.Partitioner != nil && part >= 0 {
 		idx = int(part) % n
 	} else {
-		idx = lane.For(o.Key, n)
-		part = int32(lane.For(o.Key, int(down.partitions)))
+		h := lane.Murmur2(o.Key)
+		if o.KeyHashed {
+			h = o.KeyHash
+		}
+		idx = lane.For32(h, n)
+		part = int32(lane.For32(h, int(down.partitions)))
 	}
 	l.seq++
 	it := Item{

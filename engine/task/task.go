@@ -1,6 +1,7 @@
 package task
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stoatflow/stoatctl/engine/config"
+	"github.com/stoatflow/stoatctl/engine/lane"
 	"github.com/stoatflow/stoatctl/engine/metrics"
 	"github.com/stoatflow/stoatctl/engine/processor"
 	"github.com/stoatflow/stoatctl/engine/serde"
@@ -30,6 +32,12 @@ type Input struct {
 	// source-topic record it descends from; zero for a record read from a
 	// source topic, which is its own origin.
 	Origin Origin
+	// KeyHash is lane.Murmur2(Key) when KeyHashed: the dispatcher hashes
+	// a key to pick its lane, and a record written with the same key
+	// bytes (a sink passing the key through, a changelog of a store keyed
+	// by it) is partitioned by the same hash, so it is computed once.
+	KeyHash   int32
+	KeyHashed bool
 }
 
 // Output is a record a task writes.
@@ -54,6 +62,11 @@ type Output struct {
 	// in the store's byte store (state.HeldLogger), or nil. Only the
 	// collector's goroutine may use it, and only before Send returns.
 	Held *uint64
+	// KeyHash is lane.Murmur2(Key) when KeyHashed: set when Key is the
+	// bytes the input record was laned by, whose hash the dispatcher
+	// computed (Input.KeyHash).
+	KeyHash   int32
+	KeyHashed bool
 }
 
 // Origin names an input record: its topic, partition and offset.
@@ -188,6 +201,10 @@ type recordContext struct {
 	// partitioner), and then no lane check runs.
 	laneBytes []byte
 	laned     bool
+	// laneHash is lane.Murmur2(laneBytes) when laneHashed (the
+	// dispatcher's, Input.KeyHash).
+	laneHash   int32
+	laneHashed bool
 	// sourceKey is the key the source decoded from laneBytes with the
 	// String serde; sourceKeyOK says there is one.
 	sourceKey   string
@@ -396,6 +413,24 @@ func (t *Task) Laning() (partition int32, inRecord bool, keyBytes []byte, laned 
 	return t.rc.meta.Partition, t.rc.hasMeta, t.rc.laneBytes, t.rc.laned
 }
 
+// LaneHash is lane.Murmur2 of Laning's key bytes, computed once: by the
+// dispatcher when it gave one (Input.KeyHash), else here.
+func (t *Task) LaneHash() int32 {
+	if !t.rc.laneHashed {
+		t.rc.laneHash, t.rc.laneHashed = lane.Murmur2(t.rc.laneBytes), true
+	}
+	return t.rc.laneHash
+}
+
+// HashOf is lane.Murmur2(b), reusing the lane hash when b holds the lane
+// bytes (a key written as it was read).
+func (t *Task) HashOf(b []byte) int32 {
+	if t.rc.laneBytes != nil && bytes.Equal(b, t.rc.laneBytes) {
+		return t.LaneHash()
+	}
+	return lane.Murmur2(b)
+}
+
 // Store returns one of the task's stores (global ones included).
 func (t *Task) Store(name string) (state.Store, bool) {
 	if s, ok := t.stores[name]; ok {
@@ -499,13 +534,15 @@ func (t *Task) processDecoded(src *node, in *Input, key, value any) error {
 
 	prev := t.rc
 	t.rc = recordContext{
-		meta:      processor.RecordMetadata{Topic: in.Topic, Partition: in.Partition, Offset: in.Offset},
-		hasMeta:   true,
-		origin:    in.Origin,
-		timestamp: ts,
-		headers:   in.Headers,
-		laneBytes: in.Key,
-		laned:     in.Key != nil && (src.spec.Boundary == nil || src.spec.Boundary.Partitioner == nil),
+		meta:       processor.RecordMetadata{Topic: in.Topic, Partition: in.Partition, Offset: in.Offset},
+		hasMeta:    true,
+		origin:     in.Origin,
+		timestamp:  ts,
+		headers:    in.Headers,
+		laneBytes:  in.Key,
+		laned:      in.Key != nil && (src.spec.Boundary == nil || src.spec.Boundary.Partitioner == nil),
+		laneHash:   in.KeyHash,
+		laneHashed: in.KeyHashed,
 	}
 	if ks, ok := key.(string); ok && serde.IsString(src.spec.Source.KeySerde) {
 		t.rc.sourceKey, t.rc.sourceKeyOK = ks, true
@@ -547,6 +584,11 @@ func (t *Task) eventTime(src *node, in *Input, key, value any, partitionTime int
 				src.name, in.Topic, in.Partition, in.Offset, err)
 		}
 		return ts, nil
+	}
+	if spec.Extractor == topology.RecordTimestamp && in.Timestamp >= 0 {
+		// The default extractor reads the timestamp alone: no record to
+		// build for it (its error, for a negative one, is the call below).
+		return in.Timestamp, nil
 	}
 	ts, err := spec.Extractor.Extract(topology.ConsumedRecord{
 		Topic: in.Topic, Partition: in.Partition, Offset: in.Offset,
@@ -706,7 +748,7 @@ func (t *Task) sink(nd *node, rec processor.Erased) error {
 	if rec.Timestamp < 0 {
 		return fmt.Errorf("sink %s: topic %s: record has negative timestamp %d", nd.name, topic, rec.Timestamp)
 	}
-	k, err := t.sinkKey(spec.KeySerde, topic, rec.Key)
+	k, passed, err := t.sinkKey(spec.KeySerde, topic, rec.Key)
 	if err != nil {
 		return fmt.Errorf("sink %s: serialize key for topic %s with serde %s: %w", nd.name, topic, spec.KeySerde.Name(), err)
 	}
@@ -721,6 +763,9 @@ func (t *Task) sink(nd *node, rec processor.Erased) error {
 		}
 	}
 	o := Output{Topic: topic, Partition: partition, Key: k, Value: v, Timestamp: rec.Timestamp, Headers: rec.Headers, Boundary: nd.spec.Boundary}
+	if passed && t.rc.laneHashed {
+		o.KeyHash, o.KeyHashed = t.rc.laneHash, true
+	}
 	if err := t.out.Send(o); err != nil {
 		return fmt.Errorf("sink %s: send to topic %s: %w", nd.name, topic, err)
 	}
@@ -729,15 +774,17 @@ func (t *Task) sink(nd *node, rec processor.Erased) error {
 
 // sinkKey serializes a sink record's key. A String key equal to the one
 // the source decoded is written as the bytes it arrived with, capped, so
-// that the common pass-through key costs no encoding.
-func (t *Task) sinkKey(s serde.Any, topic string, key any) ([]byte, error) {
+// that the common pass-through key costs no encoding (passed true: the
+// bytes are the lane bytes).
+func (t *Task) sinkKey(s serde.Any, topic string, key any) (b []byte, passed bool, err error) {
 	if t.rc.sourceKeyOK {
 		if ks, ok := key.(string); ok && ks == t.rc.sourceKey && serde.IsString(s) {
 			b := t.rc.laneBytes
-			return b[:len(b):len(b)], nil
+			return b[:len(b):len(b)], true, nil
 		}
 	}
-	return s.SerializeAny(topic, key)
+	b, err = s.SerializeAny(topic, key)
+	return b, false, err
 }
 
 // Commit flushes the task's stores, so their changelog records are out
