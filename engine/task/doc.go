@@ -35,6 +35,11 @@
 //     bytes pick another lane, and the sampled check re-serialises record
 //     keys before a timer-aware processor sees them; both compare lanes,
 //     not bytes, and neither runs with one lane.
+//   - The lane hash is the Murmur2 of the lane bytes, computed once: the
+//     dispatcher gives it with the input (Input.KeyHash), a sink writing
+//     the key as it was read passes it to the committer (Output.KeyHash),
+//     and the lanes route a changelog record by it when its key is those
+//     bytes (LaneHash, HashOf).
 //
 // A record is processed depth first: Forward runs the children before it
 // returns. A processor's error goes to the processing exception handler; a
