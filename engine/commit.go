@@ -113,7 +113,10 @@ func (c *committer) send(outs []task.Output) {
 			c.r.e.obs.out.get(outTopic).Add(outN)
 		}
 	}
-	for _, o := range outs {
+	for i := range outs {
+		// By pointer: an output is about 200 bytes, copied per record
+		// otherwise.
+		o := &outs[i]
 		rec, err := c.r.record(c.ctx, o, &c.slab)
 		if err == nil && o.Store == "" {
 			err = c.r.checkSize(c.ctx, o, rec)
@@ -167,14 +170,14 @@ func (c *committer) deadLetter(tooLarge *RecordTooLargeError) (*kgo.Record, erro
 	if err != nil {
 		return nil, err
 	}
-	rec, err := c.r.record(c.ctx, dl, &c.slab)
+	rec, err := c.r.record(c.ctx, &dl, &c.slab)
 	if err != nil {
 		return nil, fmt.Errorf("dead letter for %s: %w", tooLarge.Origin, err)
 	}
-	if err := c.r.checkSize(c.ctx, dl, rec); err != nil {
+	if err := c.r.checkSize(c.ctx, &dl, rec); err != nil {
 		dl.Key, dl.Value = nil, nil
 		dl.Headers = dl.Headers.Add("__streams.errors.note", []byte("the input record is too large for the dead-letter topic too; only its coordinates are here"))
-		if rec, err = c.r.record(c.ctx, dl, &c.slab); err != nil {
+		if rec, err = c.r.record(c.ctx, &dl, &c.slab); err != nil {
 			return nil, fmt.Errorf("dead letter for %s: %w", tooLarge.Origin, err)
 		}
 	}
@@ -218,7 +221,7 @@ const (
 // checkSize refuses a sink record larger than its topic takes, before it
 // is produced: a broker's MESSAGE_TOO_LARGE would abort the epoch, and the
 // replay would meet it again.
-func (r *runner) checkSize(ctx context.Context, o task.Output, rec *kgo.Record) error {
+func (r *runner) checkSize(ctx context.Context, o *task.Output, rec *kgo.Record) error {
 	size := len(rec.Key) + len(rec.Value) + recordOverhead
 	for _, h := range rec.Headers {
 		size += len(h.Key) + len(h.Value)
@@ -610,7 +613,7 @@ func (r *runner) committedPartTime(p watermark.Partition) (int64, bool) {
 // record converts an output to a Kafka record with its partition chosen:
 // the task's when it chose one, else Kafka's default for the key. The
 // record comes from s.
-func (r *runner) record(ctx context.Context, o task.Output, s *recordSlab) (*kgo.Record, error) {
+func (r *runner) record(ctx context.Context, o *task.Output, s *recordSlab) (*kgo.Record, error) {
 	rec := s.next(len(o.Headers))
 	rec.Topic, rec.Key, rec.Value = o.Topic, o.Key, o.Value
 	rec.Timestamp = time.UnixMilli(o.Timestamp)

@@ -551,12 +551,12 @@ func (g *generation) close() {
 
 // dispatch queues a source record for its lane; flush sends what is
 // queued.
-func (g *generation) dispatch(sub int, in task.Input, laneIdx int) error {
+func (g *generation) dispatch(sub int, in *task.Input, laneIdx int) error {
 	l := g.subs[sub].lanes[laneIdx]
 	if g.batches == nil {
 		g.batches = make([][]lanes.Item, len(g.lanes))
 	}
-	g.batches[l.gid] = append(g.batches[l.gid], lanes.SourceRecord(in))
+	g.batches[l.gid] = lanes.AppendSource(g.batches[l.gid], in)
 	if len(g.batches[l.gid]) >= g.batchMax {
 		return g.send(l)
 	}

@@ -26,7 +26,7 @@ func BenchmarkRecord(b *testing.B) {
 	var slab recordSlab
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := r.record(ctx, o, &slab); err != nil {
+		if _, err := r.record(ctx, &o, &slab); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -59,7 +59,8 @@ func TestRecordFromSlab(t *testing.T) {
 	n := 3*slabRecords + 7
 	recs := make([]*kgo.Record, n)
 	for i := range recs {
-		rec, err := r.record(ctx, output(i), &slab)
+		o := output(i)
+		rec, err := r.record(ctx, &o, &slab)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -802,7 +802,7 @@ func (r *runner) dispatchOne(rec *kgo.Record, sub int) error {
 		in.KeyHash, in.KeyHashed = lane.Murmur2(rec.Key), true
 		idx = lane.For32(in.KeyHash, n)
 	}
-	if err := r.gen.dispatch(sub, in, idx); err != nil {
+	if err := r.gen.dispatch(sub, &in, idx); err != nil {
 		return err
 	}
 	r.dispatched++

@@ -49,6 +49,14 @@ func SourceRecord(in task.Input) Item {
 	return Item{kind: itemRecord, from: 0, in: in, floor: noPin, source: true}
 }
 
+// AppendSource appends SourceRecord(*in) to batch, copying the input once
+// (the dispatcher's path, once a record).
+func AppendSource(batch []Item, in *task.Input) []Item {
+	batch = append(batch, Item{kind: itemRecord, from: 0, floor: noPin, source: true})
+	batch[len(batch)-1].in = *in
+	return batch
+}
+
 // BatchSize is how many records the dispatcher hands a lane at once: one
 // channel operation (and one wake-up) per batch, not per record.
 const BatchSize = 64

@@ -291,3 +291,19 @@ func TestLaneReportWaitsForHeldCredit(t *testing.T) {
 		t.Fatalf("epoch 2's final report of the downstream lane: %+v, want s2 with 1 record's credit", last)
 	}
 }
+
+// TestAppendSource: the dispatcher's append makes the item SourceRecord
+// makes, behind what the batch held.
+func TestAppendSource(t *testing.T) {
+	in := task.Input{Topic: "in", Partition: 3, Offset: 7, Key: []byte("k"), Value: []byte("v"), Timestamp: 100, KeyHash: 42, KeyHashed: true}
+	first := task.Input{Topic: "in", Offset: 6}
+	batch := lanes.AppendSource(lanes.AppendSource(lanes.NewBatch(), &first), &in)
+	if len(batch) != 2 {
+		t.Fatalf("%d items, want 2", len(batch))
+	}
+	for i, want := range []task.Input{first, in} {
+		if got, want := fmt.Sprintf("%+v", batch[i]), fmt.Sprintf("%+v", lanes.SourceRecord(want)); got != want {
+			t.Errorf("item %d: %s, want %s", i, got, want)
+		}
+	}
+}
