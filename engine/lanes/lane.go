@@ -59,7 +59,7 @@ func AppendSource(batch []Item, in *task.Input) []Item {
 
 // BatchSize is how many records the dispatcher hands a lane at once: one
 // channel operation (and one wake-up) per batch, not per record.
-const BatchSize = 64
+const BatchSize = 256
 
 // batchPool recycles the arrays of drained batches: a batch of records is
 // the largest allocation per record on the dispatch path.
