@@ -701,22 +701,7 @@ func atEnd(p kgo.FetchTopicPartition) bool {
 // order, and across partitions the record with the oldest timestamp at
 // the head first.
 func (r *runner) dispatchMerged(fetches kgo.Fetches) error {
-	// A head is one partition's records not yet dispatched, with what
-	// every record of it needs looked up once: its sub-topology, the
-	// topic's offsets to cut at and its records-in counter. ts is the
-	// first record's timestamp in milliseconds (what the record was
-	// written with), next the offset after the last one dispatched.
-	type head struct {
-		recs      []*kgo.Record
-		ts        int64
-		sub       int
-		cut       map[int32]int64
-		count     *atomic.Int64
-		n         int64
-		partition int32
-		next      int64
-	}
-	var heads []*head
+	var heads []*mergeHead
 	caughtUp := true
 	fetches.EachPartition(func(p kgo.FetchTopicPartition) {
 		r.noteHighWatermark(p.Topic, p.Partition, p.HighWatermark)
@@ -730,8 +715,8 @@ func (r *runner) dispatchMerged(fetches kgo.Fetches) error {
 		if !ok {
 			return
 		}
-		h := &head{recs: p.Records, ts: p.Records[0].Timestamp.UnixMilli(), sub: sub, cut: r.cutOffsets[p.Topic],
-			count: r.inCount[p.Topic], partition: p.Partition}
+		h := newMergeHead(p.Topic, p.Partition, p.Records)
+		h.sub, h.cut, h.count = sub, r.cutOffsets[p.Topic], r.inCount[p.Topic]
 		if h.cut == nil {
 			h.cut = map[int32]int64{}
 			r.cutOffsets[p.Topic] = h.cut
@@ -759,21 +744,9 @@ func (r *runner) dispatchMerged(fetches kgo.Fetches) error {
 		}
 	}()
 	for len(heads) > 0 {
-		best := 0
-		for i := 1; i < len(heads); i++ {
-			a, b := heads[i], heads[best]
-			if a.ts < b.ts || (a.ts == b.ts && (a.recs[0].Topic < b.recs[0].Topic || a.recs[0].Topic == b.recs[0].Topic && a.partition < b.partition)) {
-				best = i
-			}
-		}
-		h := heads[best]
-		rec := h.recs[0]
-		h.recs = h.recs[1:]
-		if len(h.recs) == 0 {
-			heads = slices.Delete(heads, best, best+1)
-		} else {
-			h.ts = h.recs[0].Timestamp.UnixMilli()
-		}
+		var h *mergeHead
+		var rec *kgo.Record
+		heads, h, rec = nextOldest(heads)
 		if err := r.dispatchOne(rec, h.sub); err != nil {
 			return err
 		}
@@ -781,6 +754,52 @@ func (r *runner) dispatchMerged(fetches kgo.Fetches) error {
 		h.n++
 	}
 	return r.gen.flush()
+}
+
+// A mergeHead is one partition's records of a poll not yet dispatched,
+// with what every record of it needs looked up once: its sub-topology,
+// the topic's offsets to cut at and its records-in counter. ts is the
+// first record's timestamp in milliseconds (what Kafka carries, so
+// comparing it orders as the timestamps do), n the records dispatched and
+// next the offset after the last of them.
+type mergeHead struct {
+	recs      []*kgo.Record
+	ts        int64
+	topic     string
+	partition int32
+	sub       int
+	cut       map[int32]int64
+	count     *atomic.Int64
+	n         int64
+	next      int64
+}
+
+func newMergeHead(topic string, partition int32, recs []*kgo.Record) *mergeHead {
+	return &mergeHead{recs: recs, ts: recs[0].Timestamp.UnixMilli(), topic: topic, partition: partition}
+}
+
+// nextOldest takes the next record to dispatch from heads (none empty):
+// the first record of the head whose first record is oldest, ties going
+// to the smaller topic name, then the smaller partition, so that a
+// partition is never reordered and the order across partitions is one
+// rule. It returns heads without the head it emptied.
+func nextOldest(heads []*mergeHead) ([]*mergeHead, *mergeHead, *kgo.Record) {
+	best := 0
+	for i := 1; i < len(heads); i++ {
+		a, b := heads[i], heads[best]
+		if a.ts < b.ts || a.ts == b.ts && (a.topic < b.topic || a.topic == b.topic && a.partition < b.partition) {
+			best = i
+		}
+	}
+	h := heads[best]
+	rec := h.recs[0]
+	h.recs = h.recs[1:]
+	if len(h.recs) == 0 {
+		heads = slices.Delete(heads, best, best+1)
+	} else {
+		h.ts = h.recs[0].Timestamp.UnixMilli()
+	}
+	return heads, h, rec
 }
 
 // dispatchOne hands rec to its lane of sub-topology sub.
