@@ -184,11 +184,10 @@ type Lane struct {
 	// record.
 	ptMu      sync.Mutex
 	partTimes map[watermark.Partition]*atomic.Int64
-	// lastP is the partition observed last and lastPT its entry: records
-	// come in runs of one partition, and the map lookup hashes the topic.
-	// The lane's goroutine alone reads them.
-	lastP  watermark.Partition
-	lastPT *atomic.Int64
+	// recentPT remembers the entries of the partitions observed last, so
+	// that a record takes neither the lock nor the map's hashing of the
+	// topic. The lane's goroutine alone uses it.
+	recentPT watermark.Recent[atomic.Int64]
 }
 
 // New makes a lane of group g. It takes input once g is opened
@@ -409,21 +408,23 @@ func (c clock) ObserveStreamTime(ts int64) {
 	if late := l.env.OnLate; late != nil && ts < l.env.Watermark() {
 		late(p)
 	}
-	if l.lastPT == nil || l.lastP != p {
+	pt := l.recentPT.Get(p.Topic, p.Partition)
+	if pt == nil {
 		l.ptMu.Lock()
-		pt, ok := l.partTimes[p]
+		var ok bool
+		pt, ok = l.partTimes[p]
 		if !ok {
 			pt = new(atomic.Int64)
 			pt.Store(ts)
 			l.partTimes[p] = pt
 		}
 		l.ptMu.Unlock()
-		l.lastP, l.lastPT = p, pt
+		l.recentPT.Put(p.Topic, p.Partition, pt)
 	}
 	// Only this goroutine writes the time: a load and a store make the
 	// maximum.
-	if ts > l.lastPT.Load() {
-		l.lastPT.Store(ts)
+	if ts > pt.Load() {
+		pt.Store(ts)
 	}
 }
 

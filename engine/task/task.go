@@ -16,6 +16,7 @@ import (
 	"github.com/stoatflow/stoatctl/engine/serde"
 	"github.com/stoatflow/stoatctl/engine/state"
 	"github.com/stoatflow/stoatctl/engine/topology"
+	"github.com/stoatflow/stoatctl/engine/watermark"
 )
 
 // Input is a record as read from a topic (or a boundary): raw bytes and
@@ -149,12 +150,10 @@ type Task struct {
 	procHandler  string
 
 	// partitionTime is each input partition's highest event time, Unknown
-	// before its first record; lastPT is the entry of the partition read
-	// last, as records come in runs of one partition and the map lookup
-	// hashes the topic.
+	// before its first record; recentPT remembers the entries of the
+	// partitions read last, as the map lookup hashes the topic.
 	partitionTime map[partitionKey]*int64
-	lastPK        partitionKey
-	lastPT        *int64
+	recentPT      watermark.Recent[int64]
 	// lastSrc is the source node of topic lastSrcTopic, the last looked up.
 	lastSrcTopic string
 	lastSrc      *node
@@ -559,8 +558,8 @@ func (t *Task) processDecoded(src *node, in *Input, key, value any) error {
 // partitionTimeOf is the partition's event-time entry, made Unknown on
 // its first record.
 func (t *Task) partitionTimeOf(topic string, partition int32) *int64 {
-	if t.lastPT != nil && t.lastPK.partition == partition && t.lastPK.topic == topic {
-		return t.lastPT
+	if p := t.recentPT.Get(topic, partition); p != nil {
+		return p
 	}
 	pk := partitionKey{topic, partition}
 	p, ok := t.partitionTime[pk]
@@ -569,7 +568,7 @@ func (t *Task) partitionTimeOf(topic string, partition int32) *int64 {
 		*p = Unknown
 		t.partitionTime[pk] = p
 	}
-	t.lastPK, t.lastPT = pk, p
+	t.recentPT.Put(topic, partition, p)
 	return p
 }
 
