@@ -217,9 +217,9 @@ func (l *Lane) forward(o task.Output) error {
 	if o.Boundary.Partitioner != nil && part >= 0 {
 		idx = int(part) % n
 	} else {
-		h := lane.Murmur2(o.Key)
-		if o.KeyHashed {
-			h = o.KeyHash
+		h := o.KeyHash
+		if !o.KeyHashed {
+			h = lane.Murmur2(o.Key)
 		}
 		idx = lane.For32(h, n)
 		part = int32(lane.For32(h, int(down.partitions)))

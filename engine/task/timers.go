@@ -202,7 +202,7 @@ func (c *nodeContext) Lane() (int, int, bool) {
 	if !rc.laned {
 		return 0, lanes, false
 	}
-	return lane.For(rc.laneBytes, lanes), lanes, true
+	return lane.For32(c.t.LaneHash(), lanes), lanes, true
 }
 
 type timerService struct {
@@ -280,7 +280,7 @@ func (t *Task) guardTimerLane(tn *timerNode, op string, key any, kb []byte) erro
 		// Another key's timer: it fires on that key's lane, by design.
 		return nil
 	}
-	timerLane, recordLane := lane.For(kb, ts.lanes), lane.For(rc.laneBytes, ts.lanes)
+	timerLane, recordLane := lane.For(kb, ts.lanes), lane.For32(t.LaneHash(), ts.lanes)
 	if timerLane == recordLane {
 		return nil
 	}
@@ -321,7 +321,7 @@ func (t *Task) sampleTimerLane(tn *timerNode, rec processor.Erased) error {
 	if ts.sampled == config.VerdictOff || ts.lanes <= 1 || !rc.laned || rec.Key == nil {
 		return nil
 	}
-	recordLane := lane.For(rc.laneBytes, ts.lanes)
+	recordLane := lane.For32(t.LaneHash(), ts.lanes)
 	n := tn.seen[recordLane]
 	tn.seen[recordLane] = n + 1
 	if n >= sampleFirst && (n-sampleFirst)%sampleEvery != sampleEvery-1 {
