@@ -70,8 +70,10 @@ type runner struct {
 	// sessOpts make a session: the first, and a new one after a commit
 	// whose outcome is unknown.
 	sessOpts []kgo.Opt
-	cl       *kgo.Client
-	adm      *kadm.Client
+	// fetchPool holds the arrays the session's fetches decode into.
+	fetchPool fetchPool
+	cl        *kgo.Client
+	adm       *kadm.Client
 
 	sources    []string
 	patterns   []patternSource
@@ -359,6 +361,9 @@ func (r *runner) connect(ctx context.Context) error {
 		// which holds the lanes (docs/engine.md, "Bounded memory").
 		kgo.MaxBufferedBytes(r.s.bufferMemory),
 		kgo.FetchMaxWait(200*time.Millisecond),
+		// Fetched records are decoded into arrays the dispatcher gives
+		// back (dispatchMerged recycles each record it dispatched).
+		kgo.WithPools(&r.fetchPool),
 		kgo.WithLogger(kafka.Logger(r.e.log.With("instance", r.e.cfg.String(kafka.InstanceID)))),
 		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { r.onAssign("assigned", m, true) }),
 		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { r.onAssign("revoked", m, false) }),
@@ -752,6 +757,9 @@ func (r *runner) dispatchMerged(fetches kgo.Fetches) error {
 		}
 		h.next = rec.Offset + 1
 		h.n++
+		// The lane has what it needs of rec (its key, value and headers
+		// point into the fetch's bytes, not into rec's array).
+		rec.Recycle()
 	}
 	return r.gen.flush()
 }
