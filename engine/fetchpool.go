@@ -63,11 +63,7 @@ func (p *fetchPool) GetRecords(n int) []kgo.Record {
 		}
 	}
 	if best >= 0 {
-		s := p.idle[best]
-		last := len(p.idle) - 1
-		p.idle[best], p.idle[last] = p.idle[last], nil
-		p.idle = p.idle[:last]
-		p.bytes -= cap(s) * recordBytes
+		s := p.take(best)
 		p.mu.Unlock()
 		return s[:0]
 	}
@@ -98,11 +94,18 @@ func (p *fetchPool) PutRecords(s []kgo.Record) {
 		if len(p.idle) == 0 || cap(p.idle[small]) >= cap(s) {
 			return
 		}
-		p.bytes -= cap(p.idle[small]) * recordBytes
-		last := len(p.idle) - 1
-		p.idle[small], p.idle[last] = p.idle[last], nil
-		p.idle = p.idle[:last]
+		p.take(small)
 	}
 	p.idle = append(p.idle, s[:0])
 	p.bytes += size
+}
+
+// take removes idle array i from the pool and returns it; p.mu is held.
+func (p *fetchPool) take(i int) []kgo.Record {
+	s := p.idle[i]
+	last := len(p.idle) - 1
+	p.idle[i], p.idle[last] = p.idle[last], nil
+	p.idle = p.idle[:last]
+	p.bytes -= cap(s) * recordBytes
+	return s
 }
