@@ -1,7 +1,9 @@
 package benchbase
 
 import (
+	"math"
 	"os"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -67,4 +69,39 @@ func spinCPU(t *testing.T, start, d time.Duration) {
 		for x := 0; x < 1e6; x++ {
 		}
 	}
+}
+
+func TestGCShare(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		since, now RuntimeCPU
+		want       float64
+	}{
+		{"a tenth", RuntimeCPU{GC: 1, Other: 10}, RuntimeCPU{GC: 1.5, Other: 14.5}, 0.1},
+		{"no cycle ended", RuntimeCPU{GC: 1, Other: 10}, RuntimeCPU{GC: 1, Other: 10}, 0},
+		{"went backwards", RuntimeCPU{GC: 2, Other: 10}, RuntimeCPU{GC: 1, Other: 12}, 0},
+	} {
+		if got := tc.now.GCShare(tc.since); math.Abs(got-tc.want) > 1e-9 {
+			t.Errorf("%s: GCShare = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestReadRuntimeCPU checks that this Go has the metrics: after a forced
+// cycle the collector has spent some CPU, and the rest more.
+func TestReadRuntimeCPU(t *testing.T) {
+	before := ReadRuntimeCPU()
+	sink := make([][]byte, 0, 1024)
+	for i := range 100_000 {
+		sink = append(sink[:i%1024], make([]byte, 64))
+	}
+	runtime.GC()
+	after := ReadRuntimeCPU()
+	if after.GC <= before.GC || after.Other <= before.Other {
+		t.Fatalf("runtime CPU did not grow across a GC cycle: before %+v, after %+v", before, after)
+	}
+	if s := after.GCShare(before); s <= 0 || s >= 1 {
+		t.Fatalf("GC share %v, want within (0, 1)", s)
+	}
+	_ = sink
 }

@@ -29,6 +29,10 @@ type Sample struct {
 	// measured (the broker inside this process, no /proc).
 	Records        int
 	CPU, BrokerCPU time.Duration
+	// GCShare is the share of the system's CPU its garbage collector
+	// took, as the Go runtime accounts for it (benchbase.RuntimeCPU);
+	// zero when not measured (Kafka Streams).
+	GCShare float64
 	// Failed says why the run gave no rate (a Kafka Streams feature that
 	// failed on the embedded broker, a timeout); empty when it did.
 	Failed string
@@ -103,7 +107,9 @@ type Row struct {
 	// spent per million input records, over the rounds that measured
 	// them.
 	CPU, BrokerCPU Summary
-	Failures       []string
+	// GC is the system's GC share of its CPU (Sample.GCShare).
+	GC       Summary
+	Failures []string
 }
 
 // Rows summarises the samples of broker, topology by topology in
@@ -114,7 +120,7 @@ type Row struct {
 // on the same topology in the same round.
 func (r *Report) Rows(broker string) []Row {
 	rates := map[[2]string]map[int]float64{}
-	cpu, brokerCPU := map[[2]string][]float64{}, map[[2]string][]float64{}
+	cpu, brokerCPU, gc := map[[2]string][]float64{}, map[[2]string][]float64{}, map[[2]string][]float64{}
 	fails := map[[2]string][]string{}
 	perMillion := func(d time.Duration, n int) float64 { return d.Seconds() / float64(n) * 1e6 }
 	for _, s := range r.Samples {
@@ -136,6 +142,9 @@ func (r *Report) Rows(broker string) []Row {
 		if s.Records > 0 && s.BrokerCPU > 0 {
 			brokerCPU[k] = append(brokerCPU[k], perMillion(s.BrokerCPU, s.Records))
 		}
+		if s.GCShare > 0 {
+			gc[k] = append(gc[k], s.GCShare)
+		}
 	}
 	ceiling := rates[[2]string{TopoMap, SystemBareLoop}]
 	var rows []Row
@@ -149,7 +158,7 @@ func (r *Report) Rows(broker string) []Row {
 			row.Rate = Summarize(values(rates[k]))
 			row.ToCeiling = Summarize(Ratios(rates[k], ceiling))
 			row.ToKS = Summarize(Ratios(rates[k], rates[[2]string{topo, SystemKStreams}]))
-			row.CPU, row.BrokerCPU = Summarize(cpu[k]), Summarize(brokerCPU[k])
+			row.CPU, row.BrokerCPU, row.GC = Summarize(cpu[k]), Summarize(brokerCPU[k]), Summarize(gc[k])
 			rows = append(rows, row)
 		}
 	}
@@ -171,8 +180,9 @@ func (r *Report) Brokers() []string {
 }
 
 // cpuPair is a row's CPU cell: the system's and the broker's median
-// seconds per million records, "-" for one not measured.
-func cpuPair(sys, broker Summary) string {
+// seconds per million records, "-" for one not measured, the system's
+// with its median GC share when measured.
+func cpuPair(sys, broker, gc Summary) string {
 	if sys.N == 0 && broker.N == 0 {
 		return ""
 	}
@@ -182,7 +192,11 @@ func cpuPair(sys, broker Summary) string {
 		}
 		return fmt.Sprintf("%.2f", s.Median)
 	}
-	return f(sys) + ", " + f(broker)
+	own := f(sys)
+	if sys.N > 0 && gc.N > 0 {
+		own += fmt.Sprintf(" (GC %.0f %%)", 100*gc.Median)
+	}
+	return own + ", " + f(broker)
 }
 
 func values(m map[int]float64) []float64 {
@@ -217,7 +231,7 @@ func (r *Report) WriteMarkdown(w io.Writer, chart string) error {
 	fmt.Fprintf(&b, "- embedded broker: %s\n\n", where)
 	for _, br := range r.Brokers() {
 		fmt.Fprintf(&b, "#### Throughput, %s broker (records/s; ratios per round, median and range)\n\n", br)
-		b.WriteString("| topology | system | records/s (median) | min-max | ÷ ceiling | ÷ Kafka Streams | CPU s per 1 M records: system, broker | rounds |\n")
+		b.WriteString("| topology | system | records/s (median) | min-max | ÷ ceiling | ÷ Kafka Streams | CPU s per 1 M records: system (its GC's share), broker | rounds |\n")
 		b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- |\n")
 		var notes []string
 		for _, row := range r.Rows(br) {
@@ -237,7 +251,7 @@ func (r *Report) WriteMarkdown(w io.Writer, chart string) error {
 				rate, rng = count(int(math.Round(row.Rate.Median))), count(int(math.Round(row.Rate.Min)))+"-"+count(int(math.Round(row.Rate.Max)))
 			}
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", row.Topology, row.System, rate, rng,
-				ratio(row.ToCeiling), ratio(row.ToKS), cpuPair(row.CPU, row.BrokerCPU), rounds)
+				ratio(row.ToCeiling), ratio(row.ToKS), cpuPair(row.CPU, row.BrokerCPU, row.GC), rounds)
 		}
 		b.WriteString("\n")
 		if len(notes) > 0 {

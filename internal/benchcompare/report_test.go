@@ -41,6 +41,7 @@ func fixedReport() *Report {
 			s.CPU = time.Duration(70+10*s.Round) * time.Millisecond
 			if s.Broker == BrokerEmbedded {
 				s.BrokerCPU = time.Duration(25+5*s.Round) * time.Millisecond
+				s.GCShare = 0.08 + 0.02*float64(s.Round)
 			}
 		}
 	}
@@ -80,6 +81,9 @@ func TestRows(t *testing.T) {
 	// broker's 25 and 30 ms, 0.5 and 0.6 s.
 	if !near(count.CPU, Summary{1.5, 1.4, 1.6, 2}) || !near(count.BrokerCPU, Summary{0.55, 0.5, 0.6, 2}) {
 		t.Errorf("count CPU = %+v, broker %+v; want medians 1.5 and 0.55", count.CPU, count.BrokerCPU)
+	}
+	if !near(count.GC, Summary{0.09, 0.08, 0.1, 2}) {
+		t.Errorf("count GC share = %+v, want median 0.09 of 0.08 and 0.1", count.GC)
 	}
 	if len(rows) != 6 {
 		t.Errorf("%d rows, want 6 (3 systems on map, 3 on count)", len(rows))

@@ -179,6 +179,15 @@ func runOne(ctx context.Context, b *brokerHandle, env Env, in Input, br, topo, s
 	// call; Kafka Streams meters its JVM and the broker itself, from
 	// RUNNING to consumed, leaving out the JVM's start.
 	s.Records = n
+	inProcess := sys == SystemBareLoop || sys == SystemStoat
+	var runtimeCPU benchbase.RuntimeCPU
+	if inProcess {
+		// The runtime accounts for its CPU at the end of a GC cycle: one
+		// now starts the account where the run starts (and hands the run
+		// a heap without the load's garbage, whichever system it is).
+		runtime.GC()
+		runtimeCPU = benchbase.ReadRuntimeCPU()
+	}
 	brokerMeter, self := meterPID(brokerPID), benchbase.ProcessCPU()
 	// The run carries pprof labels (system, topology), inherited by the
 	// goroutines it starts: a -cpuprofile of the comparison separates
@@ -193,9 +202,14 @@ func runOne(ctx context.Context, b *brokerHandle, env Env, in Input, br, topo, s
 			s.RecordsPerSec, s.CPU, s.BrokerCPU, err = runKStreams(ctx, env, topo, t, sys == SystemKStreams, brokerPID)
 		}
 	})
-	if sys == SystemBareLoop || sys == SystemStoat {
+	if inProcess {
 		s.CPU = benchbase.ProcessCPU() - self
 		s.BrokerCPU, _ = brokerMeter.stop()
+		// And one more cycle closes the account: the run's last cycles
+		// are in it, plus this one's (small: the run's garbage is gone
+		// with its system).
+		runtime.GC()
+		s.GCShare = benchbase.ReadRuntimeCPU().GCShare(runtimeCPU)
 	}
 	if err != nil {
 		s.Failed = err.Error()
