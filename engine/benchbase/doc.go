@@ -34,4 +34,8 @@
 //     (getrusage), PIDCPU another process's, all its threads, from
 //     /proc/<pid>/stat. On a two-core machine a run's rate is mostly the
 //     CPU it and its broker spend per record, so benchmarks report both.
+//   - RuntimeCPU is the Go runtime's own account of its CPU, settled at
+//     the end of each GC cycle: its GCShare between two readings is the
+//     share of the CPU the garbage collector took (a share only: the
+//     runtime counts a P's time, not the operating system's CPU time).
 package benchbase
