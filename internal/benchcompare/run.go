@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"strings"
 	"time"
 
@@ -191,8 +192,10 @@ func runOne(ctx context.Context, b *brokerHandle, env Env, in Input, br, topo, s
 	brokerMeter, self := meterPID(brokerPID), benchbase.ProcessCPU()
 	// The run carries pprof labels (system, topology), inherited by the
 	// goroutines it starts: a -cpuprofile of the comparison separates
-	// the systems with pprof -tagfocus.
+	// the systems with pprof -tagfocus, and is a region of an execution
+	// trace (benchcompare -trace), named "system topology".
 	pprof.Do(ctx, pprof.Labels("system", sys, "topology", topo), func(ctx context.Context) {
+		defer trace.StartRegion(ctx, sys+" "+topo).End()
 		switch sys {
 		case SystemBareLoop:
 			s.RecordsPerSec, err = runBareLoop(ctx, env, t, n)

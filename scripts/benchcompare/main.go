@@ -24,6 +24,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"strconv"
 	"strings"
 	"syscall"
@@ -70,6 +71,7 @@ func run() int {
 	kstreams := fs.Bool("kstreams", true, "run Kafka Streams too (needs a JDK and Maven)")
 	inProcess := fs.Bool("embedded-inprocess", false, "run the embedded broker inside this process, not in a child process per run (decision 0019)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole comparison to `file`; each run carries the pprof labels system and topology")
+	traceOut := fs.String("trace", "", "write an execution trace of the whole comparison to `file` (where goroutines wait and cores idle; read it with go tool trace)")
 	latency := fs.Duration("latency", 10*time.Second, "how long each latency run offers load; 0 skips latency")
 	memKeys := fs.String("memory-keys", envString("STOATCTL_BENCH_MEMORY_KEYS", "1000000"), "key counts of the memory figures, e.g. 1000000,10000000; empty skips them ($STOATCTL_BENCH_MEMORY_KEYS)")
 	timeout := fs.Duration("timeout", 10*time.Minute, "longest one system's run may take")
@@ -90,6 +92,19 @@ func run() int {
 			return 2
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if *traceOut != "" {
+		f, err := os.Create(*traceOut)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "benchcompare: -trace: %v\n", err)
+			return 2
+		}
+		defer f.Close()
+		if err := trace.Start(f); err != nil {
+			fmt.Fprintf(os.Stderr, "benchcompare: -trace %s: %v\n", *traceOut, err)
+			return 2
+		}
+		defer trace.Stop()
 	}
 	var mem []int
 	for _, f := range strings.FieldsFunc(*memKeys, func(r rune) bool { return r == ',' }) {
