@@ -622,9 +622,13 @@ func (r *runner) record(ctx context.Context, o *task.Output, s *recordSlab) (*kg
 		rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: h.Key, Value: h.Value})
 	}
 	if o.Partition < 0 {
-		n, err := r.partitionCount(ctx, o.Topic)
-		if err != nil {
-			return nil, err
+		n := s.parts
+		if n == 0 || o.Topic != s.partsTopic {
+			var err error
+			if n, err = r.partitionCount(ctx, o.Topic); err != nil {
+				return nil, err
+			}
+			s.partsTopic, s.parts = o.Topic, n
 		}
 		switch {
 		case o.Key == nil:

@@ -85,3 +85,29 @@ func TestRecordFromSlab(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordPartitionsByTopic: the slab remembers the partition count of
+// the last topic a keyed record without a partition went to; records to
+// topics of different counts, in runs and interleaved, each land in a
+// partition of their own topic, picked by the key's hash over its count.
+func TestRecordPartitionsByTopic(t *testing.T) {
+	r := &runner{}
+	counts := map[string]int32{"wide": 64, "narrow": 1, "mid": 3}
+	r.sinkParts.Store(&counts)
+	ctx := context.Background()
+	var slab recordSlab
+	topics := []string{"wide", "wide", "narrow", "wide", "mid", "mid", "narrow", "narrow", "wide"}
+	for round := range 50 {
+		for i, topic := range topics {
+			key := []byte(fmt.Sprintf("key-%d-%d", round, i))
+			o := task.Output{Topic: topic, Partition: -1, Key: key}
+			rec, err := r.record(ctx, &o, &slab)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := int32(lane.For(key, int(counts[topic]))); rec.Partition != want {
+				t.Fatalf("round %d, record %d to %s: partition %d, want %d (of %d)", round, i, topic, rec.Partition, want, counts[topic])
+			}
+		}
+	}
+}

@@ -27,6 +27,13 @@ const (
 type recordSlab struct {
 	recs []kgo.Record
 	hdrs []kgo.RecordHeader
+
+	// partsTopic and parts are the partition count of the topic the last
+	// record without a partition went to: outputs come in runs to one
+	// topic, and the runner's map of counts costs a string hash and a
+	// lookup a record (runner.record).
+	partsTopic string
+	parts      int32
 }
 
 // next is a zero record with room for headers headers: Headers is empty

@@ -41,9 +41,14 @@ type session struct {
 	// under freshMu: end waits for fresh ones, see
 	// kgotxn.AwaitProduceMetadata. A topic is fresh only once per run,
 	// so the lookup is all a record pays.
-	stored  atomic.Pointer[map[string]bool]
-	freshMu sync.Mutex
-	fresh   map[string]int32
+	stored atomic.Pointer[map[string]bool]
+	// lastStored is the last topic noteTopic found stored (stored only
+	// grows): outputs come in runs to one topic, so most records need
+	// no lookup. Only the committer produces, so only it reads and
+	// writes this.
+	lastStored string
+	freshMu    sync.Mutex
+	fresh      map[string]int32
 
 	// guarded counts the guarded calls. It is a plain int on purpose,
 	// touched only while holding mu: should a call ever bypass the mutex, the race
@@ -164,7 +169,11 @@ func (s *session) noteTopic(rec *kgo.Record) {
 	if topic == "" { // the client fills in its default produce topic
 		topic, _ = s.cl.OptValue(kgo.DefaultProduceTopic).(string)
 	}
+	if topic != "" && topic == s.lastStored {
+		return
+	}
 	if m := s.stored.Load(); m != nil && (*m)[topic] {
+		s.lastStored = topic
 		return
 	}
 	s.freshMu.Lock()
