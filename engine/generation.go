@@ -551,12 +551,21 @@ func (g *generation) close() {
 
 // dispatch queues a source record for its lane; flush sends what is
 // queued.
-func (g *generation) dispatch(sub int, in *task.Input, laneIdx int) error {
+// slot appends a source record to the batch of lane laneIdx of
+// sub-topology sub and returns its input, for the dispatcher to fill in
+// before it calls sendFull.
+func (g *generation) slot(sub, laneIdx int) (*task.Input, *laneRun) {
 	l := g.subs[sub].lanes[laneIdx]
 	if g.batches == nil {
 		g.batches = make([][]lanes.Item, len(g.lanes))
 	}
-	g.batches[l.gid] = lanes.AppendSource(g.batches[l.gid], in)
+	var in *task.Input
+	g.batches[l.gid], in = lanes.AppendSource(g.batches[l.gid])
+	return in, l
+}
+
+// sendFull hands l its batch once the batch is full.
+func (g *generation) sendFull(l *laneRun) error {
 	if len(g.batches[l.gid]) >= g.batchMax {
 		return g.send(l)
 	}

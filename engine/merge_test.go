@@ -29,7 +29,11 @@ func TestNextOldest(t *testing.T) {
 		var got []string
 		for len(heads) > 0 {
 			var rec *kgo.Record
-			heads, _, rec = nextOldest(heads)
+			var ts int64
+			heads, _, rec, ts = nextOldest(heads)
+			if ts != rec.Timestamp.UnixMilli() {
+				t.Fatalf("%s%d@%d: timestamp %d, want %d", rec.Topic, rec.Partition, rec.Offset, ts, rec.Timestamp.UnixMilli())
+			}
 			got = append(got, fmt.Sprintf("%s%d@%d", rec.Topic, rec.Partition, rec.Offset))
 		}
 		want := []string{"b1@0", "a0@0", "a1@0", "b0@0", "a1@1", "b0@1", "a0@1"}
@@ -63,7 +67,11 @@ func TestNextOldest(t *testing.T) {
 			var got []*kgo.Record
 			for len(heads) > 0 {
 				var rec *kgo.Record
-				heads, _, rec = nextOldest(heads)
+				var ts int64
+				heads, _, rec, ts = nextOldest(heads)
+				if ts != rec.Timestamp.UnixMilli() {
+					t.Fatalf("%s%d@%d: timestamp %d, want %d", rec.Topic, rec.Partition, rec.Offset, ts, rec.Timestamp.UnixMilli())
+				}
 				got = append(got, rec)
 			}
 			slices.SortStableFunc(all, func(a, b *kgo.Record) int {

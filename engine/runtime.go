@@ -751,8 +751,9 @@ func (r *runner) dispatchMerged(fetches kgo.Fetches) error {
 	for len(heads) > 0 {
 		var h *mergeHead
 		var rec *kgo.Record
-		heads, h, rec = nextOldest(heads)
-		if err := r.dispatchOne(rec, h.sub); err != nil {
+		var ts int64
+		heads, h, rec, ts = nextOldest(heads)
+		if err := r.dispatchOne(rec, ts, h.sub); err != nil {
 			return err
 		}
 		h.next = rec.Offset + 1
@@ -790,8 +791,9 @@ func newMergeHead(topic string, partition int32, recs []*kgo.Record) *mergeHead 
 // the first record of the head whose first record is oldest, ties going
 // to the smaller topic name, then the smaller partition, so that a
 // partition is never reordered and the order across partitions is one
-// rule. It returns heads without the head it emptied.
-func nextOldest(heads []*mergeHead) ([]*mergeHead, *mergeHead, *kgo.Record) {
+// rule. It returns heads without the head it emptied, and the record's
+// timestamp in milliseconds.
+func nextOldest(heads []*mergeHead) ([]*mergeHead, *mergeHead, *kgo.Record, int64) {
 	best := 0
 	for i := 1; i < len(heads); i++ {
 		a, b := heads[i], heads[best]
@@ -800,25 +802,23 @@ func nextOldest(heads []*mergeHead) ([]*mergeHead, *mergeHead, *kgo.Record) {
 		}
 	}
 	h := heads[best]
-	rec := h.recs[0]
+	rec, ts := h.recs[0], h.ts
 	h.recs = h.recs[1:]
 	if len(h.recs) == 0 {
 		heads = slices.Delete(heads, best, best+1)
 	} else {
 		h.ts = h.recs[0].Timestamp.UnixMilli()
 	}
-	return heads, h, rec
+	return heads, h, rec, ts
 }
 
-// dispatchOne hands rec to its lane of sub-topology sub.
-func (r *runner) dispatchOne(rec *kgo.Record, sub int) error {
-	in := task.Input{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset, Key: rec.Key, Value: rec.Value,
-		Timestamp: rec.Timestamp.UnixMilli()}
-	for _, h := range rec.Headers {
-		in.Headers = append(in.Headers, headerOf(h.Key, h.Value))
-	}
+// dispatchOne hands rec, whose timestamp is ts milliseconds, to its lane
+// of sub-topology sub. The input is written where the lane will read it,
+// in the lane's batch.
+func (r *runner) dispatchOne(rec *kgo.Record, ts int64, sub int) error {
 	n := len(r.gen.subs[sub].lanes)
 	var idx int
+	var hash int32
 	if rec.Key == nil {
 		// A null key has no lane of its own; spreading them keeps one
 		// lane from taking every keyless record.
@@ -826,10 +826,16 @@ func (r *runner) dispatchOne(rec *kgo.Record, sub int) error {
 	} else {
 		// Hashed once: the record's outputs under the same key bytes are
 		// partitioned by it too (task.Input.KeyHash).
-		in.KeyHash, in.KeyHashed = lane.Murmur2(rec.Key), true
-		idx = lane.For32(in.KeyHash, n)
+		hash = lane.Murmur2(rec.Key)
+		idx = lane.For32(hash, n)
 	}
-	if err := r.gen.dispatch(sub, &in, idx); err != nil {
+	in, l := r.gen.slot(sub, idx)
+	in.Topic, in.Partition, in.Offset, in.Key, in.Value, in.Timestamp = rec.Topic, rec.Partition, rec.Offset, rec.Key, rec.Value, ts
+	in.KeyHash, in.KeyHashed = hash, rec.Key != nil
+	for _, h := range rec.Headers {
+		in.Headers = append(in.Headers, headerOf(h.Key, h.Value))
+	}
+	if err := r.gen.sendFull(l); err != nil {
 		return err
 	}
 	r.dispatched++

@@ -49,12 +49,12 @@ func SourceRecord(in task.Input) Item {
 	return Item{kind: itemRecord, from: 0, in: in, floor: noPin, source: true}
 }
 
-// AppendSource appends SourceRecord(*in) to batch, copying the input once
-// (the dispatcher's path, once a record).
-func AppendSource(batch []Item, in *task.Input) []Item {
+// AppendSource appends SourceRecord of an empty input to batch and returns
+// the input, for the dispatcher to fill in where it lies: a record is
+// written once, into its batch, not built and then copied there.
+func AppendSource(batch []Item) ([]Item, *task.Input) {
 	batch = append(batch, Item{kind: itemRecord, from: 0, floor: noPin, source: true})
-	batch[len(batch)-1].in = *in
-	return batch
+	return batch, &batch[len(batch)-1].in
 }
 
 // BatchSize is how many records the dispatcher hands a lane at once: one

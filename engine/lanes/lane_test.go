@@ -292,12 +292,15 @@ func TestLaneReportWaitsForHeldCredit(t *testing.T) {
 	}
 }
 
-// TestAppendSource: the dispatcher's append makes the item SourceRecord
-// makes, behind what the batch held.
+// TestAppendSource: the dispatcher's append, filled in, makes the item
+// SourceRecord makes, behind what the batch held, in a recycled batch too.
 func TestAppendSource(t *testing.T) {
 	in := task.Input{Topic: "in", Partition: 3, Offset: 7, Key: []byte("k"), Value: []byte("v"), Timestamp: 100, KeyHash: 42, KeyHashed: true}
 	first := task.Input{Topic: "in", Offset: 6}
-	batch := lanes.AppendSource(lanes.AppendSource(lanes.NewBatch(), &first), &in)
+	batch, slot := lanes.AppendSource(lanes.NewBatch())
+	*slot = first
+	batch, slot = lanes.AppendSource(batch)
+	*slot = in
 	if len(batch) != 2 {
 		t.Fatalf("%d items, want 2", len(batch))
 	}
