@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/stoatflow/stoatctl/engine/processor"
+	"github.com/stoatflow/stoatctl/engine/task"
 )
 
 // TestOutArena: the arena's slices are as long as asked, with no room
@@ -33,5 +34,27 @@ func TestOutArena(t *testing.T) {
 	}
 	if big := a.bytes(10_000); len(big) != 10_000 {
 		t.Fatalf("a request over a block: %d bytes", len(big))
+	}
+}
+
+// TestAppendSourceRecycled: a batch handed back (putBatch) and taken again
+// (NewBatch) gives AppendSource empty inputs, however full the batch was:
+// AppendSource takes the room past a batch's length as it is.
+func TestAppendSourceRecycled(t *testing.T) {
+	for round := range 3 {
+		batch := NewBatch()
+		for i := range BatchSize + 3 { // past its room: the append path too
+			var in *task.Input
+			batch, in = AppendSource(batch)
+			if in.Topic != "" || in.Key != nil || in.Value != nil || in.Headers != nil || in.Offset != 0 || in.KeyHashed {
+				t.Fatalf("round %d, item %d: the new input is not empty: %+v", round, i, *in)
+			}
+			if it := batch[len(batch)-1]; it.kind != itemRecord || it.from != 0 || it.floor != noPin || !it.source || it.b != nil {
+				t.Fatalf("round %d, item %d: %+v, not a source record", round, i, it)
+			}
+			*in = task.Input{Topic: "in", Offset: int64(i), Key: []byte("k"), Value: []byte("v"), KeyHashed: true,
+				Headers: processor.Headers{{Key: "h"}}}
+		}
+		putBatch(batch)
 	}
 }

@@ -51,10 +51,19 @@ func SourceRecord(in task.Input) Item {
 
 // AppendSource appends SourceRecord of an empty input to batch and returns
 // the input, for the dispatcher to fill in where it lies: a record is
-// written once, into its batch, not built and then copied there.
+// written once, into its batch, not built and then copied there. The
+// room of batch past its length must be zero, as NewBatch's is (a
+// recycled batch is cleared whole): the new item takes it as it is.
 func AppendSource(batch []Item) ([]Item, *task.Input) {
-	batch = append(batch, Item{kind: itemRecord, from: 0, floor: noPin, source: true})
-	return batch, &batch[len(batch)-1].in
+	n := len(batch)
+	if n < cap(batch) {
+		batch = batch[:n+1]
+	} else {
+		batch = append(batch, Item{})
+	}
+	it := &batch[n]
+	it.kind, it.floor, it.source = itemRecord, noPin, true
+	return batch, &it.in
 }
 
 // BatchSize is how many records the dispatcher hands a lane at once: one
