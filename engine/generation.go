@@ -549,11 +549,10 @@ func (g *generation) close() {
 	g.closeLocal()
 }
 
-// dispatch queues a source record for its lane; flush sends what is
+// slot queues a source record for lane laneIdx of sub-topology sub: it
+// appends the record to the lane's batch and returns its input, for the
+// dispatcher to fill in before it calls sendFull. flush sends what is
 // queued.
-// slot appends a source record to the batch of lane laneIdx of
-// sub-topology sub and returns its input, for the dispatcher to fill in
-// before it calls sendFull.
 func (g *generation) slot(sub, laneIdx int) (*task.Input, *laneRun) {
 	l := g.subs[sub].lanes[laneIdx]
 	if g.batches == nil {
