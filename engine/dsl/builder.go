@@ -3,6 +3,7 @@ package dsl
 import (
 	"fmt"
 
+	"github.com/stoatflow/stoatctl/engine/internal/hop"
 	"github.com/stoatflow/stoatctl/engine/processor"
 	"github.com/stoatflow/stoatctl/engine/serde"
 	"github.com/stoatflow/stoatctl/engine/topology"
@@ -83,6 +84,27 @@ func stateless(fn func(ctx processor.Context[any, any], rec processor.Erased) er
 func keyKeeping(fn func(ctx processor.Context[any, any], rec processor.Erased) error) processor.Supplier {
 	return func() processor.Untyped { return &funcProc{fn: fn, keeps: true} }
 }
+
+// hopProc is funcProc for an operation that computes values of type VR
+// and may write them straight to the plain sink after it (package hop):
+// its hop is taken once, at Init, from the node's context, and is nil
+// where the operation forwards.
+type hopProc[VR any] struct {
+	ctx   processor.Context[any, any]
+	sink  hop.Sink[VR]
+	fn    func(ctx processor.Context[any, any], rec processor.Erased, sink hop.Sink[VR]) error
+	keeps bool
+}
+
+// PreservesKey implements processor.KeyPreserving.
+func (p *hopProc[VR]) PreservesKey() bool { return p.keeps }
+
+func (p *hopProc[VR]) Init(ctx processor.Context[any, any]) error {
+	p.ctx, p.sink = ctx, hop.ToSink[VR](ctx)
+	return nil
+}
+func (p *hopProc[VR]) Process(rec processor.Erased) error { return p.fn(p.ctx, rec, p.sink) }
+func (p *hopProc[VR]) Close() error                       { return nil }
 
 // narrow converts an erased record's key and value to K and V.
 func narrow[K, V any](rec processor.Erased) (K, V, error) {

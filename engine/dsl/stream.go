@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"slices"
 
+	"github.com/stoatflow/stoatctl/engine/internal/hop"
 	"github.com/stoatflow/stoatctl/engine/processor"
 	"github.com/stoatflow/stoatctl/engine/serde"
 	"github.com/stoatflow/stoatctl/engine/topology"
@@ -59,14 +60,35 @@ func (s KStream[K, V]) derive(node string) KStream[K, V] {
 }
 
 func (s KStream[K, V]) add(prefix string, opts []Named, fn func(processor.Context[any, any], processor.Erased) error) string {
-	name := s.b.newName(prefix, opts)
 	supplier := stateless(fn)
-	switch prefix {
-	case filterPrefix, peekPrefix, foreachPrefix, mapValuesPrefix, flatMapValuesPrefix:
+	if keepsKey(prefix) {
 		supplier = keyKeeping(fn)
 	}
+	return s.addSupplier(prefix, opts, supplier)
+}
+
+func (s KStream[K, V]) addSupplier(prefix string, opts []Named, supplier processor.Supplier) string {
+	name := s.b.newName(prefix, opts)
 	s.b.t.AddProcessor(name, supplier, s.node)
 	return name
+}
+
+// keepsKey says the operation of prefix forwards records under the key
+// it received.
+func keepsKey(prefix string) bool {
+	switch prefix {
+	case filterPrefix, peekPrefix, foreachPrefix, mapValuesPrefix, flatMapValuesPrefix:
+		return true
+	}
+	return false
+}
+
+// addHopping adds an operation that computes new values of type VR: fn
+// writes each through sink, the hop to a plain sink after the operation,
+// or forwards it where sink is nil (package hop).
+func addHopping[K, V, VR any](s KStream[K, V], prefix string, opts []Named, fn func(processor.Context[any, any], processor.Erased, hop.Sink[VR]) error) string {
+	keeps := keepsKey(prefix)
+	return s.addSupplier(prefix, opts, func() processor.Untyped { return &hopProc[VR]{fn: fn, keeps: keeps} })
 }
 
 // Filter keeps the records pred accepts.
@@ -199,12 +221,16 @@ func (s KStream[K, V]) produced(ps []Produced[K, V]) Produced[K, V] {
 // Map replaces each record's key and value. The key may change, so the next
 // key-dependent operation re-keys.
 func Map[K, V, KR, VR any](s KStream[K, V], fn func(K, V) (KR, VR), named ...Named) KStream[KR, VR] {
-	name := s.add(mapPrefix, named, func(ctx processor.Context[any, any], rec processor.Erased) error {
+	name := addHopping(s, mapPrefix, named, func(ctx processor.Context[any, any], rec processor.Erased, sink hop.Sink[VR]) error {
 		k, v, err := narrow[K, V](rec)
 		if err != nil {
 			return err
 		}
 		nk, nv := fn(k, v)
+		if sink != nil {
+			sink(nk, nv, rec.Timestamp, rec.Headers)
+			return nil
+		}
 		ctx.Forward(processor.Erased{Key: nk, Value: nv, Timestamp: rec.Timestamp, Headers: rec.Headers})
 		return nil
 	})
@@ -214,12 +240,17 @@ func Map[K, V, KR, VR any](s KStream[K, V], fn func(K, V) (KR, VR), named ...Nam
 // MapValues replaces each record's value; the key, and so the partitioning,
 // stays.
 func MapValues[K, V, VR any](s KStream[K, V], fn func(K, V) VR, named ...Named) KStream[K, VR] {
-	name := s.add(mapValuesPrefix, named, func(ctx processor.Context[any, any], rec processor.Erased) error {
+	name := addHopping(s, mapValuesPrefix, named, func(ctx processor.Context[any, any], rec processor.Erased, sink hop.Sink[VR]) error {
 		k, v, err := narrow[K, V](rec)
 		if err != nil {
 			return err
 		}
-		rec.Value = fn(k, v)
+		nv := fn(k, v)
+		if sink != nil {
+			sink(rec.Key, nv, rec.Timestamp, rec.Headers)
+			return nil
+		}
+		rec.Value = nv
 		ctx.Forward(rec)
 		return nil
 	})
@@ -257,12 +288,16 @@ func FlatMap[K, V, KR, VR any](s KStream[K, V], fn func(K, V) []KeyValue[KR, VR]
 
 // FlatMapValues turns each record into zero or more records with its key.
 func FlatMapValues[K, V, VR any](s KStream[K, V], fn func(K, V) []VR, named ...Named) KStream[K, VR] {
-	name := s.add(flatMapValuesPrefix, named, func(ctx processor.Context[any, any], rec processor.Erased) error {
+	name := addHopping(s, flatMapValuesPrefix, named, func(ctx processor.Context[any, any], rec processor.Erased, sink hop.Sink[VR]) error {
 		k, v, err := narrow[K, V](rec)
 		if err != nil {
 			return err
 		}
 		for _, nv := range fn(k, v) {
+			if sink != nil {
+				sink(rec.Key, nv, rec.Timestamp, rec.Headers)
+				continue
+			}
 			ctx.Forward(processor.Erased{Key: rec.Key, Value: nv, Timestamp: rec.Timestamp, Headers: rec.Headers})
 		}
 		return nil

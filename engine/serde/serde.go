@@ -129,6 +129,16 @@ func (e erased[T]) deserializeBorrowedAny(topic string, data []byte) (any, error
 	return e.s.Deserialize(topic, data)
 }
 
+// Typed returns the Serde[T] that a was erased from; false when a is not
+// the erasure of a Serde[T] (another type, or an Any written as one).
+func Typed[T any](a Any) (Serde[T], bool) {
+	e, ok := a.(erased[T])
+	if !ok {
+		return nil, false
+	}
+	return e.s, true
+}
+
 // Unwrap returns the typed serde behind an erased one, for callers that
 // need to compare serdes or reach their options.
 func (e erased[T]) Unwrap() any { return e.s }

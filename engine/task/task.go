@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stoatflow/stoatctl/engine/config"
+	"github.com/stoatflow/stoatctl/engine/internal/hop"
 	"github.com/stoatflow/stoatctl/engine/lane"
 	"github.com/stoatflow/stoatctl/engine/metrics"
 	"github.com/stoatflow/stoatctl/engine/processor"
@@ -744,16 +745,13 @@ func (t *Task) sink(nd *node, rec processor.Erased) error {
 			return fmt.Errorf("sink %s: topic chooser returned an empty topic", nd.name)
 		}
 	}
-	if rec.Timestamp < 0 {
-		return fmt.Errorf("sink %s: topic %s: record has negative timestamp %d", nd.name, topic, rec.Timestamp)
-	}
-	k, passed, err := t.sinkKey(spec.KeySerde, topic, rec.Key)
+	k, passed, err := t.sinkHead(nd, topic, rec.Key, rec.Timestamp)
 	if err != nil {
-		return fmt.Errorf("sink %s: serialize key for topic %s with serde %s: %w", nd.name, topic, spec.KeySerde.Name(), err)
+		return err
 	}
 	v, err := spec.ValueSerde.SerializeAny(topic, rec.Value)
 	if err != nil {
-		return fmt.Errorf("sink %s: serialize value for topic %s with serde %s: %w", nd.name, topic, spec.ValueSerde.Name(), err)
+		return sinkValueError(nd, topic, err)
 	}
 	partition := int32(-1)
 	if spec.Partitioner != nil {
@@ -761,7 +759,30 @@ func (t *Task) sink(nd *node, rec processor.Erased) error {
 			partition = p
 		}
 	}
-	o := Output{Topic: topic, Partition: partition, Key: k, Value: v, Timestamp: rec.Timestamp, Headers: rec.Headers, Boundary: nd.spec.Boundary}
+	return t.sinkSend(nd, topic, partition, k, passed, v, rec.Timestamp, rec.Headers)
+}
+
+// sinkHead is a sink's work before the value: the timestamp's check and
+// the key's encoding.
+func (t *Task) sinkHead(nd *node, topic string, key any, timestamp int64) (k []byte, passed bool, err error) {
+	if timestamp < 0 {
+		return nil, false, fmt.Errorf("sink %s: topic %s: record has negative timestamp %d", nd.name, topic, timestamp)
+	}
+	s := nd.spec.Sink.KeySerde
+	k, passed, err = t.sinkKey(s, topic, key)
+	if err != nil {
+		return nil, false, fmt.Errorf("sink %s: serialize key for topic %s with serde %s: %w", nd.name, topic, s.Name(), err)
+	}
+	return k, passed, nil
+}
+
+func sinkValueError(nd *node, topic string, err error) error {
+	return fmt.Errorf("sink %s: serialize value for topic %s with serde %s: %w", nd.name, topic, nd.spec.Sink.ValueSerde.Name(), err)
+}
+
+// sinkSend hands an encoded sink record to the collector.
+func (t *Task) sinkSend(nd *node, topic string, partition int32, k []byte, passed bool, v []byte, timestamp int64, headers processor.Headers) error {
+	o := Output{Topic: topic, Partition: partition, Key: k, Value: v, Timestamp: timestamp, Headers: headers, Boundary: nd.spec.Boundary}
 	if passed && t.rc.laneHashed {
 		o.KeyHash, o.KeyHashed = t.rc.laneHash, true
 	}
@@ -769,6 +790,41 @@ func (t *Task) sink(nd *node, rec processor.Erased) error {
 		return fmt.Errorf("sink %s: send to topic %s: %w", nd.name, topic, err)
 	}
 	return nil
+}
+
+// sinkTarget is nd's only child as a hop.Target, when it is a plain sink
+// (package hop): sink's work before and after the value's encoding, in
+// sink's order, with its errors charged to the sink node as run charges
+// them.
+func (t *Task) sinkTarget(nd *node) (hop.Target, bool) {
+	if len(nd.children) != 1 || nd.children[0].spec.Kind != topology.SinkNode {
+		return hop.Target{}, false
+	}
+	sn := nd.children[0]
+	spec := sn.spec.Sink
+	if spec.Chooser != nil || spec.Partitioner != nil {
+		return hop.Target{}, false
+	}
+	topic := spec.Topic
+	head := func(key any, timestamp int64) ([]byte, bool, bool) {
+		k, passed, err := t.sinkHead(sn, topic, key, timestamp)
+		if err != nil {
+			t.handleProcessingError(sn, err)
+			return nil, false, false
+		}
+		return k, passed, true
+	}
+	finish := func(k []byte, passed bool, v []byte, err error, timestamp int64, headers processor.Headers) {
+		if err != nil {
+			err = sinkValueError(sn, topic, err)
+		} else {
+			err = t.sinkSend(sn, topic, -1, k, passed, v, timestamp, headers)
+		}
+		if err != nil {
+			t.handleProcessingError(sn, err)
+		}
+	}
+	return hop.Target{Topic: topic, ValueSerde: spec.ValueSerde, Failed: func() bool { return t.failed != nil }, Head: head, Finish: finish}, true
 }
 
 // sinkKey serializes a sink record's key. A String key equal to the one
@@ -858,6 +914,9 @@ func (c *nodeContext) IsLate() bool {
 }
 func (c *nodeContext) Commit()                      {}
 func (c *nodeContext) AppConfig() map[string]string { return c.t.built.Config.Map() }
+
+// SinkTarget implements hop.Offerer.
+func (c *nodeContext) SinkTarget() (hop.Target, bool) { return c.t.sinkTarget(c.node) }
 
 func (c *nodeContext) Forward(rec processor.Record[any, any]) {
 	t := c.t
