@@ -85,26 +85,64 @@ func keyKeeping(fn func(ctx processor.Context[any, any], rec processor.Erased) e
 	return func() processor.Untyped { return &funcProc{fn: fn, keeps: true} }
 }
 
-// hopProc is funcProc for an operation that computes values of type VR
-// and may write them straight to the plain sink after it (package hop):
-// its hop is taken once, at Init, from the node's context, and is nil
-// where the operation forwards.
-type hopProc[VR any] struct {
+// hopProc is funcProc for an operation that takes records of types K, V
+// and computes records of types KR, VR: it offers the source before it an
+// entry, and takes a hop to the plain sink after it, when the runtime
+// offers one, once, at Init (package hop). body is the operation, run on
+// every record whichever way it came; it writes through sink where that
+// is set and forwards where it is nil.
+type hopProc[K, V, KR, VR any] struct {
 	ctx   processor.Context[any, any]
-	sink  hop.Sink[VR]
-	fn    func(ctx processor.Context[any, any], rec processor.Erased, sink hop.Sink[VR]) error
+	sink  hop.Sink[KR, VR]
+	body  func(ctx processor.Context[any, any], sink hop.Sink[KR, VR], rec typed[K, V]) error
 	keeps bool
 }
 
-// PreservesKey implements processor.KeyPreserving.
-func (p *hopProc[VR]) PreservesKey() bool { return p.keeps }
+// typed is a record with its key and value typed. null says it has no
+// key (key is K's zero value); boxed is the key as the erased path
+// carried it, nil where it came through an entry.
+type typed[K, V any] struct {
+	key       K
+	null      bool
+	boxed     any
+	value     V
+	timestamp int64
+	headers   processor.Headers
+}
 
-func (p *hopProc[VR]) Init(ctx processor.Context[any, any]) error {
-	p.ctx, p.sink = ctx, hop.ToSink[VR](ctx)
+// erasedKey is the key as Forward takes it: the erased path's own, or,
+// for a record that came through an entry, boxed now.
+func (r typed[K, V]) erasedKey() any {
+	if r.boxed != nil || r.null {
+		return r.boxed
+	}
+	return r.key
+}
+
+// PreservesKey implements processor.KeyPreserving.
+func (p *hopProc[K, V, KR, VR]) PreservesKey() bool { return p.keeps }
+
+func (p *hopProc[K, V, KR, VR]) Init(ctx processor.Context[any, any]) error {
+	p.ctx, p.sink = ctx, hop.ToSink[KR, VR](ctx)
 	return nil
 }
-func (p *hopProc[VR]) Process(rec processor.Erased) error { return p.fn(p.ctx, rec, p.sink) }
-func (p *hopProc[VR]) Close() error                       { return nil }
+
+func (p *hopProc[K, V, KR, VR]) Process(rec processor.Erased) error {
+	k, v, err := narrow[K, V](rec)
+	if err != nil {
+		return err
+	}
+	return p.body(p.ctx, p.sink, typed[K, V]{key: k, null: rec.Key == nil, boxed: rec.Key, value: v, timestamp: rec.Timestamp, headers: rec.Headers})
+}
+
+// Entry implements hop.Taker.
+func (p *hopProc[K, V, KR, VR]) Entry(keySerde, valueSerde serde.Any) (hop.Entry, bool) {
+	return hop.NewEntry(keySerde, valueSerde, func(k K, null bool, v V, timestamp int64, headers processor.Headers) error {
+		return p.body(p.ctx, p.sink, typed[K, V]{key: k, null: null, value: v, timestamp: timestamp, headers: headers})
+	})
+}
+
+func (p *hopProc[K, V, KR, VR]) Close() error { return nil }
 
 // narrow converts an erased record's key and value to K and V.
 func narrow[K, V any](rec processor.Erased) (K, V, error) {

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"slices"
 	"strings"
 	"testing"
 
@@ -14,27 +13,21 @@ import (
 	"github.com/stoatflow/stoatctl/testdriver"
 )
 
-// tracedSerde is a String serde that refuses "bad" (as a key or a
-// value) and counts its calls, and those made from a hop (package
-// engine/internal/hop), so that a test knows which path wrote a record
-// and that a hop encodes no more than the sink would have.
-type tracedSerde struct{ calls, hopped *int }
+// tracedSerde is a String serde that refuses "bad" to encode and
+// "undecodable" to decode, and counts its calls, and those made through a
+// hop or an entry (package engine/internal/hop), so that a test knows
+// which path a record took and that a typed edge calls the serde as the
+// erased path would have.
+type tracedSerde struct{ c *serdeCalls }
+
+type serdeCalls struct{ encode, hopped, decode, entered int }
 
 func (s tracedSerde) Name() string { return "traced" }
 
 func (s tracedSerde) Serialize(_ string, v string) ([]byte, error) {
-	*s.calls++
-	pcs := make([]uintptr, 16)
-	frames := runtime.CallersFrames(pcs[:runtime.Callers(2, pcs)])
-	for {
-		f, more := frames.Next()
-		if strings.Contains(f.Function, "/engine/internal/hop.ToSink") {
-			*s.hopped++
-			break
-		}
-		if !more {
-			break
-		}
+	s.c.encode++
+	if calledFrom("/engine/internal/hop.ToSink") {
+		s.c.hopped++
 	}
 	if v == "bad" {
 		return nil, errors.New("bad is not written")
@@ -42,15 +35,61 @@ func (s tracedSerde) Serialize(_ string, v string) ([]byte, error) {
 	return []byte(v), nil
 }
 
-func (s tracedSerde) Deserialize(_ string, b []byte) (string, error) { return string(b), nil }
+func (s tracedSerde) Deserialize(_ string, b []byte) (string, error) {
+	s.c.decode++
+	if calledFrom("/engine/internal/hop.(*entry") {
+		s.c.entered++
+	}
+	if string(b) == "undecodable" {
+		return "", errors.New("undecodable is not read")
+	}
+	return string(b), nil
+}
 
-// TestHopMatchesForward runs each operation that writes through a hop
-// twice: to a plain sink, which its records take the hop to, and to the
-// same sink with a partitioner that always declines, which makes the sink
-// not plain and the records forwarded. Both must write the same records
-// and fail the same way, under either processing handler; the traced
-// serde proves which path each run took.
-func TestHopMatchesForward(t *testing.T) {
+// calledFrom says whether a function whose name contains fn is on the
+// caller's stack.
+func calledFrom(fn string) bool {
+	pcs := make([]uintptr, 16)
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(3, pcs)])
+	for {
+		f, more := frames.Next()
+		if strings.Contains(f.Function, fn) {
+			return true
+		}
+		if !more {
+			return false
+		}
+	}
+}
+
+// null stands for a null key or value in the tests' inputs and outputs.
+const null = "<null>"
+
+func bytesOf(s string) []byte {
+	if s == null {
+		return nil
+	}
+	return []byte(s)
+}
+
+// typedEdges says which typed edges a run's topology allows: an entry
+// from the source, a hop to the sink.
+type typedEdges struct{ entry, hop bool }
+
+func (e typedEdges) String() string { return fmt.Sprintf("entry=%v hop=%v", e.entry, e.hop) }
+
+// TestTypedEdgesMatchErased runs each operation that offers typed edges
+// through four topologies that differ only in which edges they allow.
+// The entry is refused by a second child of the source (a Foreach that
+// does nothing), the hop by a partitioner on the sink that always
+// declines. All four must write the same records and fail the same way,
+// with the same serde calls, under either processing handler, for keys
+// and values that are null, empty, refused by the source's serde or the
+// sink's, timestamps the default extractor rejects and a custom extractor
+// that reads keys and values; with the String serde for keys (which a
+// sink writes as they came) or another; the traced serdes prove which
+// path each run took.
+func TestTypedEdgesMatchErased(t *testing.T) {
 	ops := []struct {
 		name  string
 		build func(s dsl.KStream[string, string], p dsl.Produced[string, string])
@@ -61,68 +100,114 @@ func TestHopMatchesForward(t *testing.T) {
 		{"map", func(s dsl.KStream[string, string], p dsl.Produced[string, string]) {
 			dsl.Map(s, func(k, v string) (string, string) { return strings.TrimSuffix(v, "!"), k }).To("out", p)
 		}},
+		{"map keeping the key", func(s dsl.KStream[string, string], p dsl.Produced[string, string]) {
+			dsl.Map(s, func(k, v string) (string, string) { return k, v + "." }).To("out", p)
+		}},
 		{"flatMapValues", func(s dsl.KStream[string, string], p dsl.Produced[string, string]) {
 			dsl.FlatMapValues(s, func(k, v string) []string { return strings.Split(v, " ") }).To("out", p)
 		}},
 	}
-	inputs := [][]kv{
-		{{"a", "one"}, {"b", "two!"}, {"a", "three"}},
-		{{"a", "x y z"}, {"b", ""}},
-		{{"a", "one"}, {"b", "bad"}, {"c", "three"}},      // a value the serde refuses
-		{{"a", "x bad z"}, {"b", "two"}},                  // refused mid-way through a flat map
-		{{"bad", "one"}, {"b", "bad!"}, {"c", "not bad"}}, // a refused key (or, for map, value)
-		{{"a", ""}, {"", "empty key"}, {"b", "bad bad"}},  // empty strings
+	type in struct {
+		key, value string
+		ts         int64
+	}
+	inputs := [][]in{
+		{{"a", "one", 1}, {"b", "two!", 2}, {"a", "three", 3}},
+		{{"a", "x y z", 1}, {"b", "", 2}, {"", "empty key", 3}},
+		{{null, "no key", 1}, {"a", null, 2}, {null, null, 3}},
+		{{"a", "one", 1}, {"b", "bad", 2}, {"c", "three", 3}},              // a value the sink refuses
+		{{"a", "x bad z", 1}, {"b", "two", 2}},                             // refused mid-way through a flat map
+		{{"bad", "one", 1}, {"b", "bad!", 2}, {"c", "not bad", 3}},         // a key (or, for map, value) refused
+		{{"a", "undecodable", 1}, {"undecodable", "b", 2}, {"c", "ok", 3}}, // the source cannot read
+		{{"a", "late", -1}, {"b", "on time", 5}},                           // the extractor skips a negative timestamp
 	}
 	for _, op := range ops {
 		for _, handler := range []string{"fail", "continue"} {
-			for i, in := range inputs {
-				t.Run(fmt.Sprintf("%s/%s/%d", op.name, handler, i), func(t *testing.T) {
-					hopOut, hopErrs, hopCalls, hopped := runTraced(t, op.build, false, handler, in)
-					fwdOut, fwdErrs, fwdCalls, forwardedHopped := runTraced(t, op.build, true, handler, in)
-					if hopped == 0 {
-						t.Errorf("no record took the hop to the plain sink")
+			for _, keys := range []string{"traced", "string"} {
+				for _, stamps := range []string{"record", "extracted"} {
+					for i, rows := range inputs {
+						t.Run(fmt.Sprintf("%s/%s/%s-keys/%s/%d", op.name, handler, keys, stamps, i), func(t *testing.T) {
+							var base string
+							for _, edges := range []typedEdges{{false, false}, {true, false}, {false, true}, {true, true}} {
+								var c serdeCalls
+								b := dsl.NewBuilder()
+								ts := tracedSerde{&c}
+								// With the String serde on both sides a key the
+								// operation keeps is written as it came (passed).
+								var ks serde.Serde[string] = ts
+								if keys == "string" {
+									ks = serde.String()
+								}
+								p := dsl.ProducedWith(ks, serde.Serde[string](ts)).WithName("sink")
+								if !edges.hop {
+									p = p.WithPartitioner(func(string, string, string, int32) (int32, bool) { return 0, false })
+								}
+								consumed := dsl.ConsumedWith(ks, serde.Serde[string](ts)).WithName("source")
+								if stamps == "extracted" {
+									consumed = consumed.WithTimestampExtractor(keyValueStamps{})
+								}
+								src := dsl.Stream(b, consumed, "in")
+								if !edges.entry {
+									src.Foreach(func(string, string) {})
+								}
+								op.build(src, p)
+								d := run(t, b, map[string]string{"processing.exception.handler": handler, "default.deserialization.exception.handler": handler})
+								var got []string
+								for _, r := range rows {
+									if err := d.PipeRaw("in", testdriver.RawRecord{Key: bytesOf(r.key), Value: bytesOf(r.value), Timestamp: r.ts}); err != nil {
+										got = append(got, "error: "+err.Error())
+									}
+								}
+								for _, r := range d.ReadRaw("out") {
+									k, v := null, null
+									if r.Key != nil {
+										k = string(r.Key)
+									}
+									if r.Value != nil {
+										v = string(r.Value)
+									}
+									got = append(got, fmt.Sprintf("%s=%s@%d", k, v, r.Timestamp))
+								}
+								if edges.hop != (c.hopped > 0) {
+									t.Errorf("%v: %d values were encoded through a hop", edges, c.hopped)
+								}
+								if edges.entry != (c.entered > 0) {
+									t.Errorf("%v: %d keys and values were decoded through an entry", edges, c.entered)
+								}
+								run := fmt.Sprintf("%q; encoded %d, decoded %d", got, c.encode, c.decode)
+								if base == "" {
+									base = run
+								} else if run != base {
+									t.Errorf("%v differs from the erased path:\n got %s\nwant %s", edges, run, base)
+								}
+							}
+						})
 					}
-					if forwardedHopped != 0 {
-						t.Errorf("%d records took a hop to a sink with a partitioner", forwardedHopped)
-					}
-					if !slices.Equal(hopOut, fwdOut) {
-						t.Errorf("outputs differ:\nhop:     %q\nforward: %q", hopOut, fwdOut)
-					}
-					if hopCalls != fwdCalls {
-						t.Errorf("the serde was called %d times through the hop, %d when forwarded", hopCalls, fwdCalls)
-					}
-					if !slices.Equal(hopErrs, fwdErrs) {
-						t.Errorf("errors differ:\nhop:     %q\nforward: %q", hopErrs, fwdErrs)
-					}
-				})
+				}
 			}
 		}
 	}
 }
 
-// runTraced pipes in through op's topology and returns what out holds
-// (key=value@timestamp), the pipe errors, how many keys and values the
-// sink's serde encoded and how many of those values a hop encoded.
-// declining adds the partitioner that declines every record.
-func runTraced(t *testing.T, op func(dsl.KStream[string, string], dsl.Produced[string, string]), declining bool, handler string, in []kv) (out, errs []string, calls, hopped int) {
-	t.Helper()
-	ts := tracedSerde{calls: &calls, hopped: &hopped}
-	b := dsl.NewBuilder()
-	p := dsl.ProducedWith[string, string](ts, ts).WithName("sink")
-	if declining {
-		p = p.WithPartitioner(func(string, string, string, int32) (int32, bool) { return 0, false })
+// keyValueStamps is a timestamp extractor that reads the key and the
+// value as the erased path has them: a record without a key is stamped 7,
+// one without a value 9, any other its timestamp plus its value's length.
+type keyValueStamps struct{}
+
+func (keyValueStamps) Name() string { return "key-value" }
+
+func (keyValueStamps) Extract(rec topology.ConsumedRecord, _ int64) (int64, error) {
+	switch {
+	case rec.Key == nil:
+		return 7, nil
+	case rec.Value == nil:
+		return 9, nil
 	}
-	op(dsl.Stream(b, dsl.ConsumedWith(serde.String(), serde.String()), "in"), p)
-	d := run(t, b, map[string]string{"processing.exception.handler": handler})
-	for i, r := range in {
-		if err := d.PipeRaw("in", testdriver.RawRecord{Key: []byte(r.Key), Value: []byte(r.Value), Timestamp: int64(100 + i)}); err != nil {
-			errs = append(errs, err.Error())
-		}
+	v, ok := rec.Value.(string)
+	if !ok {
+		return 0, fmt.Errorf("value is a %T", rec.Value)
 	}
-	for _, r := range d.ReadRaw("out") {
-		out = append(out, fmt.Sprintf("%s=%s@%d", r.Key, r.Value, r.Timestamp))
-	}
-	return out, errs, calls, hopped
+	return rec.Timestamp + int64(len(v)), nil
 }
 
 // TestHopNotTaken lists the sinks a hop must not reach: where a value's
@@ -152,9 +237,9 @@ func TestHopNotTaken(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			var calls, hopped int
+			var c serdeCalls
 			b := dsl.NewBuilder()
-			tc.build(dsl.Stream(b, dsl.ConsumedWith(serde.String(), serde.String()), "in"), tracedSerde{calls: &calls, hopped: &hopped})
+			tc.build(dsl.Stream(b, dsl.ConsumedWith(serde.String(), serde.String()), "in"), tracedSerde{&c})
 			d := run(t, b, map[string]string{})
 			if err := d.PipeRaw("in", testdriver.RawRecord{Key: []byte("k"), Value: []byte("v"), Timestamp: 1}); err != nil {
 				t.Fatal(err)
@@ -162,8 +247,8 @@ func TestHopNotTaken(t *testing.T) {
 			if got := d.ReadRaw("out"); len(got) != 1 || string(got[0].Value) != "v" {
 				t.Fatalf("out = %v, want one record k=v", got)
 			}
-			if hopped != 0 {
-				t.Errorf("%d values took a hop", hopped)
+			if c.hopped != 0 {
+				t.Errorf("%d values took a hop", c.hopped)
 			}
 		})
 	}

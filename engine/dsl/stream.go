@@ -83,12 +83,12 @@ func keepsKey(prefix string) bool {
 	return false
 }
 
-// addHopping adds an operation that computes new values of type VR: fn
-// writes each through sink, the hop to a plain sink after the operation,
-// or forwards it where sink is nil (package hop).
-func addHopping[K, V, VR any](s KStream[K, V], prefix string, opts []Named, fn func(processor.Context[any, any], processor.Erased, hop.Sink[VR]) error) string {
+// addHopping adds an operation that takes records of types K, V and
+// computes records of types KR, VR, through the typed edges of package
+// hop where the runtime offers them (hopProc).
+func addHopping[K, V, KR, VR any](s KStream[K, V], prefix string, opts []Named, body func(processor.Context[any, any], hop.Sink[KR, VR], typed[K, V]) error) string {
 	keeps := keepsKey(prefix)
-	return s.addSupplier(prefix, opts, func() processor.Untyped { return &hopProc[VR]{fn: fn, keeps: keeps} })
+	return s.addSupplier(prefix, opts, func() processor.Untyped { return &hopProc[K, V, KR, VR]{body: body, keeps: keeps} })
 }
 
 // Filter keeps the records pred accepts.
@@ -221,17 +221,13 @@ func (s KStream[K, V]) produced(ps []Produced[K, V]) Produced[K, V] {
 // Map replaces each record's key and value. The key may change, so the next
 // key-dependent operation re-keys.
 func Map[K, V, KR, VR any](s KStream[K, V], fn func(K, V) (KR, VR), named ...Named) KStream[KR, VR] {
-	name := addHopping(s, mapPrefix, named, func(ctx processor.Context[any, any], rec processor.Erased, sink hop.Sink[VR]) error {
-		k, v, err := narrow[K, V](rec)
-		if err != nil {
-			return err
-		}
-		nk, nv := fn(k, v)
+	name := addHopping(s, mapPrefix, named, func(ctx processor.Context[any, any], sink hop.Sink[KR, VR], rec typed[K, V]) error {
+		nk, nv := fn(rec.key, rec.value)
 		if sink != nil {
-			sink(nk, nv, rec.Timestamp, rec.Headers)
+			sink(nk, false, nv, rec.timestamp, rec.headers)
 			return nil
 		}
-		ctx.Forward(processor.Erased{Key: nk, Value: nv, Timestamp: rec.Timestamp, Headers: rec.Headers})
+		ctx.Forward(processor.Erased{Key: nk, Value: nv, Timestamp: rec.timestamp, Headers: rec.headers})
 		return nil
 	})
 	return KStream[KR, VR]{b: s.b, node: name, rekeyed: true, sources: s.sources}
@@ -240,18 +236,13 @@ func Map[K, V, KR, VR any](s KStream[K, V], fn func(K, V) (KR, VR), named ...Nam
 // MapValues replaces each record's value; the key, and so the partitioning,
 // stays.
 func MapValues[K, V, VR any](s KStream[K, V], fn func(K, V) VR, named ...Named) KStream[K, VR] {
-	name := addHopping(s, mapValuesPrefix, named, func(ctx processor.Context[any, any], rec processor.Erased, sink hop.Sink[VR]) error {
-		k, v, err := narrow[K, V](rec)
-		if err != nil {
-			return err
-		}
-		nv := fn(k, v)
+	name := addHopping(s, mapValuesPrefix, named, func(ctx processor.Context[any, any], sink hop.Sink[K, VR], rec typed[K, V]) error {
+		nv := fn(rec.key, rec.value)
 		if sink != nil {
-			sink(rec.Key, nv, rec.Timestamp, rec.Headers)
+			sink(rec.key, rec.null, nv, rec.timestamp, rec.headers)
 			return nil
 		}
-		rec.Value = nv
-		ctx.Forward(rec)
+		ctx.Forward(processor.Erased{Key: rec.erasedKey(), Value: nv, Timestamp: rec.timestamp, Headers: rec.headers})
 		return nil
 	})
 	return KStream[K, VR]{b: s.b, node: name, keySerde: s.keySerde, rekeyed: s.rekeyed, sources: s.sources}
@@ -288,17 +279,17 @@ func FlatMap[K, V, KR, VR any](s KStream[K, V], fn func(K, V) []KeyValue[KR, VR]
 
 // FlatMapValues turns each record into zero or more records with its key.
 func FlatMapValues[K, V, VR any](s KStream[K, V], fn func(K, V) []VR, named ...Named) KStream[K, VR] {
-	name := addHopping(s, flatMapValuesPrefix, named, func(ctx processor.Context[any, any], rec processor.Erased, sink hop.Sink[VR]) error {
-		k, v, err := narrow[K, V](rec)
-		if err != nil {
-			return err
-		}
-		for _, nv := range fn(k, v) {
+	name := addHopping(s, flatMapValuesPrefix, named, func(ctx processor.Context[any, any], sink hop.Sink[K, VR], rec typed[K, V]) error {
+		key := rec.boxed
+		for i, nv := range fn(rec.key, rec.value) {
 			if sink != nil {
-				sink(rec.Key, nv, rec.Timestamp, rec.Headers)
+				sink(rec.key, rec.null, nv, rec.timestamp, rec.headers)
 				continue
 			}
-			ctx.Forward(processor.Erased{Key: rec.Key, Value: nv, Timestamp: rec.Timestamp, Headers: rec.Headers})
+			if i == 0 {
+				key = rec.erasedKey() // boxed once for all the values
+			}
+			ctx.Forward(processor.Erased{Key: key, Value: nv, Timestamp: rec.timestamp, Headers: rec.headers})
 		}
 		return nil
 	})

@@ -220,6 +220,9 @@ type node struct {
 	ctx      *nodeContext
 	// timers is set for a timer-aware processor.
 	timers *timerNode
+	// entry is set for a source whose only child takes its records
+	// through a typed entry (package hop).
+	entry hop.Entry
 }
 
 // New instantiates sub-topology st of b. Call Init before processing.
@@ -376,8 +379,30 @@ func (t *Task) Init() error {
 			t.hasBarrierListeners = true
 		}
 	}
+	for _, n := range t.sub.Sources {
+		t.takeEntry(t.nodes[n.Name])
+	}
 	t.initialized = true
 	return nil
+}
+
+// takeEntry gives source src the typed entry of its only child, when the
+// child is a processor (without timers, which key by the record's key as
+// the erased path has it) that offers one for the source's serdes.
+func (t *Task) takeEntry(src *node) {
+	if len(src.children) != 1 {
+		return
+	}
+	c := src.children[0]
+	if c.spec.Kind != topology.ProcessorNode || c.timers != nil {
+		return
+	}
+	if tk, ok := c.proc.(hop.Taker); ok {
+		spec := src.spec.Source
+		if e, ok := tk.Entry(spec.KeySerde, spec.ValueSerde); ok {
+			src.entry = e
+		}
+	}
 }
 
 // OpenStores builds and initialises the task's stores, once; Init calls
@@ -483,6 +508,15 @@ func (t *Task) Process(in *Input) error {
 		return fmt.Errorf("task %s: no source reads topic %s", t.id, in.Topic)
 	}
 	spec := src.spec.Source
+	if e := src.entry; e != nil {
+		if inKey, err := e.Decode(in.Topic, in.Key, in.Value); err != nil {
+			if inKey {
+				return t.handleDeserializationError(src, in, positioned(err, spec.KeySerde, "key", in))
+			}
+			return t.handleDeserializationError(src, in, positioned(err, spec.ValueSerde, "value", in))
+		}
+		return t.processDecoded(src, in, nil, nil, e)
+	}
 	key, err := spec.KeySerde.DeserializeAny(in.Topic, in.Key)
 	if err == nil {
 		var value any
@@ -490,7 +524,7 @@ func (t *Task) Process(in *Input) error {
 		// a serde that can share them need not copy.
 		value, err = serde.DeserializeBorrowed(spec.ValueSerde, in.Topic, in.Value)
 		if err == nil {
-			return t.processDecoded(src, in, key, value)
+			return t.processDecoded(src, in, key, value, nil)
 		}
 		err = positioned(err, spec.ValueSerde, "value", in)
 	} else {
@@ -506,10 +540,12 @@ func positioned(err error, s serde.Any, what string, in *Input) error {
 	return fmt.Errorf("deserialize record %s with serde %s: topic %s partition %d offset %d: %w", what, s.Name(), in.Topic, in.Partition, in.Offset, err)
 }
 
-func (t *Task) processDecoded(src *node, in *Input, key, value any) error {
+// processDecoded runs a decoded record through the sub-topology: its key
+// and value, or, when src takes an entry, e, which holds them typed.
+func (t *Task) processDecoded(src *node, in *Input, key, value any, e hop.Entry) error {
 	ptp := t.partitionTimeOf(in.Topic, in.Partition)
 	pt := *ptp
-	ts, err := t.eventTime(src, in, key, value, pt)
+	ts, err := t.eventTime(src, in, key, value, e, pt)
 	if err != nil {
 		return err
 	}
@@ -544,11 +580,19 @@ func (t *Task) processDecoded(src *node, in *Input, key, value any) error {
 		laneHash:   in.KeyHash,
 		laneHashed: in.KeyHashed,
 	}
-	if ks, ok := key.(string); ok && serde.IsString(src.spec.Source.KeySerde) {
+	ks, ok := key.(string)
+	if e != nil {
+		ks, ok = e.SourceKey()
+	}
+	if ok && serde.IsString(src.spec.Source.KeySerde) {
 		t.rc.sourceKey, t.rc.sourceKeyOK = ks, true
 	}
 	defer func() { t.rc = prev }()
 	t.failed = nil
+	if e != nil {
+		t.runNode(src.children[0], processor.Erased{Timestamp: ts, Headers: in.Headers}, e)
+		return t.takeFailure()
+	}
 	rec := processor.Erased{Key: key, Value: value, Timestamp: ts, Headers: in.Headers}
 	for _, c := range src.children {
 		t.run(c, rec)
@@ -574,9 +618,14 @@ func (t *Task) partitionTimeOf(topic string, partition int32) *int64 {
 }
 
 // eventTime reads a record's event time: the source's watermark strategy's
-// assigner when it declares one, else its timestamp extractor.
-func (t *Task) eventTime(src *node, in *Input, key, value any, partitionTime int64) (int64, error) {
+// assigner when it declares one, else its timestamp extractor. Either
+// takes the key and value as the erased path has them: from e, when the
+// record came through an entry.
+func (t *Task) eventTime(src *node, in *Input, key, value any, e hop.Entry, partitionTime int64) (int64, error) {
 	spec := src.spec.Source
+	if e != nil && !(spec.Extractor == topology.RecordTimestamp && in.Timestamp >= 0 && (spec.Watermark == nil || spec.Watermark.Assigner() == nil)) {
+		key, value = e.Erased()
+	}
 	if spec.Watermark != nil && spec.Watermark.Assigner() != nil {
 		ts, err := spec.Watermark.Assigner()(key, value, in.Timestamp)
 		if err != nil {
@@ -611,7 +660,13 @@ func (t *Task) takeFailure() error {
 
 // run processes rec at nd. Failures are recorded on the task, not returned,
 // so that Forward needs no error result.
-func (t *Task) run(nd *node, rec processor.Erased) {
+func (t *Task) run(nd *node, rec processor.Erased) { t.runNode(nd, rec, nil) }
+
+// runNode is run, for a record that comes to processor nd through entry e
+// when e is set: rec then has its timestamp and headers only, and the
+// record context no key (only timers read it, and a node with timers
+// takes no entry).
+func (t *Task) runNode(nd *node, rec processor.Erased, e hop.Entry) {
 	if t.failed != nil {
 		return
 	}
@@ -630,7 +685,11 @@ func (t *Task) run(nd *node, rec processor.Erased) {
 		if nd.timers != nil {
 			err = t.sampleTimerLane(nd.timers, rec)
 		}
-		if err == nil {
+		switch {
+		case err != nil:
+		case e != nil:
+			err = e.Process(rec.Timestamp, rec.Headers)
+		default:
 			err = nd.proc.Process(rec)
 		}
 		if t.timers.fault != nil {
@@ -765,15 +824,25 @@ func (t *Task) sink(nd *node, rec processor.Erased) error {
 // sinkHead is a sink's work before the value: the timestamp's check and
 // the key's encoding.
 func (t *Task) sinkHead(nd *node, topic string, key any, timestamp int64) (k []byte, passed bool, err error) {
-	if timestamp < 0 {
-		return nil, false, fmt.Errorf("sink %s: topic %s: record has negative timestamp %d", nd.name, topic, timestamp)
+	if err := sinkStamp(nd, topic, timestamp); err != nil {
+		return nil, false, err
 	}
-	s := nd.spec.Sink.KeySerde
-	k, passed, err = t.sinkKey(s, topic, key)
+	k, passed, err = t.sinkKey(nd.spec.Sink.KeySerde, topic, key)
 	if err != nil {
-		return nil, false, fmt.Errorf("sink %s: serialize key for topic %s with serde %s: %w", nd.name, topic, s.Name(), err)
+		return nil, false, sinkKeyError(nd, topic, err)
 	}
 	return k, passed, nil
+}
+
+func sinkStamp(nd *node, topic string, timestamp int64) error {
+	if timestamp < 0 {
+		return fmt.Errorf("sink %s: topic %s: record has negative timestamp %d", nd.name, topic, timestamp)
+	}
+	return nil
+}
+
+func sinkKeyError(nd *node, topic string, err error) error {
+	return fmt.Errorf("sink %s: serialize key for topic %s with serde %s: %w", nd.name, topic, nd.spec.Sink.KeySerde.Name(), err)
 }
 
 func sinkValueError(nd *node, topic string, err error) error {
@@ -793,9 +862,9 @@ func (t *Task) sinkSend(nd *node, topic string, partition int32, k []byte, passe
 }
 
 // sinkTarget is nd's only child as a hop.Target, when it is a plain sink
-// (package hop): sink's work before and after the value's encoding, in
-// sink's order, with its errors charged to the sink node as run charges
-// them.
+// (package hop): sink's work around the encoding of the key and the
+// value, in sink's order, with its errors charged to the sink node as run
+// charges them.
 func (t *Task) sinkTarget(nd *node) (hop.Target, bool) {
 	if len(nd.children) != 1 || nd.children[0].spec.Kind != topology.SinkNode {
 		return hop.Target{}, false
@@ -806,40 +875,49 @@ func (t *Task) sinkTarget(nd *node) (hop.Target, bool) {
 		return hop.Target{}, false
 	}
 	topic := spec.Topic
-	head := func(key any, timestamp int64) ([]byte, bool, bool) {
-		k, passed, err := t.sinkHead(sn, topic, key, timestamp)
-		if err != nil {
-			t.handleProcessingError(sn, err)
-			return nil, false, false
-		}
-		return k, passed, true
-	}
-	finish := func(k []byte, passed bool, v []byte, err error, timestamp int64, headers processor.Headers) {
-		if err != nil {
-			err = sinkValueError(sn, topic, err)
-		} else {
-			err = t.sinkSend(sn, topic, -1, k, passed, v, timestamp, headers)
-		}
-		if err != nil {
-			t.handleProcessingError(sn, err)
-		}
-	}
-	return hop.Target{Topic: topic, ValueSerde: spec.ValueSerde, Failed: func() bool { return t.failed != nil }, Head: head, Finish: finish}, true
+	return hop.Target{
+		Topic: topic, KeySerde: spec.KeySerde, ValueSerde: spec.ValueSerde,
+		Failed: func() bool { return t.failed != nil },
+		Stamp: func(timestamp int64) bool {
+			if err := sinkStamp(sn, topic, timestamp); err != nil {
+				t.handleProcessingError(sn, err)
+				return false
+			}
+			return true
+		},
+		PassKey:     func(key string) ([]byte, bool) { return t.passKey(spec.KeySerde, key) },
+		KeyFailed:   func(err error) { t.handleProcessingError(sn, sinkKeyError(sn, topic, err)) },
+		ValueFailed: func(err error) { t.handleProcessingError(sn, sinkValueError(sn, topic, err)) },
+		Send: func(k []byte, passed bool, v []byte, timestamp int64, headers processor.Headers) {
+			if err := t.sinkSend(sn, topic, -1, k, passed, v, timestamp, headers); err != nil {
+				t.handleProcessingError(sn, err)
+			}
+		},
+	}, true
 }
 
 // sinkKey serializes a sink record's key. A String key equal to the one
-// the source decoded is written as the bytes it arrived with, capped, so
-// that the common pass-through key costs no encoding (passed true: the
-// bytes are the lane bytes).
+// the source decoded is written as the bytes it arrived with (passKey).
 func (t *Task) sinkKey(s serde.Any, topic string, key any) (b []byte, passed bool, err error) {
-	if t.rc.sourceKeyOK {
-		if ks, ok := key.(string); ok && ks == t.rc.sourceKey && serde.IsString(s) {
-			b := t.rc.laneBytes
-			return b[:len(b):len(b)], true, nil
+	if ks, ok := key.(string); ok {
+		if b, ok := t.passKey(s, ks); ok {
+			return b, true, nil
 		}
 	}
 	b, err = s.SerializeAny(topic, key)
 	return b, false, err
+}
+
+// passKey returns the bytes the record being processed arrived with, when
+// key is the String key the source decoded from them and s is the String
+// serde: the common pass-through key costs no encoding, and its bytes are
+// the lane bytes (passed true), capped.
+func (t *Task) passKey(s serde.Any, key string) (b []byte, passed bool) {
+	if !t.rc.sourceKeyOK || key != t.rc.sourceKey || !serde.IsString(s) {
+		return nil, false
+	}
+	b = t.rc.laneBytes
+	return b[:len(b):len(b)], true
 }
 
 // Commit flushes the task's stores, so their changelog records are out
