@@ -280,7 +280,7 @@ func FlatMap[K, V, KR, VR any](s KStream[K, V], fn func(K, V) []KeyValue[KR, VR]
 // FlatMapValues turns each record into zero or more records with its key.
 func FlatMapValues[K, V, VR any](s KStream[K, V], fn func(K, V) []VR, named ...Named) KStream[K, VR] {
 	name := addHopping(s, flatMapValuesPrefix, named, func(ctx processor.Context[any, any], sink hop.Sink[K, VR], rec typed[K, V]) error {
-		key := rec.boxed
+		var key any
 		for i, nv := range fn(rec.key, rec.value) {
 			if sink != nil {
 				sink(rec.key, rec.null, nv, rec.timestamp, rec.headers)
