@@ -10,6 +10,7 @@ import (
 	"github.com/stoatflow/stoatctl/engine/dsl"
 	"github.com/stoatflow/stoatctl/engine/serde"
 	"github.com/stoatflow/stoatctl/engine/topology"
+	"github.com/stoatflow/stoatctl/engine/watermark"
 	"github.com/stoatflow/stoatctl/testdriver"
 )
 
@@ -85,8 +86,8 @@ func (e typedEdges) String() string { return fmt.Sprintf("entry=%v hop=%v", e.en
 // declines. All four must write the same records and fail the same way,
 // with the same serde calls, under either processing handler, for keys
 // and values that are null, empty, refused by the source's serde or the
-// sink's, timestamps the default extractor rejects and a custom extractor
-// that reads keys and values; with the String serde for keys (which a
+// sink's, timestamps the default extractor rejects, and a custom
+// extractor or watermark assigner that reads keys and values; with the String serde for keys (which a
 // sink writes as they came) or another; the traced serdes prove which
 // path each run took.
 func TestTypedEdgesMatchErased(t *testing.T) {
@@ -124,7 +125,7 @@ func TestTypedEdgesMatchErased(t *testing.T) {
 	for _, op := range ops {
 		for _, handler := range []string{"fail", "continue"} {
 			for _, keys := range []string{"traced", "string"} {
-				for _, stamps := range []string{"record", "extracted"} {
+				for _, stamps := range []string{"record", "extracted", "assigned"} {
 					for i, rows := range inputs {
 						t.Run(fmt.Sprintf("%s/%s/%s-keys/%s/%d", op.name, handler, keys, stamps, i), func(t *testing.T) {
 							var base string
@@ -143,8 +144,14 @@ func TestTypedEdgesMatchErased(t *testing.T) {
 									p = p.WithPartitioner(func(string, string, string, int32) (int32, bool) { return 0, false })
 								}
 								consumed := dsl.ConsumedWith(ks, serde.Serde[string](ts)).WithName("source")
-								if stamps == "extracted" {
+								switch stamps {
+								case "extracted":
 									consumed = consumed.WithTimestampExtractor(keyValueStamps{})
+								case "assigned":
+									consumed = consumed.WithWatermarkStrategy(watermark.ForMonotonousTimestamps().WithTimestampAssigner(
+										func(key, value any, ts int64) (int64, error) {
+											return keyValueStamps{}.Extract(topology.ConsumedRecord{Key: key, Value: value, Timestamp: ts}, 0)
+										}))
 								}
 								src := dsl.Stream(b, consumed, "in")
 								if !edges.entry {

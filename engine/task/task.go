@@ -623,10 +623,10 @@ func (t *Task) partitionTimeOf(topic string, partition int32) *int64 {
 // record came through an entry.
 func (t *Task) eventTime(src *node, in *Input, key, value any, e hop.Entry, partitionTime int64) (int64, error) {
 	spec := src.spec.Source
-	if e != nil && !(spec.Extractor == topology.RecordTimestamp && in.Timestamp >= 0 && (spec.Watermark == nil || spec.Watermark.Assigner() == nil)) {
-		key, value = e.Erased()
-	}
 	if spec.Watermark != nil && spec.Watermark.Assigner() != nil {
+		if e != nil {
+			key, value = e.Erased()
+		}
 		ts, err := spec.Watermark.Assigner()(key, value, in.Timestamp)
 		if err != nil {
 			return 0, fmt.Errorf("source %s: timestamp assigner: topic %s partition %d offset %d: %w",
@@ -638,6 +638,9 @@ func (t *Task) eventTime(src *node, in *Input, key, value any, e hop.Entry, part
 		// The default extractor reads the timestamp alone: no record to
 		// build for it (its error, for a negative one, is the call below).
 		return in.Timestamp, nil
+	}
+	if e != nil {
+		key, value = e.Erased()
 	}
 	ts, err := spec.Extractor.Extract(topology.ConsumedRecord{
 		Topic: in.Topic, Partition: in.Partition, Offset: in.Offset,
