@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -65,8 +66,14 @@ type subRun struct {
 	// slots, the groups this one feeds.
 	group *lanes.Group
 	// changelogPartitions is the partition count of this sub's
-	// changelogs, which changelog writes outside a record hash over.
+	// changelogs: its task count.
 	changelogPartitions int32
+	// tasks are the partitions of the tasks the instance runs of this
+	// sub-topology, sorted; each lane runs its shard of each. A
+	// sub-topology without stores owns no state, and its lanes run one
+	// task for every partition instead (stateless).
+	tasks     []int32
+	stateless bool
 }
 
 // laneRun is a lane as the generation runs it: the lane (package lanes),
@@ -76,27 +83,30 @@ type laneRun struct {
 	sub *subRun
 	idx int // within the sub-topology
 	gid int // across the generation
-	// local is the lane's RocksDB database, nil when its stores are in
-	// memory.
+	// local is the lane's RocksDB database, which holds its shards of
+	// its tasks' stores, each task's under its own prefix
+	// (rocks.TaskSupplier); nil when its stores are in memory.
 	local *laneState
 }
 
-// backend is the supplier of the lane's default.dsl.store stores: its
-// database under default.dsl.store=rocksDB, else nil (in memory).
-func (l *laneRun) backend() state.BytesSupplier {
+// backend is the supplier of the default.dsl.store stores of the lane's
+// task of partition p: the task's part of the lane's database under
+// default.dsl.store=rocksDB, else nil (in memory).
+func (l *laneRun) backend(p int32) state.BytesSupplier {
 	if l.local == nil || !l.local.defaults {
 		return nil
 	}
-	return l.local.db.Supplier()
+	return l.local.db.TaskSupplier(p)
 }
 
-// persistent is the supplier of the lane's state.RocksDB stores: its
-// database; in memory in a generation with nothing assigned, which opens
-// none and processes nothing; nil without RocksDB.
-func (l *laneRun) persistent(g *generation) state.BytesSupplier {
+// persistent is the supplier of the state.RocksDB stores of the lane's
+// task of partition p: the task's part of the lane's database; in memory
+// in a generation with nothing assigned, which opens none and processes
+// nothing; nil without RocksDB.
+func (l *laneRun) persistent(g *generation, p int32) state.BytesSupplier {
 	switch {
 	case l.local != nil:
-		return l.local.db.Supplier()
+		return l.local.db.TaskSupplier(p)
 	case g.local != nil:
 		return state.InMemory()
 	}
@@ -127,9 +137,10 @@ type changelogRecord struct {
 	offset     int64
 }
 
-// newGeneration builds the lanes of every sub-topology, their tasks and
-// stores, restored through restore, with each lane's floor at floor.
-func newGeneration(ctx context.Context, e *Engine, built *topology.Built, s settings, partitions func(sub *topology.Subtopology) int32, floor int64, restore restoreSource, global map[string]state.Store, local *localState) (*generation, error) {
+// newGeneration builds the lanes of every sub-topology, their tasks (those
+// of the partitions tasks names) and stores, restored through restore,
+// with each lane's floor at floor.
+func newGeneration(ctx context.Context, e *Engine, built *topology.Built, s settings, partitions func(sub *topology.Subtopology) int32, tasks func(sub *topology.Subtopology, partitions int32) []int32, floor int64, restore restoreSource, global map[string]state.Store, local *localState) (*generation, error) {
 	g := &generation{e: e, built: built, global: global, local: local, batchMax: min(lanes.BatchSize, max(s.queue, 1))}
 	g.watermark.Store(max(floor, task.Unknown))
 	// Shutdown outlives the caller's context: the final barrier still has
@@ -154,7 +165,11 @@ func newGeneration(ctx context.Context, e *Engine, built *topology.Built, s sett
 	}
 	for _, st := range built.Subtopologies {
 		parts := max(partitions(st), 1)
-		g.subs = append(g.subs, &subRun{id: st.ID, group: lanes.NewGroup(parts), changelogPartitions: parts})
+		sr := &subRun{id: st.ID, group: lanes.NewGroup(parts), changelogPartitions: parts, stateless: len(st.Stores) == 0}
+		if !sr.stateless {
+			sr.tasks = tasks(st, parts)
+		}
+		g.subs = append(g.subs, sr)
 	}
 	for _, st := range built.Subtopologies {
 		sr := g.subs[st.ID]
@@ -175,8 +190,8 @@ func newGeneration(ctx context.Context, e *Engine, built *topology.Built, s sett
 		sr.group.Open(s.queue)
 	}
 	// Stores are restored sub-topology by sub-topology: a changelog
-	// record goes to the lane its hash picks, or to every lane when it
-	// has none.
+	// record goes to the task of its partition, in the lane its hash
+	// picks, or in every lane when it has none.
 	for _, sr := range g.subs {
 		if err := g.initTasks(ctx, sr, s, restore); err != nil {
 			g.close()
@@ -199,12 +214,11 @@ type segmentedStore struct {
 func (g *generation) publishSegmented() {
 	var list []segmentedStore
 	for _, l := range g.lanes {
-		if l.Task() == nil {
-			continue
-		}
-		for name, s := range l.Task().Stores() {
-			if sg, ok := s.(state.Segmented); ok {
-				list = append(list, segmentedStore{name: name, store: sg})
+		for _, t := range l.Tasks() {
+			for name, s := range t.Stores() {
+				if sg, ok := s.(state.Segmented); ok {
+					list = append(list, segmentedStore{name: name, store: sg})
+				}
 			}
 		}
 	}
@@ -219,32 +233,43 @@ func (g *generation) initTasks(ctx context.Context, sr *subRun, s settings, rest
 			return err
 		}
 	}
-	// Every lane's stores are opened first, so that a changelog is read
+	// Every task's stores are opened first, so that a changelog is read
 	// once and streamed into them, chunk by chunk; the processors are
 	// initialised after, on restored state.
 	for _, l := range sr.lanes {
-		t, err := task.New(g.built, st, task.Options{
-			ID:        fmt.Sprintf("%d_lane%d", st.ID, l.idx),
-			Collector: l.Collector(),
-			Time:      l.Clock(),
-			Logger:    g.e.log,
-			Metrics:   g.e.metrics,
-			Lanes:     len(sr.lanes),
-			// Lanes read them while the global runner writes them; the
-			// in-memory store guards every call.
-			GlobalStores: g.global,
-			PartitionCount: func(string) int32 {
-				return sr.changelogPartitions
-			},
-			Backend:    l.backend(),
-			Persistent: l.persistent(g),
-		})
-		if err != nil {
-			return err
+		parts := sr.tasks
+		if sr.stateless {
+			parts = []int32{0}
 		}
-		l.SetTask(t)
-		if err := t.OpenStores(); err != nil {
-			return err
+		for _, p := range parts {
+			t, err := task.New(g.built, st, task.Options{
+				ID:        taskName(st.ID, p, sr.stateless, l.idx),
+				Partition: p,
+				Collector: l.Collector(),
+				Time:      l.Clock(),
+				Logger:    g.e.log.With("lane", l.idx),
+				Metrics:   g.e.metrics,
+				Lanes:     len(sr.lanes),
+				// Lanes read them while the global runner writes them; the
+				// in-memory store guards every call.
+				GlobalStores: g.global,
+				PartitionCount: func(string) int32 {
+					return sr.changelogPartitions
+				},
+				Backend:    l.backend(p),
+				Persistent: l.persistent(g, p),
+			})
+			if err != nil {
+				return err
+			}
+			if sr.stateless {
+				l.SetTask(t)
+			} else {
+				l.AddTask(t)
+			}
+			if err := t.OpenStores(); err != nil {
+				return err
+			}
 		}
 		if l.local != nil {
 			// Restored records go to the database in bulk, not to an
@@ -292,11 +317,13 @@ func (g *generation) initTasks(ctx context.Context, sr *subRun, s settings, rest
 		}
 	}
 	for _, l := range sr.lanes {
-		if err := l.Task().Init(); err != nil {
-			return err
-		}
-		if l.Task().HasWallClockWork() {
-			g.wallClock = true
+		for _, t := range l.Tasks() {
+			if err := t.Init(); err != nil {
+				return err
+			}
+			if t.HasWallClockWork() {
+				g.wallClock = true
+			}
 		}
 	}
 	if total > 0 {
@@ -392,15 +419,17 @@ type chunkWriter struct {
 	failed      chan struct{}
 	done        chan struct{}
 	err         error
-	// parts are each lane's records of the chunk being written.
-	parts [][]state.ChangelogRecord
+	// parts are each lane's records of the chunk being written, counted
+	// how many the lane's stores took of it.
+	parts   [][]state.ChangelogRecord
+	counted []int
 	// n counts the records the lanes' stores took; read after done.
 	n int
 }
 
 func newChunkWriter(sr *subRun, name, topic string, chunk int) *chunkWriter {
 	w := &chunkWriter{sr: sr, name: name, topic: topic, full: make(chan []restoreEntry), free: make(chan []restoreEntry, 2),
-		failed: make(chan struct{}), done: make(chan struct{}), parts: make([][]state.ChangelogRecord, len(sr.lanes))}
+		failed: make(chan struct{}), done: make(chan struct{}), parts: make([][]state.ChangelogRecord, len(sr.lanes)), counted: make([]int, len(sr.lanes))}
 	for range 2 {
 		w.free <- make([]restoreEntry, 0, chunk)
 	}
@@ -469,34 +498,60 @@ func (w *chunkWriter) write(buf []restoreEntry) error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	for _, p := range w.parts {
-		w.n += len(p)
+	for _, n := range w.counted {
+		w.n += n
 	}
 	return nil
 }
 
-// writeLane writes lane i's part of buf to its store.
+// writeLane writes lane i's part of buf to its tasks' stores: each
+// record to the store of the task of its changelog partition.
 func (w *chunkWriter) writeLane(i int, buf []restoreEntry) error {
 	l := w.sr.lanes[i]
 	part := w.parts[i][:0]
+	defer func() { clear(part); w.parts[i] = part[:0] }()
+	// A run of records of one partition goes to its task's store in one
+	// call; a chunk holds one partition's records, two where the read
+	// moved on to the next.
+	run, at := 0, int32(-1)
+	flush := func() error {
+		if len(part) == run {
+			return nil
+		}
+		recs := part[run:]
+		run = len(part)
+		t := l.TaskFor(at)
+		if t == nil {
+			return fmt.Errorf("lane %d: changelog %s partition %d: no task of the instance owns it", l.idx, w.topic, at)
+		}
+		r, ok := t.Stores()[w.name].(state.Restorer)
+		if !ok {
+			return fmt.Errorf("state store %s cannot be restored from its changelog", w.name)
+		}
+		if err := r.Restore(recs); err != nil {
+			return fmt.Errorf("task %s lane %d: state store %s: %w", t.ID(), l.idx, w.name, err)
+		}
+		return nil
+	}
 	for _, e := range buf {
-		// A lane database skips what its checkpoint says it holds.
-		if (e.lane == i || e.lane < 0) && !l.local.has(w.topic, e.partition, e.offset) {
+		if e.lane != i && e.lane >= 0 {
+			continue
+		}
+		if e.partition != at {
+			if err := flush(); err != nil {
+				return err
+			}
+			at = e.partition
+		}
+		// A task's database skips what its checkpoint says it holds.
+		if !l.local.has(w.topic, e.partition, e.offset) {
 			part = append(part, e.rec)
 		}
 	}
-	w.parts[i] = part
-	defer clear(part)
-	if len(part) == 0 {
-		return nil
+	if err := flush(); err != nil {
+		return err
 	}
-	r, ok := l.Task().Stores()[w.name].(state.Restorer)
-	if !ok {
-		return fmt.Errorf("state store %s cannot be restored from its changelog", w.name)
-	}
-	if err := r.Restore(part); err != nil {
-		return fmt.Errorf("lane %d: state store %s: %w", l.idx, w.name, err)
-	}
+	w.counted[i] = len(part)
 	return nil
 }
 
@@ -540,13 +595,24 @@ func (g *generation) close() {
 		g.e.obs.segmented.CompareAndSwap(g.segmented, nil)
 	}
 	for _, l := range g.lanes {
-		if l.Task() != nil {
-			if err := l.Task().Close(); err != nil {
-				g.e.log.Warn("close task", "task", l.Task().ID(), "err", err)
+		for _, t := range l.Tasks() {
+			if err := t.Close(); err != nil {
+				g.e.log.Warn("close task", "task", t.ID(), "lane", l.idx, "err", err)
 			}
 		}
 	}
 	g.closeLocal()
+}
+
+// owns says the instance runs the task of partition of sub-topology sub
+// (a stateless sub-topology runs every partition).
+func (g *generation) owns(sub int, partition int32) bool {
+	sr := g.subs[sub]
+	if sr.stateless {
+		return true
+	}
+	_, ok := slices.BinarySearch(sr.tasks, partition)
+	return ok
 }
 
 // slot queues a source record for lane laneIdx of sub-topology sub: it
@@ -603,4 +669,14 @@ func (g *generation) cut(b barrier.Barrier) error {
 		}
 	}
 	return nil
+}
+
+// taskName names a task in logs and errors: Kafka Streams' task id,
+// "<sub-topology>_<partition>", or for the one task a lane of a
+// stateless sub-topology runs for every partition, the lane's.
+func taskName(sub int, p int32, stateless bool, lane int) string {
+	if stateless {
+		return fmt.Sprintf("%d_lane%d", sub, lane)
+	}
+	return taskID(sub, p)
 }

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"maps"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,18 +14,22 @@ import (
 	"github.com/stoatflow/stoatctl/engine/config"
 	"github.com/stoatflow/stoatctl/engine/state"
 	"github.com/stoatflow/stoatctl/engine/state/rocks"
-	"github.com/stoatflow/stoatctl/engine/topology"
 	"github.com/twmb/franz-go/pkg/kadm"
 )
 
 // Local state: the lanes' RocksDB databases when default.dsl.store is
-// rocksDB. A lane's database holds the committed state of its stores and a
-// checkpoint of the changelog offsets it is complete up to; the epochs not
-// committed yet are layers over it (engine/state/rocks). The generation
-// opens the databases, restores each from its checkpoint on, and closes
-// them when it ends, which drops what did not commit: an aborted epoch
-// costs no restore. The committer commits each lane's layers after the
-// epoch's transaction.
+// rocksDB. A lane's database holds its shards of the stores of the tasks
+// it runs, each task's stores under the task's prefix
+// (rocks.TaskSupplier), and a checkpoint: the tasks it holds and, for
+// each, the offset of the task's changelog partition it is complete up
+// to (docs/decisions/0024). The epochs not committed yet are layers over
+// it (engine/state/rocks). The generation opens the databases, keeps the
+// tasks it runs again whose checkpoint it can build on, wipes the others,
+// restores each task from its checkpoint on (or from the log start), and
+// closes the databases when it ends, which drops what did not commit: an
+// aborted epoch costs no restore, and a task an instance keeps across a
+// rebalance restores only what was written to its changelog since. The
+// committer commits each lane's layers after the epoch's transaction.
 
 // stateDirOf reads default.dsl.store and state.dir: the directory of the
 // application's lane databases ("" in a binary without RocksDB), and
@@ -66,14 +69,30 @@ type laneState struct {
 	topics map[string]bool
 	app    string
 	lanes  int
-	owned  []string
-	// from is where the lane's restore starts, per changelog topic and
-	// partition; a partition missing starts at the log start.
+	// tasks are the partitions of the lane's tasks, owned names them.
+	tasks []int32
+	owned []string
+	// from is where the restore of each task kept from the checkpoint
+	// starts, per changelog topic and task partition; a task missing
+	// starts at the log start.
 	from map[string]map[int32]int64
 }
 
+// checkpoint is the lane's checkpoint at offsets: those of its tasks'
+// changelog partitions.
 func (ls *laneState) checkpoint(offsets map[string]map[int32]int64) rocks.Checkpoint {
-	return rocks.Checkpoint{Application: ls.app, Lanes: ls.lanes, Owned: ls.owned, Offsets: offsets}
+	own := make(map[string]map[int32]int64, len(ls.topics))
+	for t := range ls.topics {
+		for _, p := range ls.tasks {
+			if off, ok := offsets[t][p]; ok {
+				if own[t] == nil {
+					own[t] = map[int32]int64{}
+				}
+				own[t][p] = off
+			}
+		}
+	}
+	return rocks.Checkpoint{Application: ls.app, Lanes: ls.lanes, Owned: ls.owned, Offsets: own}
 }
 
 // changelogPositions tracks, per changelog partition, the offset after the
@@ -120,16 +139,15 @@ type localState struct {
 	pos      *changelogPositions
 	// changelogs is the set of the topology's changelog topics.
 	changelogs map[string]bool
-	// owned names the source partitions whose keys a sub-topology's
-	// lanes hold now, "*" for a sub-topology fed by a boundary.
-	owned func(st *topology.Subtopology) []string
 }
 
-// open opens the databases of a sub-topology's lanes and decides where
-// each restores from: its checkpoint, when it is one this assignment can
-// build on and the changelogs still hold everything after it; otherwise
-// the database is wiped and rebuilt from the log start. A corrupt
-// checkpoint is an error naming the database: nothing is wiped.
+// open opens the databases of a sub-topology's lanes and decides, for each
+// task, where its restore starts: the database's checkpoint, when it was
+// written for this lane count, held the task, and the task's changelog
+// partitions still hold everything after it; otherwise the task's part of
+// the database is wiped and rebuilt from the log start. The part of a
+// task the instance no longer runs is wiped. A corrupt checkpoint is an
+// error naming the database: nothing is wiped.
 func (s *localState) open(ctx context.Context, g *generation, sr *subRun) error {
 	st := g.built.Subtopologies[sr.id]
 	// The stores the lane databases hold: those built with state.RocksDB,
@@ -149,19 +167,19 @@ func (s *localState) open(ctx context.Context, g *generation, sr *subRun) error 
 			inDB[t] = true
 		}
 	}
-	if !need {
+	if !need || len(sr.tasks) == 0 {
+		// Nothing assigned (the first generation, before the group has
+		// answered): the lanes process nothing, and their databases are
+		// left as they are for the generation that will.
 		return nil
 	}
 	starts, ends, err := s.bounds(ctx, topics)
 	if err != nil {
 		return err
 	}
-	owned := s.owned(st)
-	if len(owned) == 0 {
-		// Nothing assigned (the first generation, before the group has
-		// answered): the lanes process nothing, and their databases are
-		// left as they are for the generation that will.
-		return nil
+	owned := make([]string, len(sr.tasks))
+	for i, p := range sr.tasks {
+		owned[i] = taskID(sr.id, p)
 	}
 	// The databases open side by side: a new one syncs its first files,
 	// which is most of what a start that restores little waits for. Each
@@ -182,7 +200,7 @@ func (s *localState) open(ctx context.Context, g *generation, sr *subRun) error 
 	wg.Wait()
 	for i, l := range sr.lanes {
 		if dbs[i] != nil {
-			l.local = &laneState{db: dbs[i], defaults: s.defaults, topics: inDB, app: s.app, lanes: len(sr.lanes), owned: owned}
+			l.local = &laneState{db: dbs[i], defaults: s.defaults, topics: inDB, app: s.app, lanes: len(sr.lanes), tasks: sr.tasks, owned: owned}
 		}
 	}
 	for i, l := range sr.lanes {
@@ -191,54 +209,122 @@ func (s *localState) open(ctx context.Context, g *generation, sr *subRun) error 
 		}
 	}
 	for i, l := range sr.lanes {
-		dir, db, ls := dirs[i], dbs[i], l.local
-		cp, ok, err := db.Checkpoint()
-		if err != nil {
+		if err := s.keep(l.local, dirs[i], sr, topics, starts, ends); err != nil {
 			return fmt.Errorf("sub-topology %d lane %d: %w", sr.id, l.idx, err)
 		}
-		if ok && cp.Application != s.app {
-			// Never wiped: it is someone else's state.
-			return fmt.Errorf("sub-topology %d lane %d: the state in %s is application %q's, not %q's: %w", sr.id, l.idx, dir, cp.Application, s.app, ErrForeignState)
-		}
-		reason := ""
-		switch {
-		case !ok:
-			reason = "no checkpoint"
-		case cp.Layout != rocks.Layout:
-			reason = fmt.Sprintf("written in store layout %d, this build's is %d", cp.Layout, rocks.Layout)
-		case cp.Lanes != len(sr.lanes):
-			reason = fmt.Sprintf("written for %d lanes, running %d", cp.Lanes, len(sr.lanes))
-		case !slices.Equal(cp.Owned, owned):
-			reason = "written for another assignment of the source partitions"
-		default:
-			reason = checkpointBehind(cp, topics, starts, ends)
-		}
-		if reason != "" {
-			if ok {
-				s.log.Warn("local state cannot be brought up to date from its checkpoint; rebuilding it from the changelogs", "dir", dir, "reason", reason)
-			}
-			if err := db.Wipe(); err != nil {
-				return err
-			}
-			continue
-		}
-		ls.from = cp.Offsets
 	}
 	return nil
 }
 
-// checkpointBehind says why a checkpoint cannot be built on, "" when it
-// can: every offset it records must lie within its changelog partition,
-// since one past the end means the topic was wiped or truncated, and one
-// before its start means records were lost.
-func checkpointBehind(cp rocks.Checkpoint, topics []string, starts, ends map[string]kadm.ListedOffsets) string {
+// keep decides what of a lane's database the generation keeps: the whole
+// database is wiped when its checkpoint was written for another lane
+// count or store layout (or there is none); otherwise each task the lane
+// runs that the checkpoint holds and its changelog can bring up to date
+// is kept, restored from the checkpoint's offsets on, and every other
+// task the checkpoint names is wiped.
+func (s *localState) keep(ls *laneState, dir string, sr *subRun, topics []string, starts, ends map[string]kadm.ListedOffsets) error {
+	cp, ok, err := ls.db.Checkpoint()
+	if err != nil {
+		return err
+	}
+	if ok && cp.Application != s.app {
+		// Never wiped: it is someone else's state.
+		return fmt.Errorf("the state in %s is application %q's, not %q's: %w", dir, cp.Application, s.app, ErrForeignState)
+	}
+	reason := ""
+	switch {
+	case !ok:
+		reason = "no checkpoint"
+	case cp.Layout != rocks.Layout:
+		reason = fmt.Sprintf("written in store layout %d, this build's is %d", cp.Layout, rocks.Layout)
+	case cp.Lanes != len(sr.lanes):
+		reason = fmt.Sprintf("written for %d lanes, running %d", cp.Lanes, len(sr.lanes))
+	}
+	if reason != "" {
+		if ok {
+			s.log.Warn("local state cannot be brought up to date from its checkpoint; rebuilding it from the changelogs", "dir", dir, "reason", reason)
+		}
+		return ls.db.Wipe()
+	}
+	held := map[string]bool{}
+	for _, id := range cp.Owned {
+		held[id] = true
+	}
+	runs := map[int32]bool{}
+	var rebuilt []string
+	for _, p := range sr.tasks {
+		runs[p] = true
+		id := taskID(sr.id, p)
+		why := ""
+		if !held[id] {
+			why = "not in the checkpoint"
+		} else {
+			why = checkpointBehind(cp, topics, starts, ends, p)
+		}
+		if why == "" {
+			for _, t := range topics {
+				if off, ok := cp.Offsets[t][p]; ok {
+					if ls.from == nil {
+						ls.from = map[string]map[int32]int64{}
+					}
+					if ls.from[t] == nil {
+						ls.from[t] = map[int32]int64{}
+					}
+					ls.from[t][p] = off
+				}
+			}
+			continue
+		}
+		if held[id] {
+			rebuilt = append(rebuilt, id+": "+why)
+		}
+		// A task restored from the log start starts empty, whatever an
+		// earlier restore cut short left.
+		if err := ls.db.WipeTask(p); err != nil {
+			return err
+		}
+	}
+	for _, id := range cp.Owned {
+		if p, ok := taskPartition(id, sr.id); ok && !runs[p] {
+			// Another instance runs it now; what this one held of it
+			// would be out of date when it comes back.
+			if err := ls.db.WipeTask(p); err != nil {
+				return err
+			}
+		}
+	}
+	if len(rebuilt) > 0 {
+		s.log.Warn("tasks' local state cannot be brought up to date from the checkpoint; rebuilding them from the changelogs", "dir", dir, "tasks", rebuilt)
+	}
+	return nil
+}
+
+// taskID names the task of partition p of sub-topology sub as Kafka
+// Streams does: "<sub-topology>_<partition>".
+func taskID(sub int, p int32) string { return fmt.Sprintf("%d_%d", sub, p) }
+
+// taskPartition is the partition of a task id of sub-topology sub.
+func taskPartition(id string, sub int) (int32, bool) {
+	rest, ok := strings.CutPrefix(id, strconv.Itoa(sub)+"_")
+	if !ok {
+		return 0, false
+	}
+	p, err := strconv.ParseInt(rest, 10, 32)
+	return int32(p), err == nil && p >= 0
+}
+
+// checkpointBehind says why a checkpoint cannot be built on for the task
+// of partition p, "" when it can: every offset it records for p must lie
+// within its changelog partition, since one past the end means the topic
+// was wiped or truncated, and one before its start means records were
+// lost.
+func checkpointBehind(cp rocks.Checkpoint, topics []string, starts, ends map[string]kadm.ListedOffsets, p int32) string {
 	for _, t := range topics {
 		ps, ok := cp.Offsets[t]
 		if !ok {
 			continue
 		}
-		for _, p := range slices.Sorted(maps.Keys(ps)) {
-			off := ps[p]
+		if off, ok := ps[p]; ok {
 			end, eok := ends[t].Lookup(t, p)
 			start, sok := starts[t].Lookup(t, p)
 			switch {
@@ -268,25 +354,31 @@ func (s *localState) bounds(ctx context.Context, topics []string) (starts, ends 
 }
 
 // restoreFrom is where a store's changelog is read from for a
-// sub-topology: per partition, the earliest of its lanes' starts; nil
-// reads every partition from its log start.
+// sub-topology, per partition of its tasks: the earliest start of the
+// task in its lanes' databases; a partition missing (a lane's database
+// does not have the task from a checkpoint, or the stores are in memory)
+// is read from its log start.
 func restoreFrom(sr *subRun, topic string) map[int32]int64 {
-	var from map[int32]int64
-	for _, l := range sr.lanes {
-		if l.local == nil || l.local.from == nil || !l.local.topics[topic] {
-			return nil
-		}
-		for p, off := range l.local.from[topic] {
-			if from == nil {
-				from = map[int32]int64{}
+	from := map[int32]int64{}
+	for _, p := range sr.tasks {
+		start, ok := int64(-1), true
+		for _, l := range sr.lanes {
+			var off int64
+			if l.local != nil && l.local.topics[topic] {
+				off, ok = l.local.from[topic][p]
+			} else {
+				ok = false
 			}
-			if cur, ok := from[p]; !ok || off < cur {
-				from[p] = off
+			if !ok {
+				break
+			}
+			if start < 0 || off < start {
+				start = off
 			}
 		}
-	}
-	if from == nil {
-		from = map[int32]int64{}
+		if ok {
+			from[p] = start
+		}
 	}
 	return from
 }
@@ -297,26 +389,8 @@ func (ls *laneState) has(topic string, partition int32, offset int64) bool {
 	if ls == nil || ls.from == nil || !ls.topics[topic] {
 		return false
 	}
-	return offset < ls.from[topic][partition]
-}
-
-// ownedBy lists the assigned source partitions of st as "topic/partition",
-// sorted, or "*" when a boundary feeds it (its lanes hold keys of every
-// partition).
-func ownedBy(st *topology.Subtopology, assigned map[string][]int32) []string {
-	var out []string
-	for _, src := range st.Sources {
-		if src.Boundary != nil {
-			return []string{"*"}
-		}
-		for _, t := range src.Source.Topics {
-			for _, p := range assigned[t] {
-				out = append(out, t+"/"+strconv.Itoa(int(p)))
-			}
-		}
-	}
-	slices.Sort(out)
-	return out
+	off, ok := ls.from[topic][partition]
+	return ok && offset < off
 }
 
 // commitLocal commits the epoch's layers of every lane database with a
@@ -333,7 +407,7 @@ func (r *runner) commitLocal(g *generation, epoch int64) {
 			continue
 		}
 		if err := l.local.db.Commit(epoch, l.local.checkpoint(offsets)); err != nil {
-			r.e.log.Error("commit local state; the next start restores from its last checkpoint", "epoch", epoch, "err", err)
+			r.e.log.Error("commit local state; the next start restores from its last checkpoint", "dir", l.local.db.Path(), "epoch", epoch, "err", err)
 		}
 	}
 }
@@ -349,9 +423,9 @@ func (g *generation) closeLocal() {
 	}
 }
 
-// localState is how the generation for assigned keeps its stores: nil in
-// memory, else in lane databases under the state directory.
-func (r *runner) localState(assigned map[string][]int32) *localState {
+// localState is how a generation keeps its stores: nil in memory, else
+// in lane databases under the state directory.
+func (r *runner) localState() *localState {
 	if r.s.stateDir == "" {
 		return nil
 	}
@@ -365,8 +439,7 @@ func (r *runner) localState(assigned map[string][]int32) *localState {
 			return nil
 		}
 	}
-	ls := &localState{app: r.s.appID, dir: r.s.stateDir, defaults: r.s.rocksDefault, adm: r.adm, log: r.e.log, pos: &changelogPositions{}, changelogs: map[string]bool{},
-		owned: func(st *topology.Subtopology) []string { return ownedBy(st, assigned) }}
+	ls := &localState{app: r.s.appID, dir: r.s.stateDir, defaults: r.s.rocksDefault, adm: r.adm, log: r.e.log, pos: &changelogPositions{}, changelogs: map[string]bool{}}
 	for _, info := range r.built.Stores {
 		if info.ChangelogTopic != "" {
 			ls.changelogs[info.ChangelogTopic] = true

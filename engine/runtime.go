@@ -708,6 +708,7 @@ func atEnd(p kgo.FetchTopicPartition) bool {
 func (r *runner) dispatchMerged(fetches kgo.Fetches) error {
 	var heads []*mergeHead
 	caughtUp := true
+	var unowned []string
 	fetches.EachPartition(func(p kgo.FetchTopicPartition) {
 		r.noteHighWatermark(p.Topic, p.Partition, p.HighWatermark)
 		if len(p.Records) == 0 {
@@ -718,6 +719,10 @@ func (r *runner) dispatchMerged(fetches kgo.Fetches) error {
 		}
 		sub, ok := r.topicSub[p.Topic]
 		if !ok {
+			return
+		}
+		if !r.gen.owns(sub, p.Partition) {
+			unowned = append(unowned, fmt.Sprintf("%s[%d]", p.Topic, p.Partition))
 			return
 		}
 		h := newMergeHead(p.Topic, p.Partition, p.Records)
@@ -735,6 +740,14 @@ func (r *runner) dispatchMerged(fetches kgo.Fetches) error {
 		}
 		heads = append(heads, h)
 	})
+	if len(unowned) > 0 {
+		// Assigned after the generation was built: its tasks are not
+		// here. Nothing of the poll is dispatched; the reset builds them
+		// and fetches again from the committed offsets.
+		r.e.log.Info("records of partitions without a task; resetting to take them on", "partitions", unowned)
+		r.rebalanced.Store(true)
+		return nil
+	}
 	r.caughtUp = caughtUp
 	// The counters and the cut offsets say what was dispatched, also
 	// when a dispatch fails part way; they are written once a poll, not
@@ -1146,7 +1159,7 @@ func (r *runner) resetOnce(ctx context.Context) error {
 	r.e.obs.restoreTarget.Store(0)
 	r.e.obs.restoring.Store(true)
 	r.e.log.Info("restoring state from the changelogs", "stores", len(r.built.Stores), "partitions", assigned)
-	gen, err := newGeneration(ctx, r.e, r.built, r.s, r.changelogPartitions, floor, r.restorer(assigned), r.global.stores(), r.localState(assigned))
+	gen, err := newGeneration(ctx, r.e, r.built, r.s, r.changelogPartitions, taskPartitions(assigned), floor, r.restorer(), r.global.stores(), r.localState())
 	r.e.obs.restoring.Store(false)
 	if err != nil {
 		return err
@@ -1315,46 +1328,21 @@ func (r *runner) committedOffsets(ctx context.Context, assigned map[string][]int
 	return out, nil
 }
 
-// restorer returns how the generation restores: every partition of a
-// store's changelog, keeping the records of keys this instance owns. A
-// record's lane hash says which input partition its key comes from (the
-// hash mod the partition count, as Kafka's default partitioner places
-// keys); a record without one (written by a punctuator) is kept.
-func (r *runner) restorer(assigned map[string][]int32) restoreSource {
+// restorer returns how the generation restores: the changelog partitions
+// of the tasks the instance runs, each record in full, whatever its key:
+// a task's state is the state of the records of its partition, wherever
+// the producer of the input put their keys.
+func (r *runner) restorer() restoreSource {
 	return func(ctx context.Context, sub *subRun, store string, from map[int32]int64, apply func(changelogRecord) error) (kafka.Positions, error) {
-		topic := r.built.Stores[store].ChangelogTopic
-		st := r.built.Subtopologies[sub.id]
-		parts := map[int32]bool{}
-		fedByBoundary := false
-		for _, src := range st.Sources {
-			if src.Boundary != nil {
-				fedByBoundary = true
-				continue
-			}
-			for _, t := range src.Source.Topics {
-				for _, p := range assigned[t] {
-					parts[p] = true
-				}
-			}
-		}
-		if len(parts) == 0 && !fedByBoundary {
+		if len(sub.tasks) == 0 {
 			return nil, nil
 		}
-		all := make([]int32, sub.changelogPartitions)
-		for p := range all {
-			all[p] = int32(p)
-		}
-		start := kafka.FromLogStart(all...)
+		topic := r.built.Stores[store].ChangelogTopic
+		start := kafka.FromLogStart(sub.tasks...)
 		for p, off := range from {
 			if _, ok := start[p]; ok {
 				start[p] = off
 			}
-		}
-		owned := func(cr changelogRecord) bool {
-			if fedByBoundary || !cr.hashed {
-				return true
-			}
-			return parts[int32(lane.For32(cr.hash, int(sub.changelogPartitions)))]
 		}
 		r.addRestoreTarget(ctx, topic)
 		// One partition at a time: what the read fetches ahead is one
@@ -1362,7 +1350,7 @@ func (r *runner) restorer(assigned map[string][]int32) restoreSource {
 		// comes (generation.restoreStore).
 		ends := kafka.Positions{}
 		for _, p := range slices.Sorted(maps.Keys(start)) {
-			end, err := r.restorePartition(ctx, topic, p, start[p], owned, apply)
+			end, err := r.restorePartition(ctx, topic, p, start[p], apply)
 			if err != nil {
 				return nil, err
 			}
@@ -1372,9 +1360,37 @@ func (r *runner) restorer(assigned map[string][]int32) restoreSource {
 	}
 }
 
+// taskPartitions is, for the partitions assigned, the partitions of the
+// tasks of a sub-topology of the given partition count: every partition
+// of its source topics the instance was assigned, and every partition
+// when a boundary feeds it (the re-keyed records of a partition come from
+// every input partition, so its tasks are the instance's only while it
+// runs alone).
+func taskPartitions(assigned map[string][]int32) func(st *topology.Subtopology, partitions int32) []int32 {
+	return func(st *topology.Subtopology, partitions int32) []int32 {
+		owned := map[int32]bool{}
+		for _, src := range st.Sources {
+			if src.Boundary != nil {
+				for p := range partitions {
+					owned[p] = true
+				}
+				continue
+			}
+			for _, t := range src.Source.Topics {
+				for _, p := range assigned[t] {
+					if p < partitions {
+						owned[p] = true
+					}
+				}
+			}
+		}
+		return slices.Sorted(maps.Keys(owned))
+	}
+}
+
 // restorePartition reads one changelog partition from offset to its end,
-// handing apply each record owned keeps.
-func (r *runner) restorePartition(ctx context.Context, topic string, partition int32, offset int64, owned func(changelogRecord) bool, apply func(changelogRecord) error) (kafka.Positions, error) {
+// handing apply each record.
+func (r *runner) restorePartition(ctx context.Context, topic string, partition int32, offset int64, apply func(changelogRecord) error) (kafka.Positions, error) {
 	// Settled: the instance this one takes partitions over from may
 	// have committed its last epoch a moment ago, its offsets visible
 	// before its commit markers reach every changelog partition.
@@ -1389,9 +1405,6 @@ func (r *runner) restorePartition(ctx context.Context, topic string, partition i
 				cr.hash = int32(uint32(h.Value[0])<<24 | uint32(h.Value[1])<<16 | uint32(h.Value[2])<<8 | uint32(h.Value[3]))
 				cr.hashed = true
 			}
-		}
-		if !owned(cr) {
-			return nil
 		}
 		r.e.obs.restored.Add(1)
 		return apply(cr)

@@ -17,12 +17,11 @@
 //   - A kind is a store's byte layout: key-value (plain or timestamped),
 //     window (key, 8-byte start, 4-byte sequence number) or session (key,
 //     8-byte end, 8-byte start). Kafka Streams' changelogs and ours share the
-//     layouts (engine/state/layout.go); what differs is placement: Kafka
-//     Streams writes a task's changes to the task's partition, we write a
-//     key's changes to the partition of its changelog key's hash and stamp
-//     each record with the lane hash header (the murmur2 hash of the key that
-//     picks the lane). Translation is decoding (which checks the layout),
-//     re-placing and stamping.
+//     layouts (engine/state/layout.go) and the placement: a task's changes
+//     go to the task's partition. Ours also stamp each record with the lane
+//     hash header (the murmur2 hash of the key that picks the lane within
+//     the task). Translation is decoding (which checks the layout), copying
+//     each partition to the same partition, and stamping.
 //
 //   - A plan is everything a run would do, computed by reading and writing
 //     nothing but reads: per mapped store and source partition the record

@@ -203,7 +203,7 @@ func (s *session) translate(ctx context.Context, tx *kgo.Client, p *Plan, sp *St
 		return nil
 	}
 	add := func(e Entry) error {
-		batch = append(batch, ourRecord(sp, e, p.ourPartitions))
+		batch = append(batch, ourRecord(sp, e, pp.Partition))
 		if len(batch) >= s.opts.BatchRecords {
 			return flush(len(batch))
 		}
@@ -241,23 +241,19 @@ func (s *session) translate(ctx context.Context, tx *kgo.Client, p *Plan, sp *St
 	return done, flush(n)
 }
 
-// ourRecord places a decoded record as our engine would have written it.
-// A key-value store's lane key is its changelog key, hashed once for both.
-func ourRecord(sp *StorePlan, e Entry, partitions int32) *kgo.Record {
+// ourRecord places a decoded record of the task of partition as our engine
+// would have written it: in the task's partition, as Kafka Streams wrote
+// it, with the hash of its lane key, which picks its lane within the task.
+func ourRecord(sp *StorePlan, e Entry, partition int32) *kgo.Record {
 	// One allocation for the record, its header and the header's value.
 	r := &struct {
 		rec kgo.Record
 		hdr [1]kgo.RecordHeader
 		val [4]byte
 	}{}
-	lh := lane.Murmur2(e.LaneKey)
-	part := lane.For32(lh, int(partitions))
-	if len(e.LaneKey) != len(e.Key) {
-		part = lane.For(e.Key, int(partitions))
-	}
-	binary.BigEndian.PutUint32(r.val[:], uint32(lh))
+	binary.BigEndian.PutUint32(r.val[:], uint32(lane.Murmur2(e.LaneKey)))
 	r.hdr[0] = kgo.RecordHeader{Key: lane.HashHeader, Value: r.val[:]}
-	r.rec = kgo.Record{Topic: sp.Topic, Partition: int32(part), Key: e.Key, Value: e.Value, Timestamp: msTime(e.Timestamp), Headers: r.hdr[:]}
+	r.rec = kgo.Record{Topic: sp.Topic, Partition: partition, Key: e.Key, Value: e.Value, Timestamp: msTime(e.Timestamp), Headers: r.hdr[:]}
 	return &r.rec
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/stoatflow/stoatctl/engine"
 	"github.com/stoatflow/stoatctl/engine/dsl"
 	"github.com/stoatflow/stoatctl/engine/kafka"
+	"github.com/stoatflow/stoatctl/engine/lane"
 	"github.com/stoatflow/stoatctl/internal/kafkatest"
 	"github.com/stoatflow/stoatctl/migrate"
 )
@@ -80,7 +81,10 @@ func TestSuppressBufferRestoresToOwningLane(t *testing.T) {
 	const users = 8
 	for i := range users {
 		user := "u" + strconv.Itoa(i)
-		part := int32(i % 4) // Kafka Streams' task partition; ours differs
+		// Kafka Streams' task partition: the one its input's producer
+		// (Kafka's partitioner, as below) put the user's logins in, and
+		// ours too.
+		part := int32(lane.For([]byte(user), 4))
 		n := int64(i + 1)
 		wkey := append(append([]byte(user), long(w)...), 0, 0, 0, 0)
 		recs = append(recs, &kgo.Record{Topic: counts, Partition: part, Key: wkey, Value: long(n), Timestamp: time.UnixMilli(w + 1000)})

@@ -58,9 +58,10 @@ type kv struct {
 }
 
 // verify restores each mapped store's state as our engine would, from
-// our changelog (the latest record per key, the partition each key must be
-// in, the lane hash each must carry), and compares it key by key with the
-// state of the source changelog up to the planned ends. It also checks the
+// our changelog (the latest record per key of each partition, the lane
+// hash each must carry), and compares it key by key and partition by
+// partition with the state of the source changelog up to the planned
+// ends: a task's state is in the partition of the task, in both. It also checks the
 // committed offsets and the seeded frontiers.
 func (s *session) verify(ctx context.Context, p *Plan) (Verify, error) {
 	v := Verify{OK: true, Stores: []StoreVerify{}}
@@ -78,7 +79,7 @@ func (s *session) verify(ctx context.Context, p *Plan) (Verify, error) {
 			// The state directory's stores, read again.
 			for _, pp := range sp.Partitions {
 				if err := sp.reader.each(pp.Partition, func(_ string, key, value []byte, ts int64) error {
-					want[string(key)] = kv{value, ts}
+					want[partKey(pp.Partition, key)] = kv{value, ts}
 					return nil
 				}); err != nil {
 					return v, fmt.Errorf("migrate: verify: store %s of %s: %w", sp.Source, sp.StateDir, err)
@@ -98,9 +99,9 @@ func (s *session) verify(ctx context.Context, p *Plan) (Verify, error) {
 				value, ts = e.Value, e.Timestamp
 			}
 			if value == nil {
-				delete(want, string(r.Key))
+				delete(want, partKey(r.Partition, r.Key))
 			} else {
-				want[string(r.Key)] = kv{value, ts}
+				want[partKey(r.Partition, r.Key)] = kv{value, ts}
 			}
 			return nil
 		}); err != nil {
@@ -123,16 +124,16 @@ func (s *session) verify(ctx context.Context, p *Plan) (Verify, error) {
 				return &RecordError{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Store: sp.Store, Err: err}
 			}
 			h := headerMap(r)[lane.HashHeader]
-			if r.Partition != int32(lane.For(r.Key, int(p.ourPartitions))) || len(h) != 4 || int32(binary.BigEndian.Uint32(h)) != lane.Murmur2(e.LaneKey) {
+			if len(h) != 4 || int32(binary.BigEndian.Uint32(h)) != lane.Murmur2(e.LaneKey) {
 				misplaced++
 				if len(sv.Examples) < 5 {
 					sv.Examples = append(sv.Examples, fmt.Sprintf("%s[%d] offset %d: key %q is not where our engine would restore it from", r.Topic, r.Partition, r.Offset, r.Key))
 				}
 			}
 			if r.Value == nil {
-				delete(got, string(r.Key))
+				delete(got, partKey(r.Partition, r.Key))
 			} else {
-				got[string(r.Key)] = kv{r.Value, r.Timestamp.UnixMilli()}
+				got[partKey(r.Partition, r.Key)] = kv{r.Value, r.Timestamp.UnixMilli()}
 			}
 			return nil
 		}); err != nil {
@@ -148,14 +149,14 @@ func (s *session) verify(ctx context.Context, p *Plan) (Verify, error) {
 			}
 			sv.Differences++
 			if len(sv.Examples) < 5 {
-				sv.Examples = append(sv.Examples, fmt.Sprintf("key %q: source %x at %d, ours %x at %d (present %v)", k, w.value, w.ts, g.value, g.ts, ok))
+				sv.Examples = append(sv.Examples, fmt.Sprintf("%s: source %x at %d, ours %x at %d (present %v)", k, w.value, w.ts, g.value, g.ts, ok))
 			}
 		}
 		for k := range got {
 			if _, ok := want[k]; !ok {
 				sv.Differences++
 				if len(sv.Examples) < 5 {
-					sv.Examples = append(sv.Examples, fmt.Sprintf("key %q: ours only", k))
+					sv.Examples = append(sv.Examples, fmt.Sprintf("%s: ours only", k))
 				}
 			}
 		}
@@ -252,4 +253,10 @@ func seq(n int32) []int32 {
 		out[i] = int32(i)
 	}
 	return out
+}
+
+// partKey names a changelog key in a partition, as the examples of a
+// difference print it.
+func partKey(partition int32, key []byte) string {
+	return fmt.Sprintf("partition %d key %q", partition, key)
 }

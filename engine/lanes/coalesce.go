@@ -37,15 +37,23 @@ type coalescer struct {
 	// max is the bound in bytes; 0 turns coalescing off.
 	max   int
 	bytes int
-	// index finds a held record by store, then key bytes; lastStore
-	// and lastKeys are the store written last and its keys, as a task
-	// mostly writes one store over and over.
-	index     map[string]map[string]int
-	lastStore string
+	// index finds a held record by store and partition (the task's:
+	// two tasks of a lane hold the same store name), then key bytes;
+	// lastStore and lastKeys are the store written last and its keys, as
+	// a task mostly writes one store over and over.
+	index     map[storePartition]map[string]int
+	lastStore storePartition
 	lastKeys  map[string]int
 	outs      []heldWrite
 	// gen is this coalescing window's generation (coalescerGens).
 	gen uint32
+}
+
+// storePartition names one task's store: a store name and the task's
+// partition, where its changelog records go.
+type storePartition struct {
+	store     string
+	partition int32
 }
 
 // coalescerGens hands out coalescer generations, never 0 (a new record's
@@ -76,7 +84,7 @@ type heldWrite struct {
 const entryOverhead = 200
 
 func newCoalescer(max int) *coalescer {
-	return &coalescer{max: max, index: map[string]map[string]int{}, gen: nextGen()}
+	return &coalescer{max: max, index: map[storePartition]map[string]int{}, gen: nextGen()}
 }
 
 func (c *coalescer) on() bool { return c != nil && c.max > 0 }
@@ -107,13 +115,13 @@ func (c *coalescer) add(o task.Output, m laneMark) bool {
 		}
 	}
 	keys := c.lastKeys
-	if keys == nil || o.Store != c.lastStore {
-		keys = c.index[o.Store]
+	if sp := (storePartition{o.Store, o.Partition}); keys == nil || sp != c.lastStore {
+		keys = c.index[sp]
 		if keys == nil {
 			keys = map[string]int{}
-			c.index[o.Store] = keys
+			c.index[sp] = keys
 		}
-		c.lastStore, c.lastKeys = o.Store, keys
+		c.lastStore, c.lastKeys = sp, keys
 	}
 	i, ok := keys[string(o.Key)]
 	if word != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/stoatflow/stoatctl/engine/barrier"
+	"github.com/stoatflow/stoatctl/engine/task"
 )
 
 // cross does the work of crossing b, in the protocol's order
@@ -23,23 +24,26 @@ func (l *Lane) cross(b *barrier.Barrier) error {
 	return nil
 }
 
-// step does one piece of barrier work. fwdFloor pins what the work
-// forwards across a boundary to the floor it runs under, so that a result
-// is not late downstream by the frontier that emitted it.
+// step does one piece of barrier work, in each of the lane's tasks in
+// partition order. fwdFloor pins what the work forwards across a boundary
+// to the floor it runs under, so that a result is not late downstream by
+// the frontier that emitted it.
 func (l *Lane) step(s barrier.Step, b *barrier.Barrier) error {
 	var err error
 	switch s.Kind {
 	case barrier.Listen:
-		err = l.forwardingAt(s.Floor, func() error { return l.task.Barrier(s.Floor) })
+		err = l.forwardingAt(s.Floor, func() error { return l.eachTask(func(t *task.Task) error { return t.Barrier(s.Floor) }) })
 	case barrier.Flush:
 		err = l.forwardingAt(s.Floor, func() error {
-			if err := l.task.AdvanceWatermark(s.Frontier, s.Floor); err != nil {
-				return fmt.Errorf("lane %d: watermark %d: %w", l.cfg.Global, s.Frontier, err)
-			}
-			return nil
+			return l.eachTask(func(t *task.Task) error {
+				if err := t.AdvanceWatermark(s.Frontier, s.Floor); err != nil {
+					return fmt.Errorf("lane %d: task %s: watermark %d: %w", l.cfg.Global, t.ID(), s.Frontier, err)
+				}
+				return nil
+			})
 		})
 	case barrier.Commit:
-		err = l.task.Commit()
+		err = l.eachTask(func(t *task.Task) error { return t.Commit() })
 		if err == nil {
 			// After the stores' flush, which may log changes too.
 			err = l.flushChangelog()
@@ -58,22 +62,47 @@ func (l *Lane) step(s barrier.Step, b *barrier.Barrier) error {
 	case barrier.Enter:
 		l.epoch, l.floor = s.Epoch, s.Floor
 	case barrier.EventTimers:
-		if l.task.HasTimers() {
-			_, err = l.task.FireEventTimers(s.Due, s.Floor)
-		}
+		err = l.eachTask(func(t *task.Task) error {
+			if !t.HasTimers() {
+				return nil
+			}
+			_, err := t.FireEventTimers(s.Due, s.Floor)
+			return err
+		})
 	case barrier.ProcessingTimers:
-		if l.task.HasTimers() {
-			_, err = l.task.FireProcessingTimers(l.env.Wall(), s.Floor)
-		}
+		err = l.eachTask(func(t *task.Task) error {
+			if !t.HasTimers() {
+				return nil
+			}
+			_, err := t.FireProcessingTimers(l.env.Wall(), s.Floor)
+			return err
+		})
 	case barrier.PunctuateStreamTime:
-		err = l.forwardingAt(s.Floor, func() error { _, err := l.task.PunctuateStreamTime(s.Floor); return err })
+		err = l.forwardingAt(s.Floor, func() error {
+			return l.eachTask(func(t *task.Task) error { _, err := t.PunctuateStreamTime(s.Floor); return err })
+		})
 	case barrier.PunctuateWallClock:
-		err = l.forwardingAt(s.Floor, func() error { _, err := l.task.PunctuateWallClock(s.Floor); return err })
+		err = l.forwardingAt(s.Floor, func() error {
+			return l.eachTask(func(t *task.Task) error { _, err := t.PunctuateWallClock(s.Floor); return err })
+		})
 	}
 	if err != nil {
 		return err
 	}
 	return l.sendErr
+}
+
+// eachTask runs fn in each of the lane's tasks, in partition order, each
+// the lane's task at work while it runs (what it writes is routed as
+// that task's), stopping at the first failure.
+func (l *Lane) eachTask(fn func(t *task.Task) error) error {
+	for _, t := range l.all {
+		l.task = t
+		if err := fn(t); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // forwardingAt runs fn with what it forwards pinned to floor.

@@ -2,6 +2,7 @@ package lanes
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"sync"
@@ -134,14 +135,28 @@ type Env struct {
 	GiveBack int
 }
 
-// Lane is one lane: it runs one task on one goroutine (Run). Its fields
+// Lane is one lane: it runs its tasks on one goroutine (Run). Its fields
 // are owned by that goroutine, except partTimes (the map under ptMu, the
 // times atomic), which the dispatcher reads to move the watermark.
+//
+// A lane of a sub-topology with state runs one task per task partition
+// the instance owns (its shard of the task: the keys of that partition
+// whose hash picks this lane), and a record goes to the task of its
+// partition; a lane of a stateless sub-topology runs one task for every
+// partition (SetTask).
 type Lane struct {
 	cfg   Config
 	env   *Env
 	group *Group
-	task  *task.Task
+	// task is the task at work now: the one of the record in progress,
+	// or the one a barrier step is running.
+	task *task.Task
+	// one is the lane's only task, serving every partition; byPart are
+	// its tasks by task partition (nil where the instance owns none),
+	// all the same tasks in partition order.
+	one    *task.Task
+	byPart []*task.Task
+	all    []*task.Task
 	// in is the lane's queue, shared by its producers. Each producer
 	// takes credit (credits[slot], stoatflow.lane.queue-size records)
 	// before it sends and the lane gives it back as it processes what the
@@ -200,7 +215,7 @@ type Lane struct {
 }
 
 // New makes a lane of group g. It takes input once g is opened
-// (Group.Open) and runs once it has a task (SetTask).
+// (Group.Open) and runs once it has its tasks (SetTask, AddTask).
 func New(g *Group, cfg Config, env *Env) *Lane {
 	l := &Lane{cfg: cfg, env: env, group: g,
 		floor: cfg.Floor, proto: barrier.NewLane(cfg.Floor), pinned: noPin, fwdFloor: noPin, cur: &noItem,
@@ -230,11 +245,49 @@ func (l *Lane) open(producers, queue int) {
 	l.in = make(chan []Item, producers*(queue+1))
 }
 
-// SetTask gives the lane the task it runs.
-func (l *Lane) SetTask(t *task.Task) { l.task = t }
+// SetTask gives the lane the one task it runs for records of every
+// partition: a sub-topology that owns no state.
+func (l *Lane) SetTask(t *task.Task) {
+	l.one, l.byPart, l.all, l.task = t, nil, []*task.Task{t}, t
+}
 
-// Task is the task the lane runs, nil before SetTask.
-func (l *Lane) Task() *task.Task { return l.task }
+// AddTask gives the lane its shard of the task of t's partition. A lane
+// with tasks added runs a record only in the task of its partition.
+func (l *Lane) AddTask(t *task.Task) {
+	p := int(t.Partition())
+	if p >= len(l.byPart) {
+		l.byPart = append(l.byPart, make([]*task.Task, p+1-len(l.byPart))...)
+	}
+	l.one, l.byPart[p] = nil, t
+	l.all = l.all[:0]
+	for _, bt := range l.byPart {
+		if bt != nil {
+			l.all = append(l.all, bt)
+		}
+	}
+	if l.task == nil {
+		l.task = t
+	}
+}
+
+// Tasks are the tasks the lane runs, in partition order.
+func (l *Lane) Tasks() []*task.Task { return l.all }
+
+// TaskFor is the task that runs a record of partition p, nil when the
+// lane has none.
+func (l *Lane) TaskFor(p int32) *task.Task {
+	if l.one != nil {
+		return l.one
+	}
+	if p >= 0 && int(p) < len(l.byPart) {
+		return l.byPart[p]
+	}
+	return nil
+}
+
+// ErrNoTask is returned for a record of a partition no task of the lane
+// owns: the dispatcher or an upstream lane sent it where its state is not.
+var ErrNoTask = errors.New("no task owns the record's partition")
 
 // Collector is what the lane's task writes to: boundary records go to the
 // downstream lane of their key, everything else joins the epoch's output.
@@ -390,9 +443,14 @@ func (l *Lane) process(it *Item) error {
 	if p := l.env.Probe; p != nil {
 		p(l.cfg.Sub, l.cfg.Index, false)
 	}
+	t := l.TaskFor(it.in.Partition)
+	if t == nil {
+		return fmt.Errorf("lane %d of sub-topology %d: %s[%d]@%d: %w", l.cfg.Index, l.cfg.Sub, it.in.Topic, it.in.Partition, it.in.Offset, ErrNoTask)
+	}
+	l.task = t
 	l.cur = it
 	l.pinned = it.floor
-	err := l.task.Process(&it.in)
+	err := t.Process(&it.in)
 	l.pinned = noPin
 	l.cur = &noItem
 	if l.sendErr != nil {

@@ -153,16 +153,12 @@ func (l *Lane) laneMark() laneMark {
 	return laneMark{hash: uint32(l.task.LaneHash()), laned: true}
 }
 
-// routeChangelog picks a changelog record's partition: the hash of its
-// changelog key, so that every write of one store key lands in one
-// partition, in order, whether a record, a timer or an emission pass wrote
-// it. (Kafka Streams writes a task's changes to the task's partition; here
-// a lane holds keys of many partitions, and a delete made by an emission
-// pass in another partition than the put it undoes could be restored
-// before it.) It also stamps m, the hash of the key bytes that picked the
-// lane, which restoration routes by.
+// routeChangelog stamps a changelog record, which goes to the partition
+// its task set (the task's partition, as in Kafka Streams: every write of
+// one store key of a task, by a record, a timer or an emission pass,
+// lands in that partition, in order), with m, the hash of the key bytes
+// that picked the lane, which restoration routes by within the task.
 func (l *Lane) routeChangelog(o *task.Output, m laneMark) {
-	o.Partition = int32(lane.For32(l.task.HashOf(o.Key), int(l.group.partitions)))
 	if m.laned {
 		h := l.arena.bytes(4)
 		binary.BigEndian.PutUint32(h, m.hash)

@@ -337,6 +337,9 @@ func handlerVerdict(cfg config.Config, key string, allowDLQ bool) (string, error
 // ID is the task's name.
 func (t *Task) ID() string { return t.id }
 
+// Partition is the task's partition: where its changelog writes go.
+func (t *Task) Partition() int32 { return t.partition }
+
 // Subtopology is the sub-topology the task runs.
 func (t *Task) Subtopology() *topology.Subtopology { return t.sub }
 

@@ -4,20 +4,23 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 )
 
-// Checkpoint is what a lane database is complete up to: for every changelog
-// partition, the offset of the first record it does not hold. It also
-// records how the keys were routed when it was written, since a database
-// routed differently cannot be brought up to date from a changelog.
+// Checkpoint is what a lane database is complete up to: for the changelog
+// partition of every task it holds, the offset of the first record it
+// does not hold. It also records how the keys were routed when it was
+// written, since a database routed differently cannot be brought up to
+// date from a changelog.
 type Checkpoint struct {
 	// Application is the application.id whose state this is.
 	Application string `json:"application"`
 	// Lanes is the lane count of the sub-topology; keys go to lane
 	// hash mod Lanes.
 	Lanes int `json:"lanes"`
-	// Owned names the source partitions whose keys the lane held, as
-	// "topic/partition"; a restart that owns other partitions rebuilds.
+	// Owned names the tasks whose stores the database holds, as
+	// "<sub-topology>_<partition>"; a restart keeps those it runs again
+	// and wipes the others.
 	Owned []string `json:"owned,omitempty"`
 	// Offsets maps changelog topic to partition to the next offset to
 	// restore from.
@@ -29,8 +32,14 @@ type Checkpoint struct {
 }
 
 // Layout is the byte-store layout of this build's stores: 1 lays window
-// and session stores out in segments (see engine/state's WindowStore).
-const Layout = 1
+// and session stores out in segments (see engine/state's WindowStore); 2
+// puts each task's stores under the task's prefix (TaskSupplier).
+const Layout = 2
+
+// TaskPrefix begins the names of the stores of the task of partition.
+// Store names are printable and hold no '/', so no other task's names
+// begin with it.
+func TaskPrefix(partition int32) string { return "t" + strconv.Itoa(int(partition)) + "/" }
 
 // ErrCorruptCheckpoint marks a checkpoint that cannot be decoded.
 var ErrCorruptCheckpoint = errors.New("corrupt checkpoint")

@@ -391,6 +391,32 @@ func (d *DB) Wipe() error {
 	return nil
 }
 
+// WipeTask deletes the data of every store of the task of partition
+// (TaskSupplier), for a task that cannot be brought up to date from its
+// checkpoint or that the instance no longer runs. Nothing may be
+// uncommitted: it is called before the task's stores are opened.
+func (d *DB) WipeTask(partition int32) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.checkOpen(); err != nil {
+		return err
+	}
+	if err := checkRoom(d.path, 0); err != nil {
+		return fmt.Errorf("wipe task: %w", err)
+	}
+	from := TaskPrefix(partition)
+	// The prefix ends in '/'; '0' follows it, and no other task's prefix
+	// falls between (TaskPrefix).
+	to := from[:len(from)-1] + "0"
+	wb := grocksdb.NewWriteBatch()
+	defer wb.Destroy()
+	wb.DeleteRange([]byte(from), []byte(to))
+	if err := d.db.Write(d.wo, wb); err != nil {
+		return fmt.Errorf("wipe the state of task partition %d in %s: %w", partition, d.path, err)
+	}
+	return nil
+}
+
 // Close drops the layers, frees the iterators still open (they fail on
 // their next Next) and closes the database: an iterator a processor never
 // closed must not keep the database, and its lock, from the next owner.

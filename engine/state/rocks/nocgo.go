@@ -22,16 +22,18 @@ func Open(dir string) (*DB, error) {
 	return nil, fmt.Errorf("open RocksDB state in %s: %w", dir, ErrUnavailable)
 }
 
-func (d *DB) Path() string                          { return d.path }
-func (d *DB) Checkpoint() (Checkpoint, bool, error) { return Checkpoint{}, false, ErrUnavailable }
-func (d *DB) Epoch() int64                          { return 0 }
-func (d *DB) Seal(int64)                            {}
-func (d *DB) Commit(int64, Checkpoint) error        { return ErrUnavailable }
-func (d *DB) Abort()                                {}
-func (d *DB) Wipe() error                           { return ErrUnavailable }
-func (d *DB) Close() error                          { return nil }
-func (d *DB) Supplier() state.BytesSupplier         { return nil }
-func (d *DB) Store(string) state.KeyValueBytesStore { return nil }
-func (d *DB) BeginRestore()                         {}
-func (d *DB) SetRestoreBatchBytes(int)              {}
-func (d *DB) EndRestore(Checkpoint) error           { return ErrUnavailable }
+func (d *DB) Path() string                           { return d.path }
+func (d *DB) Checkpoint() (Checkpoint, bool, error)  { return Checkpoint{}, false, ErrUnavailable }
+func (d *DB) Epoch() int64                           { return 0 }
+func (d *DB) Seal(int64)                             {}
+func (d *DB) Commit(int64, Checkpoint) error         { return ErrUnavailable }
+func (d *DB) Abort()                                 {}
+func (d *DB) Wipe() error                            { return ErrUnavailable }
+func (d *DB) Close() error                           { return nil }
+func (d *DB) Supplier() state.BytesSupplier          { return nil }
+func (d *DB) TaskSupplier(int32) state.BytesSupplier { return nil }
+func (d *DB) WipeTask(int32) error                   { return ErrUnavailable }
+func (d *DB) Store(string) state.KeyValueBytesStore  { return nil }
+func (d *DB) BeginRestore()                          {}
+func (d *DB) SetRestoreBatchBytes(int)               {}
+func (d *DB) EndRestore(Checkpoint) error            { return ErrUnavailable }

@@ -13,13 +13,24 @@ import (
 
 // Supplier returns the supplier of the database's byte stores: each Get
 // is the store of that name in this database, layers and all.
-func (d *DB) Supplier() state.BytesSupplier { return supplier{d} }
+func (d *DB) Supplier() state.BytesSupplier { return supplier{d: d} }
 
-type supplier struct{ d *DB }
+// TaskSupplier returns the supplier of the byte stores of the task of
+// partition in the database: their names begin with the task's prefix
+// (TaskPrefix), so that the stores of several tasks share one database,
+// and one task's keys lie in one range, which WipeTask deletes.
+func (d *DB) TaskSupplier(partition int32) state.BytesSupplier {
+	return supplier{d: d, prefix: TaskPrefix(partition)}
+}
+
+type supplier struct {
+	d      *DB
+	prefix string
+}
 
 func (supplier) Name() string { return "rocksdb" }
 
-func (s supplier) Get(name string) state.KeyValueBytesStore { return s.d.Store(name) }
+func (s supplier) Get(name string) state.KeyValueBytesStore { return s.d.Store(s.prefix + name) }
 
 // Store returns the byte store name of the database. Its keys are those of
 // the database prefixed by name and a zero byte.

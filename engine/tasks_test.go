@@ -1,0 +1,236 @@
+package engine_test
+
+import (
+	"context"
+	"fmt"
+	"hash/crc32"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/stoatflow/stoatctl/engine"
+	"github.com/stoatflow/stoatctl/engine/kafka"
+	"github.com/stoatflow/stoatctl/engine/lane"
+)
+
+// A placement says which partition of n a producer writes the i-th
+// record of a batch, of key key, to.
+type placement func(key []byte, n int32, i int) int32
+
+// placements are the partitioners of the producers a Kafka Streams
+// application meets: Java's (murmur2 of the key), librdkafka's default
+// (consistent_random: CRC-32 of the key; kcat and Confluent's clients for
+// Python, Go and .NET), and one that scatters each key over every
+// partition (a batch of keys distinct keys, then the next, each batch a
+// partition further).
+func placements(keys int) map[string]placement {
+	return map[string]placement{
+		"murmur2": func(key []byte, n int32, _ int) int32 { return int32(lane.For(key, int(n))) },
+		"crc32":   func(key []byte, n int32, _ int) int32 { return int32(crc32.ChecksumIEEE(key) % uint32(n)) },
+		"scatter": func(key []byte, n int32, i int) int32 {
+			return int32((crc32.ChecksumIEEE(key) + uint32(i/keys)) % uint32(n))
+		},
+	}
+}
+
+// producePlaced writes records to topic (of n partitions), each to the
+// partition place picks for it.
+func producePlaced(t testing.TB, addr, topic string, n int32, recs []kv, place placement) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	rs := make([]*kgo.Record, len(recs))
+	for i, r := range recs {
+		rs[i] = &kgo.Record{Key: []byte(r.Key), Value: []byte(r.Value), Partition: place([]byte(r.Key), n, i)}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), produceWithin)
+	defer cancel()
+	if err := cl.ProduceSync(ctx, rs...).FirstErr(); err != nil {
+		t.Fatalf("produce %d records to %s: %v", len(rs), topic, err)
+	}
+}
+
+// TestCountWhateverThePartitioner runs two instances of a count over input
+// written with each producer partitioner, while partitions move both ways
+// between them: the second joins mid-stream, the first leaves, and comes
+// back. A task's state is the state of the records of its partition,
+// wherever the producer put them, so every count is exact, committed once;
+// a key the producer scatters over the partitions is counted once per
+// task, as Kafka Streams counts it.
+func TestCountWhateverThePartitioner(t *testing.T) {
+	for _, name := range []string{"murmur2", "crc32", "scatter"} {
+		t.Run(name, func(t *testing.T) {
+			const parts, keys, rounds, perRound = 4, 40, 6, 4
+			place := placements(keys)[name]
+			addr := startKafka(t, map[string]int32{"in": parts, "out": parts})
+			i := 0
+			batch := func() []kv {
+				var in []kv
+				for range keys * perRound {
+					in = append(in, kv{Key: "k" + strconv.Itoa(i%keys), Value: "x"})
+					i++
+				}
+				return in
+			}
+			owned := func(who string, e *engine.Engine, n int) {
+				t.Helper()
+				var ps []int32
+				eventually(t, 60*time.Second, func() string { return fmt.Sprintf("instance %s runs partitions %v, want %d of them", who, ps, n) },
+					func() bool { ps = e.Assignment()["in"]; return len(ps) == n })
+			}
+			app := "partitioner-" + name
+			dirA, dirB := t.TempDir(), t.TempDir()
+			a, stopA := runEngine(t, counts(), cfg(addr, app, "state.dir", dirA, "num.stream.threads", "2"))
+			owned("a", a, parts)
+			producePlaced(t, addr, "in", parts, batch(), place)
+			b, stopB := runEngine(t, counts(), cfg(addr, app, "state.dir", dirB, "num.stream.threads", "3"))
+			producePlaced(t, addr, "in", parts, batch(), place)
+			owned("a", a, parts/2)
+			owned("b", b, parts/2)
+			producePlaced(t, addr, "in", parts, batch(), place)
+			if err := stopA(); err != nil {
+				t.Fatalf("first instance: %v", err)
+			}
+			owned("b", b, parts)
+			producePlaced(t, addr, "in", parts, batch(), place)
+			a, stopA = runEngine(t, counts(), cfg(addr, app, "state.dir", dirA, "num.stream.threads", "1"))
+			owned("a", a, parts/2)
+			producePlaced(t, addr, "in", parts, batch(), place)
+			producePlaced(t, addr, "in", parts, batch(), place)
+			got := readCommitted(t, addr, "out", keys*rounds*perRound, 90*time.Second)
+			for who, stop := range map[string]func() error{"a": stopA, "b": stopB} {
+				if err := stop(); err != nil {
+					t.Fatalf("instance %s: %v", who, err)
+				}
+			}
+			tasks := 1
+			if name == "scatter" {
+				tasks = parts
+			}
+			checkTaskCounts(t, got, keys, rounds*perRound, tasks)
+		})
+	}
+}
+
+// checkTaskCounts checks that every key was counted 1..per/tasks exactly
+// once in each of tasks tasks.
+func checkTaskCounts(t testing.TB, got []kv, keys, per, tasks int) {
+	t.Helper()
+	seen := map[string][]int64{}
+	for _, r := range got {
+		n := int64(0)
+		for _, b := range []byte(r.Value) {
+			n = n<<8 | int64(b)
+		}
+		seen[r.Key] = append(seen[r.Key], n)
+	}
+	if len(seen) != keys {
+		t.Fatalf("%d keys, want %d", len(seen), keys)
+	}
+	var want []int64
+	for c := 1; c <= per/tasks; c++ {
+		for range tasks {
+			want = append(want, int64(c))
+		}
+	}
+	wrong := 0
+	for _, k := range slices.Sorted(func(yield func(string) bool) {
+		for k := range seen {
+			if !yield(k) {
+				return
+			}
+		}
+	}) {
+		ns := seen[k]
+		slices.Sort(ns)
+		if !slices.Equal(ns, want) {
+			if wrong++; wrong <= 5 {
+				t.Errorf("key %s: counts %v, want 1..%d once in each of %d tasks", k, ns, per/tasks, tasks)
+			}
+		}
+	}
+	if wrong > 0 {
+		t.Fatalf("%d of %d keys counted wrong", wrong, keys)
+	}
+}
+
+// changelogRecords counts the committed records of each partition of a
+// changelog.
+func changelogRecords(t testing.TB, addr, topic string, parts int32) map[int32]int64 {
+	t.Helper()
+	all := make([]int32, parts)
+	for p := range all {
+		all[p] = int32(p)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	n := map[int32]int64{}
+	if _, err := kafka.ReadToEndSettled(ctx, []string{addr}, topic, kafka.FromLogStart(all...), func(r *kgo.Record) error {
+		n[r.Partition]++
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestRebalanceRestoresOnlyMovedTasks adds an instance to one that runs 8
+// tasks of a count with its state in RocksDB: the tasks that move restore
+// their changelog partitions, and only those, on the new instance; the
+// instance that keeps the others restores nothing for them, its local
+// state kept across the rebalance.
+func TestRebalanceRestoresOnlyMovedTasks(t *testing.T) {
+	needRocks(t)
+	const parts, keys = 8, 20000
+	addr := startKafka(t, map[string]int32{"in": parts, "out": parts})
+	var in []kv
+	for i := range keys {
+		in = append(in, kv{Key: "key-" + strconv.Itoa(i), Value: "x"})
+	}
+	a, stopA := runEngine(t, counts(), storeCfg(addr, "moved", "rocksDB", t.TempDir(), "num.stream.threads", "2"))
+	eventually(t, 60*time.Second, func() string { return "the first instance does not run every partition" },
+		func() bool { return len(a.Assignment()["in"]) == parts })
+	produce(t, addr, "in", in)
+	readCommitted(t, addr, "out", keys, 60*time.Second)
+	// Everything read is committed, locally too: the rebalance below
+	// meets no epoch in flight.
+	waitUntil(10*time.Second, func() bool { return a.Stats().Records >= keys })
+	time.Sleep(time.Second)
+	before := a.Stats().Restored
+	perPartition := changelogRecords(t, addr, "moved-counts-changelog", parts)
+
+	b, stopB := runEngine(t, counts(), storeCfg(addr, "moved", "rocksDB", t.TempDir(), "num.stream.threads", "2"))
+	var psA, psB []int32
+	eventually(t, 60*time.Second, func() string { return fmt.Sprintf("instances run %v and %v, want 4 partitions each", psA, psB) },
+		func() bool {
+			psA, psB = a.Assignment()["in"], b.Assignment()["in"]
+			return len(psA) == parts/2 && len(psB) == parts/2
+		})
+	// Both run: the next records are counted on from the state each has.
+	produce(t, addr, "in", in)
+	got := readCommitted(t, addr, "out", 2*keys, 60*time.Second)
+	if err := stopA(); err != nil {
+		t.Fatalf("first instance: %v", err)
+	}
+	if err := stopB(); err != nil {
+		t.Fatalf("second instance: %v", err)
+	}
+	checkCounts(t, got, keys, 2)
+	var moved int64
+	for _, p := range psB {
+		moved += perPartition[p]
+	}
+	if n := a.Stats().Restored - before; n != 0 {
+		t.Errorf("the instance that kept tasks %v restored %d records, want none", psA, n)
+	}
+	if n := b.Stats().Restored; n != moved {
+		t.Errorf("the new instance restored %d records, want %d: those of the changelog partitions %v of the tasks that moved (per partition %v)", n, moved, psB, perPartition)
+	}
+	t.Logf("tasks moved %v: %d changelog records restored of %d; kept %v: none", psB, moved, keys, psA)
+}
