@@ -338,7 +338,11 @@ func (r *runner) commitLoop(ctx context.Context, g *generation, cuts <-chan epoc
 				g.cancel()
 				return
 			}
-			r.commitLocal(g, next)
+			if err := r.commitLocal(g, next); err != nil {
+				r.commitFailed.Store(&err)
+				g.cancel()
+				return
+			}
 			took := time.Since(start)
 			r.commitTook.Store(int64(took))
 			r.e.committed(p.cut.records, took)

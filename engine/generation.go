@@ -562,6 +562,12 @@ func (g *generation) start() {
 		go func() {
 			defer g.wg.Done()
 			if err := l.Run(g.ctx); err != nil && !errors.Is(err, context.Canceled) {
+				var pe *task.PanicError
+				var proc *task.ProcessingError
+				if errors.As(err, &pe) && !errors.As(err, &proc) {
+					// Outside a processor: the task did not log it.
+					g.e.log.Error("lane panicked", "sub_topology", l.sub.id, "lane", l.idx, "err", err, "stack", string(pe.Stack))
+				}
 				g.fail(fmt.Errorf("sub-topology %d lane %d: %w", l.sub.id, l.idx, err))
 			}
 		}()

@@ -15,6 +15,7 @@ import (
 	"github.com/stoatflow/stoatctl/engine"
 	"github.com/stoatflow/stoatctl/engine/dsl"
 	"github.com/stoatflow/stoatctl/engine/serde"
+	"github.com/stoatflow/stoatctl/engine/task"
 	"github.com/stoatflow/stoatctl/engine/topology"
 )
 
@@ -133,4 +134,70 @@ func TestFailingRecordStopsWithoutCommittingPastIt(t *testing.T) {
 		t.Fatalf("output %v, want the two records before the bad one", got)
 	}
 	_ = errors.New
+}
+
+// panicky doubles 8-byte longs and panics on 13: a processor with a bug.
+func panicky() *topology.Topology {
+	str := serde.String()
+	b := dsl.NewBuilder()
+	dsl.MapValues(dsl.Stream(b, dsl.ConsumedWith(str, serde.Int64()), "in"), func(_ string, v int64) int64 {
+		if v == 13 {
+			panic("unlucky value")
+		}
+		return 2 * v
+	}, dsl.Name("double")).To("out", dsl.ProducedWith(str, serde.Int64()))
+	return b.Topology()
+}
+
+// TestProcessorPanicGoesToTheHandler: a processor that panics is a
+// processing error, not the end of the process. Under fail the engine
+// stops with an error naming the processor and the record's topic,
+// partition and offset, and commits nothing past it; under continue the
+// record is skipped and counted, and the rest goes on.
+func TestProcessorPanicGoesToTheHandler(t *testing.T) {
+	for _, handler := range []string{"fail", "continue"} {
+		t.Run(handler, func(t *testing.T) {
+			addr := startBroker(t, map[string]int32{"in": 1, "out": 1})
+			produce(t, addr, "in", []kv{{Key: "a", Value: long(1)}})
+			e := engine.New(panicky(), cfg(addr, "panic-"+handler, "processing.exception.handler", handler), engine.WithLogger(testLogger(t)))
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			done := make(chan error, 1)
+			go func() { done <- e.Run(ctx) }()
+			readCommitted(t, addr, "out", 1, 20*time.Second)
+			produce(t, addr, "in", []kv{{Key: "b", Value: long(13)}, {Key: "c", Value: long(3)}})
+			if handler == "continue" {
+				got := readCommitted(t, addr, "out", 2, 20*time.Second)
+				cancel()
+				if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+					t.Fatalf("run: %v", err)
+				}
+				if len(got) != 2 || got[0].Value != long(2) || got[1].Value != long(6) {
+					t.Fatalf("output %v, want a=2 and c=6", got)
+				}
+				if n := e.Metrics().Value("dropped.records.total", "reason", "processing_error"); n != 1 {
+					t.Fatalf("dropped.records.total{reason=processing_error} = %d, want 1", n)
+				}
+				return
+			}
+			var err error
+			select {
+			case err = <-done:
+			case <-time.After(30 * time.Second):
+				t.Fatal("the engine did not stop on the panic within 30s")
+			}
+			for _, want := range []string{"processor double", "topic in partition 0 offset 1", "panic: unlucky value"} {
+				if err == nil || !strings.Contains(err.Error(), want) {
+					t.Fatalf("engine stopped with %v, want an error naming %q", err, want)
+				}
+			}
+			var pe *task.PanicError
+			if !errors.As(err, &pe) || len(pe.Stack) == 0 {
+				t.Fatalf("engine stopped with %v, want a task.PanicError with its stack", err)
+			}
+			if got := readCommitted(t, addr, "out", 1, 3*time.Second); len(got) != 1 {
+				t.Fatalf("output %v, want the one record before the panic", got)
+			}
+		})
+	}
 }

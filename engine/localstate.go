@@ -394,23 +394,34 @@ func (ls *laneState) has(topic string, partition int32, offset int64) bool {
 }
 
 // commitLocal commits the epoch's layers of every lane database with a
-// checkpoint of the changelog positions now. A lane that fails keeps its
-// layers for the next commit; a restart restores from its last
-// checkpoint, so nothing is lost.
-func (r *runner) commitLocal(g *generation, epoch int64) {
+// checkpoint of the changelog positions now, once the epoch's transaction
+// committed. A database that fails stops the engine: its layers would
+// grow with every epoch that cannot be written; the next start restores
+// what its checkpoint lacks from the changelogs, so nothing is lost.
+func (r *runner) commitLocal(g *generation, epoch int64) error {
 	if g.local == nil {
-		return
+		return nil
 	}
 	offsets := g.local.pos.snapshot()
+	var errs []error
 	for _, l := range g.lanes {
 		if l.local == nil {
 			continue
 		}
 		if err := l.local.db.Commit(epoch, l.local.checkpoint(offsets)); err != nil {
-			r.e.log.Error("commit local state; the next start restores from its last checkpoint", "dir", l.local.db.Path(), "epoch", epoch, "err", err)
+			errs = append(errs, fmt.Errorf("sub-topology %d lane %d: %w", l.sub.id, l.idx, err))
 		}
 	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("engine: %w: epoch %d is committed in Kafka, but not in the local state (the next start restores it from the changelogs): %w", ErrLocalCommit, epoch, err)
+	}
+	return nil
 }
+
+// ErrLocalCommit is returned when the RocksDB state could not take an
+// epoch that committed in Kafka (a full disk, an I/O error): the engine
+// stops rather than hold ever more uncommitted layers.
+var ErrLocalCommit = errors.New("local state commit failed")
 
 // closeLocal closes the lane databases, which drops what did not commit.
 func (g *generation) closeLocal() {

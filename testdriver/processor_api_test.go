@@ -206,52 +206,73 @@ func TestDeserializationHandlers(t *testing.T) {
 	})
 }
 
-// failing fails on the value "boom".
-type failing struct{ processor.Base[string, string] }
+// failing fails on the value "boom": with an error, or with a panic, as a
+// processor with a bug does.
+type failing struct {
+	processor.Base[string, string]
+	panics bool
+}
 
 func (p *failing) Process(r processor.Record[string, string]) error {
 	if r.Value == "boom" {
+		if p.panics {
+			panic("boom")
+		}
 		return errors.New("boom")
 	}
 	p.Ctx.Forward(r)
 	return nil
 }
 
+// TestProcessingHandler: a processor's error, or its panic, fails the
+// record under fail, naming the processor and the record, and is skipped
+// and counted under continue.
 func TestProcessingHandler(t *testing.T) {
-	topo := func() *topology.Topology {
-		return topology.New().
-			AddSource("src", topology.ConsumedWith(str, str).Spec(), "in").
-			AddProcessor("pass", processor.Supply(func() processor.Processor[string, string, string, string] { return &failing{} }), "src").
-			AddProcessor("fail", processor.Supply(func() processor.Processor[string, string, string, string] { return &failing{} }), "pass").
-			AddSink("out", topology.ProducedWith(str, str).Spec("out"), "out", "fail")
-	}
-	d, err := testdriver.New(topo(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	in := testdriver.CreateInputTopic(d, "in", str, str)
-	err = in.PipeInputAt("k", "boom", 1)
-	var pe *topology.Error
-	if err == nil || errors.As(err, &pe) || !strings.Contains(err.Error(), "processor pass: topic in partition 0 offset 0: boom") {
-		t.Fatalf("error %v", err)
-	}
-	d.Close()
+	for _, tc := range []struct {
+		name   string
+		panics bool
+		want   string
+	}{
+		{"error", false, "processor pass: topic in partition 0 offset 0: boom"},
+		{"panic", true, "processor pass: topic in partition 0 offset 0: panic: boom"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			topo := func() *topology.Topology {
+				return topology.New().
+					AddSource("src", topology.ConsumedWith(str, str).Spec(), "in").
+					AddProcessor("pass", processor.Supply(func() processor.Processor[string, string, string, string] { return &failing{panics: tc.panics} }), "src").
+					AddProcessor("fail", processor.Supply(func() processor.Processor[string, string, string, string] { return &failing{panics: tc.panics} }), "pass").
+					AddSink("out", topology.ProducedWith(str, str).Spec("out"), "out", "fail")
+			}
+			d, err := testdriver.New(topo(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			in := testdriver.CreateInputTopic(d, "in", str, str)
+			err = in.PipeInputAt("k", "boom", 1)
+			var pe *topology.Error
+			if err == nil || errors.As(err, &pe) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one saying %q", err, tc.want)
+			}
+			d.Close()
 
-	d, err = testdriver.New(topo(), map[string]string{"processing.exception.handler": "continue"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	in = testdriver.CreateInputTopic(d, "in", str, str)
-	if err := in.PipeInputAt("k", "boom", 1); err != nil {
-		t.Fatal(err)
-	}
-	if err := in.PipeInputAt("k", "fine", 2); err != nil {
-		t.Fatal(err)
-	}
-	vs, _ := testdriver.CreateOutputTopic(d, "out", str, str).ReadValuesToList()
-	if fmt.Sprint(vs) != "[fine]" || d.Metrics().Value(metrics.DroppedRecords, "reason", metrics.ReasonProcessing) != 1 {
-		t.Fatalf("values %v, dropped %d", vs, d.Metrics().Value(metrics.DroppedRecords, "reason", metrics.ReasonProcessing))
+			d, err = testdriver.New(topo(), map[string]string{"processing.exception.handler": "continue"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			in = testdriver.CreateInputTopic(d, "in", str, str)
+			if err := in.PipeInputAt("k", "boom", 1); err != nil {
+				t.Fatal(err)
+			}
+			if err := in.PipeInputAt("k", "fine", 2); err != nil {
+				t.Fatal(err)
+			}
+			vs, _ := testdriver.CreateOutputTopic(d, "out", str, str).ReadValuesToList()
+			if fmt.Sprint(vs) != "[fine]" || d.Metrics().Value(metrics.DroppedRecords, "reason", metrics.ReasonProcessing) != 1 {
+				t.Fatalf("values %v, dropped %d", vs, d.Metrics().Value(metrics.DroppedRecords, "reason", metrics.ReasonProcessing))
+			}
+		})
 	}
 }
 

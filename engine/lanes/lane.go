@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 
@@ -359,8 +360,17 @@ func (l *Lane) Mark(ctx context.Context, b *barrier.Barrier) error {
 	}
 }
 
-// Run processes items until ctx ends or processing fails.
-func (l *Lane) Run(ctx context.Context) error {
+// Run processes items until ctx ends or processing fails. A panic that
+// the task did not turn into a processing error (one outside a
+// processor: a deserializer, a timestamp extractor, the runtime itself)
+// fails the lane with an error naming what it was doing, instead of
+// ending the process.
+func (l *Lane) Run(ctx context.Context) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = l.panicked(r)
+		}
+	}()
 	for {
 		if len(l.replay) == 0 {
 			// About to wait for input: what was processed is given back
@@ -392,6 +402,21 @@ func (l *Lane) Run(ctx context.Context) error {
 			return nil
 		}
 	}
+}
+
+// panicked is the error of a panic the lane recovered, r being what
+// recover returned.
+func (l *Lane) panicked(r any) error {
+	pe := &task.PanicError{Value: r, Stack: debug.Stack()}
+	what := "between records"
+	if l.cur.kind == itemRecord && l.cur.in.Topic != "" {
+		what = "processing " + l.origin().String()
+	}
+	id := "no task"
+	if l.task != nil {
+		id = "task " + l.task.ID()
+	}
+	return fmt.Errorf("lane %d of sub-topology %d, %s, %s: %w", l.cfg.Index, l.cfg.Sub, id, what, pe)
 }
 
 // giveBack returns the credit of the records processed to their

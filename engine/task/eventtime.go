@@ -54,10 +54,15 @@ func (t *Task) eachListener(floor, ts int64, call func(any) (bool, error)) error
 			continue
 		}
 		t.failed = nil
-		prevNode := t.current
-		t.current = nd
-		called, err := call(processor.Unwrap(nd.proc))
-		t.current = prevNode
+		called := false
+		err := t.invoke(nd, func() (err error) {
+			called, err = call(processor.Unwrap(nd.proc))
+			return err
+		})
+		if err != nil {
+			// A panic is a call that happened.
+			called = true
+		}
 		if !called {
 			continue
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"time"
@@ -676,9 +677,18 @@ func (t *Task) runNode(nd *node, rec processor.Erased, e hop.Entry) {
 	if t.failed != nil {
 		return
 	}
-	prevTS, prevHeaders, prevKey := t.rc.timestamp, t.rc.headers, t.rc.key
+	prevTS, prevHeaders, prevKey, prevNode := t.rc.timestamp, t.rc.headers, t.rc.key, t.current
 	t.rc.timestamp, t.rc.headers, t.rc.key = rec.Timestamp, rec.Headers, rec.Key
-	defer func() { t.rc.timestamp, t.rc.headers, t.rc.key = prevTS, prevHeaders, prevKey }()
+	defer func() {
+		t.rc.timestamp, t.rc.headers, t.rc.key = prevTS, prevHeaders, prevKey
+		// A panic in the node (its processor, serializer or sink) is its
+		// processing error: the handler decides, as for an error, and
+		// the record's other paths go on under continue.
+		if r := recover(); r != nil {
+			t.current = prevNode
+			t.handleProcessingError(nd, recovered(r))
+		}
+	}()
 	var err error
 	switch nd.spec.Kind {
 	case topology.SinkNode:
@@ -712,11 +722,40 @@ func (t *Task) runNode(nd *node, rec processor.Erased, e hop.Entry) {
 
 // invoke runs fn as node nd: the node's context is current, so forwards
 // from fn go to nd's children.
-func (t *Task) invoke(nd *node, fn func() error) error {
+func (t *Task) invoke(nd *node, fn func() error) (err error) {
 	prev := t.current
 	t.current = nd
-	defer func() { t.current = prev }()
+	defer func() {
+		t.current = prev
+		if r := recover(); r != nil {
+			err = recovered(r)
+		}
+	}()
 	return fn()
+}
+
+// PanicError is a panic recovered from a processor's code (Process, a
+// punctuator, a timer, a listener, a serde, an extractor), which goes to
+// the processing exception handler as an error would: the value it
+// panicked with, and the stack at the panic, which is logged.
+type PanicError struct {
+	Value any
+	Stack []byte
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v", e.Value) }
+
+// Unwrap is the value panicked with when it is an error.
+func (e *PanicError) Unwrap() error {
+	err, _ := e.Value.(error)
+	return err
+}
+
+// recovered is the PanicError of r, a value recover returned, with the
+// stack of the goroutine that panicked (a deferred call runs on it before
+// it unwinds).
+func recovered(r any) *PanicError {
+	return &PanicError{Value: r, Stack: debug.Stack()}
 }
 
 // Fatal marks an error that bypasses the processing exception handler: the
@@ -757,6 +796,9 @@ func (t *Task) handleProcessingError(nd *node, err error) {
 		return
 	}
 	perr := &ProcessingError{Task: t.id, Node: nd.name, Position: t.rc.meta, HasRecord: t.rc.hasMeta, Err: err}
+	if pe := (*PanicError)(nil); errors.As(err, &pe) {
+		t.log.Error("processor panicked", "error", perr.Error(), "stack", string(pe.Stack))
+	}
 	var fatal Fatal
 	if t.procHandler == config.HandlerContinue && !(errors.As(err, &fatal) && fatal.Fatal()) {
 		t.metrics.Counter(metrics.DroppedRecords, "reason", metrics.ReasonProcessing).Add(1)
