@@ -103,6 +103,47 @@ func TestStopInsideBlackhole(t *testing.T) {
 	}
 }
 
+// TestStopAfterPartitionsLostInBlackhole: the broker black-holes the
+// engine for longer than its session, under a trickle of input, so the
+// group's partitions are lost while the epoch's commit hangs. The reset
+// that follows must not wait forever on the stuck commit: a stop returns
+// within the shutdown deadline (3 s) plus 5 s.
+func TestStopAfterPartitionsLostInBlackhole(t *testing.T) {
+	kafkatest.EmbeddedOnly(t)
+	addr := startKafka(t, map[string]int32{"in": 4, "out": 4})
+	px, err := faultproxy.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(px.Close)
+	e, stop := runEngine(t, counts(), cfg(addr, "stop-lost", engine.ShutdownTimeoutMs, "3000",
+		"session.timeout.ms", "6000", "heartbeat.interval.ms", "1000"), engine.WithDialer(px.Dial))
+	trickle := make(chan struct{})
+	go func() {
+		defer close(trickle)
+		for i := 0; e.State() != engine.Error && i < 400; i++ {
+			produce(t, addr, "in", []kv{{Key: "k" + strconv.Itoa(i%20), Value: "x"}})
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	eventually(t, 30*time.Second, func() string { return "nothing committed" }, func() bool { return e.Stats().Committed > 0 })
+	px.SetBlackhole(true)
+	// Past the session timeout: the client's session is lost.
+	time.Sleep(9 * time.Second)
+	start := time.Now()
+	stopped := make(chan error, 1)
+	go func() { stopped <- stop() }()
+	select {
+	case err := <-stopped:
+		t.Logf("stopped in %v: %v", time.Since(start).Round(time.Millisecond), err)
+	case <-time.After(8 * time.Second):
+		logGoroutines(t)
+		t.Fatalf("Run still running %v after the stop, its partitions lost in a black hole (state %v)", time.Since(start).Round(time.Second), e.State())
+	}
+	px.Heal()
+	<-trickle
+}
+
 // logGoroutines logs every goroutine's stack, grouped, for a test that
 // found the engine hanging: where it hangs is the finding.
 func logGoroutines(t *testing.T) {

@@ -325,6 +325,9 @@ func (r *runner) connect(ctx context.Context) error {
 	if len(missing) > 0 {
 		return &MissingTopicError{Topics: missing, Hint: "create it first, or check bootstrap.servers"}
 	}
+	if err := checkCopartitioned(r.built, r.partitions); err != nil {
+		return err
+	}
 	if err := r.awaitGroup(ctx, r.singleInstanceReason()); err != nil {
 		return err
 	}
@@ -1440,4 +1443,39 @@ func closeSchedule(built *topology.Built) func(after int64) (int64, bool) {
 		}
 		return next, known
 	}
+}
+
+// ErrNotCopartitioned is returned at start when the topics a join reads
+// have different partition counts: the records of one key would meet in
+// different tasks, so the join would miss them. Kafka Streams refuses
+// such a topology at start too.
+var ErrNotCopartitioned = errors.New("inputs are not co-partitioned")
+
+// checkCopartitioned checks that the source topics of every co-partition
+// group of built have one partition count, partitions giving each topic's.
+func checkCopartitioned(built *topology.Built, partitions map[string]int32) error {
+	for _, c := range built.Copartitions {
+		var first string
+		var n int32
+		for _, src := range c.Sources {
+			nd := built.Nodes[src]
+			if nd == nil || nd.Source == nil || nd.Boundary != nil {
+				continue
+			}
+			for _, t := range nd.Source.Topics {
+				p, ok := partitions[t]
+				if !ok {
+					continue
+				}
+				if first == "" {
+					first, n = t, p
+					continue
+				}
+				if p != n {
+					return fmt.Errorf("engine: %s: %w: topic %s has %d partitions, topic %s has %d; give them the same partition count (Kafka Streams requires it too)", c.Node, ErrNotCopartitioned, first, n, t, p)
+				}
+			}
+		}
+	}
+	return nil
 }

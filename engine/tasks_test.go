@@ -2,18 +2,23 @@ package engine_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/stoatflow/stoatctl/engine"
+	"github.com/stoatflow/stoatctl/engine/dsl"
 	"github.com/stoatflow/stoatctl/engine/kafka"
 	"github.com/stoatflow/stoatctl/engine/lane"
+	"github.com/stoatflow/stoatctl/engine/serde"
+	"github.com/stoatflow/stoatctl/engine/topology"
 )
 
 // A placement says which partition of n a producer writes the i-th
@@ -233,4 +238,27 @@ func TestRebalanceRestoresOnlyMovedTasks(t *testing.T) {
 		t.Errorf("the new instance restored %d records, want %d: those of the changelog partitions %v of the tasks that moved (per partition %v)", n, moved, psB, perPartition)
 	}
 	t.Logf("tasks moved %v: %d changelog records restored of %d; kept %v: none", psB, moved, keys, psA)
+}
+
+// streamTableJoin joins "in" with the table of "tbl".
+func streamTableJoin() *topology.Topology {
+	str := serde.String()
+	b := dsl.NewBuilder()
+	tbl := dsl.Table(b, "tbl", dsl.ConsumedWith(str, str))
+	dsl.JoinTable(dsl.Stream(b, dsl.ConsumedWith(str, str), "in"), tbl, func(_ string, v, t string) string { return v + "/" + t }).
+		To("out", dsl.ProducedWith(str, str))
+	return b.Topology()
+}
+
+// TestJoinInputsNotCopartitionedRefused: a join whose input topics have
+// different partition counts would look a key up in another task than
+// the one its table row is in; the start is refused, naming both topics.
+func TestJoinInputsNotCopartitionedRefused(t *testing.T) {
+	addr := startBroker(t, map[string]int32{"in": 4, "tbl": 2, "out": 4})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := engine.New(streamTableJoin(), cfg(addr, "not-copartitioned"), engine.WithLogger(testLogger(t))).Run(ctx)
+	if !errors.Is(err, engine.ErrNotCopartitioned) || !strings.Contains(err.Error(), "topic in has 4 partitions") || !strings.Contains(err.Error(), "topic tbl has 2") {
+		t.Fatalf("run: %v, want ErrNotCopartitioned naming in (4 partitions) and tbl (2)", err)
+	}
 }

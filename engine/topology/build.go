@@ -39,6 +39,18 @@ type Built struct {
 	// Warnings are what validation rules set to warn found; runtimes log
 	// them when they start.
 	Warnings []Warning
+	// Copartitions are the co-partition groups: the source nodes whose
+	// records must meet in one task (a join's inputs), by the node that
+	// needs them to. Their topics' partition counts are known only to a
+	// runtime, which checks them.
+	Copartitions []Copartition
+}
+
+// Copartition is a co-partition group: Node needs the records of Sources
+// (source node names) with equal keys to meet in one task.
+type Copartition struct {
+	Node    string
+	Sources []string
 }
 
 // Watermark is the event-time strategy of a source node.
@@ -247,6 +259,7 @@ func (t *Topology) Build(cfg config.Config) (*Built, error) {
 		EventTime:        eventTime,
 		DefaultWatermark: defWatermark,
 		Warnings:         warnings,
+		Copartitions:     copartitions(t.copartitions),
 	}, nil
 }
 
@@ -610,6 +623,14 @@ func topoOrder(order []string, nodes map[string]*Node) []string {
 				}
 			}
 		}
+	}
+	return out
+}
+
+func copartitions(cs []copartition) []Copartition {
+	out := make([]Copartition, len(cs))
+	for i, c := range cs {
+		out[i] = Copartition{Node: c.node, Sources: slices.Clone(c.sources)}
 	}
 	return out
 }
