@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/stoatflow/stoatctl/engine/config"
+	"github.com/stoatflow/stoatctl/engine/epochs"
 	"github.com/stoatflow/stoatctl/engine/kafka"
 	"github.com/stoatflow/stoatctl/engine/lane"
 	"github.com/stoatflow/stoatctl/engine/lanes"
@@ -24,19 +25,6 @@ import (
 )
 
 func headerOf(k string, v []byte) processor.Header { return processor.Header{Key: k, Value: v} }
-
-// pendingEpoch gathers what the committer knows of an epoch: its cut,
-// how many lanes finished it, their partition times, and the records it
-// holds back until the epoch's transaction is the open one.
-type pendingEpoch struct {
-	cut       *epochCut
-	finished  int
-	partTimes map[watermark.Partition]int64
-	held      [][]task.Output
-	// heldCredit is what held took of the generation's budget
-	// (stoatflow.commit.held-records), given back as it is produced.
-	heldCredit int64
-}
 
 // committer turns epochs into transactions, in order. Records of the
 // epoch whose transaction is open are produced as the lanes hand them
@@ -281,16 +269,7 @@ func (r *runner) commitLoop(ctx context.Context, g *generation, cuts <-chan epoc
 	// Only a shutdown past its deadline cancels ctx (runner.abandonCommit).
 	c := &committer{r: r, g: g, ctx: ctx, stamp: stamp}
 	c.promised = c.promise
-	pending := map[int64]*pendingEpoch{}
-	next := int64(1)
-	get := func(n int64) *pendingEpoch {
-		p, ok := pending[n]
-		if !ok {
-			p = &pendingEpoch{partTimes: map[watermark.Partition]int64{}}
-			pending[n] = p
-		}
-		return p
-	}
+	b := epochs.New[[]task.Output, epochCut, watermark.Partition](len(g.lanes), 1)
 	for {
 		select {
 		case <-g.ctx.Done():
@@ -303,34 +282,33 @@ func (r *runner) commitLoop(ctx context.Context, g *generation, cuts <-chan epoc
 			}
 			return
 		case cut := <-cuts:
-			get(cut.epoch).cut = &cut
-		case rep := <-g.sink.Reports:
-			p := get(rep.Epoch)
-			if rep.Epoch == next {
-				c.send(rep.Outs)
-				lanes.RecycleOuts(rep.Outs)
-				g.sink.Held.Give(rep.Credit)
-			} else if len(rep.Outs) > 0 {
-				p.held = append(p.held, rep.Outs)
-				p.heldCredit += rep.Credit
+			if err := b.Cut(cut.epoch, cut); err != nil {
+				r.failCommit(g, err)
+				return
 			}
-			if rep.Final {
-				p.finished++
-				for k, v := range rep.PartTimes {
-					if old, ok := p.partTimes[k]; !ok || v > old {
-						p.partTimes[k] = v
-					}
-				}
+		case rep := <-g.sink.Reports:
+			outs, now, give, err := b.Report(epochs.Report[[]task.Output, watermark.Partition]{
+				Epoch: rep.Epoch, Lane: rep.Lane, Outs: rep.Outs, Empty: len(rep.Outs) == 0,
+				Credit: rep.Credit, Final: rep.Final, PartTimes: rep.PartTimes})
+			if err != nil {
+				r.failCommit(g, err)
+				return
+			}
+			if now {
+				c.send(outs)
+				lanes.RecycleOuts(outs)
+				g.sink.Held.Give(give)
 			}
 		}
 		for {
-			p := pending[next]
-			if p == nil || p.cut == nil || p.finished < len(g.lanes) {
+			ep, ok := b.Ready()
+			if !ok {
 				break
 			}
-			delete(pending, next)
+			next := ep.N
+			p := &ep.Cut
 			start := time.Now()
-			if err := r.commit(c, p); err != nil {
+			if err := r.commit(c, p, ep.PartTimes); err != nil {
 				r.commitFailed.Store(&err)
 				// Wake whoever waits on the lanes or on this loop: the
 				// dispatcher may be blocked handing a lane records, the
@@ -345,10 +323,10 @@ func (r *runner) commitLoop(ctx context.Context, g *generation, cuts <-chan epoc
 			}
 			took := time.Since(start)
 			r.commitTook.Store(int64(took))
-			r.e.committed(p.cut.records, took)
-			r.e.log.Debug("epoch committed", "epoch", next, "records", p.cut.records, "stamp", p.cut.stamp, "commit", took)
+			r.e.committed(p.records, took)
+			r.e.log.Debug("epoch committed", "epoch", next, "records", p.records, "stamp", p.stamp, "commit", took)
 			r.ptMu.Lock()
-			for k, v := range p.partTimes {
+			for k, v := range ep.PartTimes {
 				if old, ok := r.knownPartTimes[k]; !ok || v > old {
 					r.knownPartTimes[k] = v
 				}
@@ -362,29 +340,35 @@ func (r *runner) commitLoop(ctx context.Context, g *generation, cuts <-chan epoc
 			r.committedEpoch.Store(next)
 			r.e.addStats(func(s *Stats) {
 				s.Committed++
-				s.Records += p.cut.records
-				s.Watermark = p.cut.stamp
+				s.Records += p.records
+				s.Watermark = p.stamp
 			})
-			next++
-			if q := pending[next]; q != nil {
-				for _, outs := range q.held {
-					c.send(outs)
-					lanes.RecycleOuts(outs)
-				}
-				q.held = nil
-				g.sink.Held.Give(q.heldCredit)
-				q.heldCredit = 0
+			// The next epoch's transaction may open: what was held for
+			// it is produced now.
+			release, give := b.Committed()
+			for _, outs := range release {
+				c.send(outs)
+				lanes.RecycleOuts(outs)
 			}
+			g.sink.Held.Give(give)
 		}
 	}
+}
+
+// failCommit stops the generation on a failure of the committer's own
+// bookkeeping (a lane or the dispatcher handed over what it could not):
+// the engine stops with it rather than commit what it cannot account for.
+func (r *runner) failCommit(g *generation, err error) {
+	err = fmt.Errorf("engine: committer: %w", err)
+	r.commitFailed.Store(&err)
+	g.cancel()
 }
 
 // commit ends an epoch: its watermark stamp and source offsets join the
 // records already produced, in one transaction under exactly-once, or
 // flushed before the offsets are committed under at-least-once.
-func (r *runner) commit(c *committer, p *pendingEpoch) error {
+func (r *runner) commit(c *committer, cut *epochCut, partTimes map[watermark.Partition]int64) error {
 	ctx := c.ctx
-	partTimes := p.partTimes
 	r.ptMu.Lock()
 	for k, v := range r.knownPartTimes {
 		if cur, ok := partTimes[k]; !ok || v > cur {
@@ -392,12 +376,12 @@ func (r *runner) commit(c *committer, p *pendingEpoch) error {
 		}
 	}
 	r.ptMu.Unlock()
-	offsets, err := r.offsetsWithMetadata(p.cut.offsets, partTimes)
+	offsets, err := r.offsetsWithMetadata(cut.offsets, partTimes)
 	if err != nil {
 		return err
 	}
-	newStamp := p.cut.stamp != c.stamp || p.cut.final
-	if c.sent == 0 && !newStamp && p.cut.records == 0 {
+	newStamp := cut.stamp != c.stamp || cut.final
+	if c.sent == 0 && !newStamp && cut.records == 0 {
 		// An epoch cut only to tick wall-clock work, which wrote
 		// nothing: there is nothing to commit.
 		return nil
@@ -405,8 +389,8 @@ func (r *runner) commit(c *committer, p *pendingEpoch) error {
 	c.sent = 0
 	c.begin()
 	if newStamp {
-		r.sess.produce(ctx, r.stampRecord(p.cut.stamp, p.cut.final), c.promised)
-		c.stamp = p.cut.stamp
+		r.sess.produce(ctx, r.stampRecord(cut.stamp, cut.final), c.promised)
+		c.stamp = cut.stamp
 	}
 
 	if r.sess.transactional() {
@@ -452,46 +436,53 @@ func (r *runner) commit(c *committer, p *pendingEpoch) error {
 		// before the group may move on, so this check covers what
 		// franz-go's does not, and franz-go's covers a revocation that
 		// arrives after it.
-		rebalanced := r.rebalanced.Load()
-		if rebalanced {
+		end := epochs.End{Rebalanced: r.rebalanced.Load(), ProduceFailed: produceErr != nil,
+			ProduceFatal: produceErr != nil && fatalProduceError(produceErr)}
+		if !end.Try() {
 			try = kgo.TryAbort
 		}
 		committed, err := r.sess.end(hook, try)
 		c.open = false
+		got := epochs.Ended{Committed: committed, Failed: err != nil,
+			FailedFatal: err != nil && fatalTxnError(err), AbortedUnstored: errors.Is(err, errAbortedUnstored)}
 		if err == nil && !committed {
 			// franz-go reports an abort also when its EndTxn failed in a
 			// way it answers by "retrying as abort" without sending
 			// another request: the transaction may still be open on the
 			// broker, and the next epoch's records would join it.
 			if open, derr := r.txnOpen(ctx); derr != nil || open {
+				got.StillOpen = true
 				err = fmt.Errorf("after the abort the broker reports the transaction still open (describe error: %v)", derr)
 			}
 		}
-		switch {
-		case errors.Is(err, errAbortedUnstored):
-			return fmt.Errorf("epoch %d: %w: %w", p.cut.epoch, errAborted, err)
-		case err != nil && fatalTxnError(err):
-			return fmt.Errorf("end transaction for epoch %d: %w", p.cut.epoch, err)
-		case err != nil:
-			return fmt.Errorf("end transaction for epoch %d: %w: %w", p.cut.epoch, errCommitUnknown, err)
-		case produceErr != nil && fatalProduceError(produceErr):
-			// Replaying the epoch would fail the same way, forever.
-			return fmt.Errorf("epoch %d: %w", p.cut.epoch, produceErr)
-		case produceErr != nil:
-			return fmt.Errorf("epoch %d: %w: %w", p.cut.epoch, errAborted, produceErr)
-		case rebalanced:
-			return fmt.Errorf("epoch %d: %w: the group rebalanced", p.cut.epoch, errAborted)
-		case !committed:
-			return fmt.Errorf("epoch %d: %w (the group rebalanced or the broker refused the commit)", p.cut.epoch, errAborted)
+		switch outcome, why := epochs.Decide(end, got); outcome {
+		case epochs.Committed:
+			return nil
+		case epochs.Fatal:
+			if produceErr != nil && err == nil {
+				// Replaying the epoch would fail the same way, forever.
+				return fmt.Errorf("epoch %d: %s: %w", cut.epoch, why, produceErr)
+			}
+			return fmt.Errorf("end transaction for epoch %d: %s: %w", cut.epoch, why, err)
+		case epochs.Unknown:
+			return fmt.Errorf("end transaction for epoch %d: %w: %s: %w", cut.epoch, errCommitUnknown, why, err)
+		default:
+			cause := err
+			if cause == nil {
+				cause = produceErr
+			}
+			if cause == nil {
+				return fmt.Errorf("epoch %d: %w: %s", cut.epoch, errAborted, why)
+			}
+			return fmt.Errorf("epoch %d: %w: %s: %w", cut.epoch, errAborted, why, cause)
 		}
-		return nil
 	}
 
 	if err := r.cl.Flush(ctx); err != nil {
-		return fmt.Errorf("flush epoch %d: %w", p.cut.epoch, err)
+		return fmt.Errorf("flush epoch %d: %w", cut.epoch, err)
 	}
 	if err := c.takeErr(); err != nil {
-		return fmt.Errorf("epoch %d: %w", p.cut.epoch, err)
+		return fmt.Errorf("epoch %d: %w", cut.epoch, err)
 	}
 	if len(offsets) == 0 {
 		return nil
@@ -532,7 +523,7 @@ func (r *runner) commit(c *committer, p *pendingEpoch) error {
 	if commitErr != nil {
 		// The records are out but the offsets are not: at-least-once
 		// reprocesses the epoch, which is what it promises.
-		return fmt.Errorf("commit offsets of epoch %d: %w: %w", p.cut.epoch, errAborted, commitErr)
+		return fmt.Errorf("commit offsets of epoch %d: %w: %w", cut.epoch, errAborted, commitErr)
 	}
 	return nil
 }
