@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"os"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -61,19 +63,50 @@ func producePlaced(t testing.TB, addr, topic string, n int32, recs []kv, place p
 	}
 }
 
+// produceWithKcat writes records to topic with kcat, librdkafka's own
+// client, with its default partitioner (consistent_random: CRC-32 of the
+// key), as a team's non-Java producers write.
+func produceWithKcat(t testing.TB, addr, topic string, recs []kv) {
+	t.Helper()
+	kcat, err := exec.LookPath("kcat")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("kcat is not installed; scripts/test.sh installs it (Debian package kcat)")
+		}
+		t.Skip("kcat is not installed (scripts/test.sh installs it)")
+	}
+	var in strings.Builder
+	for _, r := range recs {
+		in.WriteString(r.Key + ":" + r.Value + "\n")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, kcat, "-b", addr, "-P", "-t", topic, "-K:")
+	cmd.Stdin = strings.NewReader(in.String())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("kcat: %v: %s", err, out)
+	}
+}
+
 // TestCountWhateverThePartitioner runs two instances of a count over input
 // written with each producer partitioner, while partitions move both ways
 // between them: the second joins mid-stream, the first leaves, and comes
-// back. A task's state is the state of the records of its partition,
+// back. kcat writes with librdkafka's own default partitioner. A task's state is the state of the records of its partition,
 // wherever the producer put them, so every count is exact, committed once;
 // a key the producer scatters over the partitions is counted once per
 // task, as Kafka Streams counts it.
 func TestCountWhateverThePartitioner(t *testing.T) {
-	for _, name := range []string{"murmur2", "crc32", "scatter"} {
+	for _, name := range []string{"murmur2", "crc32", "scatter", "kcat"} {
 		t.Run(name, func(t *testing.T) {
 			const parts, keys, rounds, perRound = 4, 40, 6, 4
 			place := placements(keys)[name]
 			addr := startKafka(t, map[string]int32{"in": parts, "out": parts})
+			producePlaced := producePlaced
+			if name == "kcat" {
+				producePlaced = func(t testing.TB, addr, topic string, _ int32, recs []kv, _ placement) {
+					produceWithKcat(t, addr, topic, recs)
+				}
+			}
 			i := 0
 			batch := func() []kv {
 				var in []kv
