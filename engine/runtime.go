@@ -332,10 +332,16 @@ func (r *runner) connect(ctx context.Context) error {
 		return err
 	}
 	// Changelogs take the partition count of the most partitioned source,
-	// as Kafka Streams' do.
+	// or of a repartition declared with more, so that every task of every
+	// sub-topology has its partition (a sub-topology with fewer tasks
+	// leaves the others empty; changelogs made by earlier versions have
+	// this count too).
 	var most int32 = 1
 	for _, n := range r.partitions {
 		most = max(most, n)
+	}
+	for _, st := range r.built.Subtopologies {
+		most = max(most, r.changelogPartitions(st))
 	}
 	specs := kafka.InternalTopics(r.built, most)
 	specs = append(specs, kafka.TopicSpec{Name: r.stampTopic, Store: "stoatflow-watermark", Partitions: 1, ReplicationFactor: -1,
@@ -1209,18 +1215,25 @@ func (r *runner) idleness() time.Duration {
 	return time.Duration(ms) * time.Millisecond
 }
 
-// changelogPartitions is a sub-topology's changelog partition count: its
-// most partitioned source topic's, or for a sub-topology fed by a
-// boundary, the most partitioned source of the whole topology.
+// changelogPartitions is a sub-topology's partition count, its task
+// count and its changelogs': its most partitioned source topic's, or for
+// a sub-topology fed by a boundary only, the partition count the
+// repartition topic would have, as Kafka Streams sizes it: the one
+// declared (Repartitioned.withNumberOfPartitions), else the most
+// partitioned source of the whole topology.
 func (r *runner) changelogPartitions(st *topology.Subtopology) int32 {
-	var n int32
+	var n, declared int32
 	for _, src := range st.Sources {
 		if src.Boundary != nil {
+			declared = max(declared, src.Boundary.Partitions)
 			continue
 		}
 		for _, t := range src.Source.Topics {
 			n = max(n, r.partitions[t])
 		}
+	}
+	if n == 0 {
+		n = declared
 	}
 	if n == 0 {
 		for _, c := range r.partitions {

@@ -295,3 +295,57 @@ func TestJoinInputsNotCopartitionedRefused(t *testing.T) {
 		t.Fatalf("run: %v, want ErrNotCopartitioned naming in (4 partitions) and tbl (2)", err)
 	}
 }
+
+// repartitionedCounts counts "in" behind a repartition declared with 8
+// partitions.
+func repartitionedCounts() *topology.Topology {
+	str := serde.String()
+	b := dsl.NewBuilder()
+	dsl.Stream(b, dsl.ConsumedWith(str, str), "in").
+		Repartition(dsl.RepartitionedWith(str, str).WithNumberOfPartitions(8)).
+		GroupByKey().Count(dsl.MaterializedAs[string, int64]("counts")).
+		ToStream().To("out", dsl.ProducedWith(str, serde.Int64()))
+	return b.Topology()
+}
+
+// TestDeclaredRepartitionCountMakesTheTasks: behind a repartition declared
+// with 8 partitions over a 2-partition input, the count runs 8 tasks, as
+// Kafka Streams would over its 8-partition repartition topic: its
+// changelog has 8 partitions, a key's state lies in the partition of
+// murmur2(key) mod 8, and a restart restores every count.
+func TestDeclaredRepartitionCountMakesTheTasks(t *testing.T) {
+	addr := startBroker(t, map[string]int32{"in": 2, "out": 2})
+	const keys, per = 40, 4
+	_, stop := runEngine(t, repartitionedCounts(), cfg(addr, "declared"))
+	produce(t, addr, "in", keyed(keys, per/2))
+	readCommitted(t, addr, "out", keys*per/2, 30*time.Second)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	_, stop = runEngine(t, repartitionedCounts(), cfg(addr, "declared", "num.stream.threads", "3"))
+	produce(t, addr, "in", keyed(keys, per/2))
+	got := readCommitted(t, addr, "out", keys*per, 30*time.Second)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	checkCounts(t, got, keys, per)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	all := make([]int32, 8)
+	for p := range all {
+		all[p] = int32(p)
+	}
+	n := 0
+	if _, err := kafka.ReadToEndSettled(ctx, []string{addr}, "declared-counts-changelog", kafka.FromLogStart(all...), func(r *kgo.Record) error {
+		n++
+		if want := int32(lane.For(r.Key, 8)); r.Partition != want {
+			t.Errorf("changelog record of %s in partition %d, want %d (murmur2 mod 8)", r.Key, r.Partition, want)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if n == 0 {
+		t.Fatal("the changelog is empty")
+	}
+}
