@@ -53,9 +53,17 @@ type generation struct {
 
 	ctx    context.Context
 	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	errMu  sync.Mutex
-	err    error
+	// dispatch is the context of the dispatcher's waits on the lanes
+	// (room in a lane, a marker): the generation's, ended early by a stop
+	// before the shutdown and by the shutdown's deadline during it
+	// (runner.watchStop), so that a dispatcher waiting for a lane that
+	// waits for a hanging commit sees both.
+	dispatch context.Context
+	// unwatch ends what watches for the stop.
+	unwatch func()
+	wg      sync.WaitGroup
+	errMu   sync.Mutex
+	err     error
 }
 
 // subRun is one sub-topology's lanes.
@@ -146,6 +154,7 @@ func newGeneration(ctx context.Context, e *Engine, built *topology.Built, s sett
 	// Shutdown outlives the caller's context: the final barrier still has
 	// to travel and commit after it is cancelled.
 	g.ctx, g.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	g.dispatch, g.unwatch = g.ctx, func() {}
 	g.sink = &lanes.Sink{Held: lanes.NewCredit(int64(max(s.held, 1)))}
 	// What the lanes use of the generation.
 	env := &lanes.Env{
@@ -597,6 +606,7 @@ func (g *generation) stop() {
 }
 
 func (g *generation) close() {
+	g.unwatch()
 	if g.segmented != nil {
 		g.e.obs.segmented.CompareAndSwap(g.segmented, nil)
 	}
@@ -643,13 +653,19 @@ func (g *generation) sendFull(l *laneRun) error {
 	return nil
 }
 
+// send hands l its batch. A batch not delivered (the dispatch context
+// ended) stays queued: its records count as dispatched, and the shutdown
+// may still deliver them before the final barrier.
 func (g *generation) send(l *laneRun) error {
 	batch := g.batches[l.gid]
 	if len(batch) == 0 {
 		return nil
 	}
+	if err := l.Deliver(g.dispatch, batch); err != nil {
+		return err
+	}
 	g.batches[l.gid] = lanes.NewBatch()
-	return l.Deliver(g.ctx, batch)
+	return nil
 }
 
 // flush sends every lane what the dispatcher queued for it.
@@ -670,7 +686,7 @@ func (g *generation) cut(b barrier.Barrier) error {
 		return err
 	}
 	for _, l := range g.lanes {
-		if err := l.Mark(g.ctx, &b); err != nil {
+		if err := l.Mark(g.dispatch, &b); err != nil {
 			return err
 		}
 	}

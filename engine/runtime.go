@@ -508,7 +508,8 @@ func (r *runner) close() {
 	r.closing.Store(true)
 	r.e.setAssignment(nil)
 	if r.gen != nil {
-		r.stopGeneration()
+		// Whatever still hangs is abandoned: the client closes next.
+		r.stopGeneration(closedContext())
 	}
 	r.global.close()
 	if r.sess != nil {
@@ -556,7 +557,17 @@ func (r *runner) loop(ctx context.Context) error {
 		}
 		if r.rebalanced.Load() {
 			if err := r.reset(ctx); err != nil {
-				return err
+				switch {
+				case ctx.Err() != nil:
+					// Stopped during the reset: the top of the loop stops.
+				case errors.Is(err, errCommitUnknown):
+					// A commit that hung was abandoned: a new client.
+					if err := r.recoverSession(ctx, err); err != nil {
+						return err
+					}
+				default:
+					return err
+				}
 			}
 			continue
 		}
@@ -619,7 +630,7 @@ func (r *runner) recoverSession(ctx context.Context, cause error) error {
 	r.e.log.Warn("commit failed; reconnecting and reprocessing from the committed offsets", "attempt", r.uncertain, "retry_in", wait, "err", cause)
 	r.e.setState(Rebalancing)
 	if r.gen != nil {
-		r.stopGeneration()
+		r.stopGeneration(ctx)
 		r.e.addStats(func(s *Stats) { s.Aborted++; s.Resets++ })
 	}
 	r.sess.close()
@@ -775,14 +786,19 @@ func (r *runner) dispatchMerged(fetches kgo.Fetches) error {
 		var rec *kgo.Record
 		var ts int64
 		heads, h, rec, ts = nextOldest(heads)
-		if err := r.dispatchOne(rec, ts, h.sub); err != nil {
-			return err
-		}
+		// Dispatched once in its lane's batch, even when handing the
+		// batch over failed: the batch stays queued for the shutdown
+		// (or goes with the generation), and the cut offsets must say
+		// what the lanes will have processed.
+		err := r.dispatchOne(rec, ts, h.sub)
 		h.next = rec.Offset + 1
 		h.n++
 		// The lane has what it needs of rec (its key, value and headers
 		// point into the fetch's bytes, not into rec's array).
 		rec.Recycle()
+		if err != nil {
+			return err
+		}
 	}
 	return r.gen.flush()
 }
@@ -857,11 +873,8 @@ func (r *runner) dispatchOne(rec *kgo.Record, ts int64, sub int) error {
 	for _, h := range rec.Headers {
 		in.Headers = append(in.Headers, headerOf(h.Key, h.Value))
 	}
-	if err := r.gen.sendFull(l); err != nil {
-		return err
-	}
 	r.dispatched++
-	return nil
+	return r.gen.sendFull(l)
 }
 
 // watermarkNow merges what the lanes observed into the tracker and
@@ -937,6 +950,13 @@ func (r *runner) maybeBarrier(final bool) error {
 	if !final && !forced && r.sinceBarrier() < wait {
 		return nil
 	}
+	// What is queued for the lanes goes before the barrier: delivered
+	// here, where a wait for room that a stop ends leaves nothing half
+	// done (the batches stay queued), and not between the cut and its
+	// markers, which must all go once the cutter has the barrier.
+	if err := r.gen.flush(); err != nil {
+		return err
+	}
 	w := r.watermarkNow()
 	// The lanes' output count is taken and cleared in one step, before the
 	// markers go out: what lanes count from here on counts towards the
@@ -972,6 +992,21 @@ func cloneOffsets(m map[string]map[int32]int64) map[string]map[int32]int64 {
 	return out
 }
 
+// watchStop ends the dispatcher's waits on gen's lanes when ctx (the
+// caller's) ends: a dispatcher waiting for room in a lane whose report
+// waits for a commit that hangs (a broker that stopped answering) would
+// otherwise never see the stop. What it was handing over stays queued;
+// the shutdown delivers it under its own deadline (shutdown).
+func (r *runner) watchStop(ctx context.Context, gen *generation) {
+	dctx, cancel := context.WithCancel(gen.ctx)
+	stop := context.AfterFunc(ctx, cancel)
+	gen.dispatch = dctx
+	gen.unwatch = func() {
+		stop()
+		cancel()
+	}
+}
+
 // shutdown cuts the final barrier, waits for its transaction and stops.
 func (r *runner) shutdown() error {
 	r.e.setState(PendingShutdown)
@@ -981,6 +1016,11 @@ func (r *runner) shutdown() error {
 		return nil
 	}
 	deadline := time.Now().Add(r.s.shutdown)
+	// The final barrier's hand-overs wait for the lanes until the
+	// deadline at most: past it nothing is waited for.
+	dctx, cancel := context.WithDeadline(r.gen.ctx, deadline)
+	defer cancel()
+	r.gen.dispatch = dctx
 	wait := func() error {
 		for r.cutter.Commit(r.committedEpoch.Load()); r.cutter.InFlight(); r.cutter.Commit(r.committedEpoch.Load()) {
 			if err := r.shutdownWait(deadline); err != nil {
@@ -991,7 +1031,9 @@ func (r *runner) shutdown() error {
 	}
 	err := wait()
 	if err == nil {
-		if err = r.maybeBarrier(true); err != nil {
+		if err = r.maybeBarrier(true); errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("engine: the final barrier could not be handed to the lanes within %s (%s); the last epoch will be reprocessed on restart", r.s.shutdown, ShutdownTimeoutMs)
+		} else if err != nil {
 			err = fmt.Errorf("engine: final barrier: %w", err)
 		} else {
 			err = wait()
@@ -1003,7 +1045,9 @@ func (r *runner) shutdown() error {
 		// not commit is reprocessed on the next start.
 		r.abandonCommit()
 	}
-	r.stopGeneration()
+	// The final commit is done, or abandoned above: nothing is waited
+	// for past the shutdown deadline.
+	r.stopGeneration(context.Background())
 	if errors.Is(err, errStopNow) {
 		return nil
 	}
@@ -1031,10 +1075,34 @@ func (r *runner) shutdownWait(deadline time.Time) error {
 	return nil
 }
 
-func (r *runner) stopGeneration() {
+// stopGeneration stops the lanes and the committer. A commit in flight is
+// waited for until stoatflow.shutdown.timeout-ms has passed or ctx ends
+// (a stop), then abandoned: its context is cancelled, so that a broker
+// that stopped answering cannot hold a reset or a stop forever. It reports
+// whether a commit was abandoned, whose outcome is then unknown.
+func (r *runner) stopGeneration(ctx context.Context) (abandoned bool) {
 	r.gen.stop()
 	if r.committer != nil {
-		<-r.committer
+		select {
+		case <-r.committer:
+		default:
+			t := time.NewTimer(r.s.shutdown)
+			select {
+			case <-r.committer:
+			case <-t.C:
+				abandoned = true
+			case <-ctx.Done():
+				abandoned = true
+			}
+			t.Stop()
+			if abandoned {
+				r.e.log.Warn("a commit still hangs as the lanes stop; abandoning it, its outcome unknown", "waited_at_most", r.s.shutdown)
+				if r.abandonCommit != nil {
+					r.abandonCommit()
+				}
+				<-r.committer
+			}
+		}
 		r.committer = nil
 	}
 	if r.abandonCommit != nil {
@@ -1042,6 +1110,7 @@ func (r *runner) stopGeneration() {
 		r.abandonCommit = nil
 	}
 	r.gen = nil
+	return abandoned
 }
 
 // reset drops the lanes and their state, rewinds to the committed offsets
@@ -1090,8 +1159,13 @@ func transient(err error) bool {
 func (r *runner) resetOnce(ctx context.Context) error {
 	r.e.setState(Rebalancing)
 	if r.gen != nil {
-		r.stopGeneration()
+		abandoned := r.stopGeneration(ctx)
 		r.e.addStats(func(s *Stats) { s.Resets++ })
+		if abandoned {
+			// The transaction may still be open on the broker: no
+			// transaction may follow on this client (recoverSession).
+			return fmt.Errorf("engine: %w: the commit in flight when the generation stopped was abandoned", errCommitUnknown)
+		}
 	}
 	// The old generation's transaction is ended; make franz-go forget the
 	// revocation it may still hold against the next one (see
@@ -1183,6 +1257,7 @@ func (r *runner) resetOnce(ctx context.Context) error {
 	r.dispatched = 0
 	r.lastBarrierAt = r.barrierNow()
 	r.committer = make(chan struct{})
+	r.watchStop(ctx, gen)
 	gen.start()
 	cctx, ccancel := context.WithCancel(context.WithoutCancel(gen.ctx))
 	r.abandonCommit = ccancel
@@ -1491,4 +1566,12 @@ func checkCopartitioned(built *topology.Built, partitions map[string]int32) erro
 		}
 	}
 	return nil
+}
+
+// closedContext is a context that is done already: waits given it do not
+// wait.
+func closedContext() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
 }

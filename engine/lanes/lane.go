@@ -337,14 +337,28 @@ func (l *Lane) PartTimes() map[watermark.Partition]int64 {
 // dispatcher's credit first: a lane whose records of this producer wait
 // in its stash for alignment holds the dispatcher here, not in an
 // unbounded stash. The lane owns batch from here on.
+//
+// A batch it could not deliver (ctx ended) is the caller's still, and the
+// credit it took is given back: the dispatcher may deliver it later, in
+// the shutdown, or drop it with the generation.
 func (l *Lane) Deliver(ctx context.Context, batch []Item) error {
-	if _, err := l.credits[0].Take(ctx, int64(len(batch))); err != nil {
+	n, err := l.credits[0].Take(ctx, int64(len(batch)))
+	if err != nil {
 		return err
+	}
+	// The queue has room for what the credit covers: the send does not
+	// wait, and is tried first so that an ended ctx does not win a race
+	// with it.
+	select {
+	case l.in <- batch:
+		return nil
+	default:
 	}
 	select {
 	case l.in <- batch:
 		return nil
 	case <-ctx.Done():
+		l.credits[0].Give(n)
 		return ctx.Err()
 	}
 }
@@ -352,8 +366,18 @@ func (l *Lane) Deliver(ctx context.Context, batch []Item) error {
 // Mark sends the dispatcher's marker of barrier b, behind what it
 // delivered before. b is shared by every lane and never changed.
 func (l *Lane) Mark(ctx context.Context, b *barrier.Barrier) error {
+	it := []Item{{kind: itemMarker, from: 0, b: b}}
+	// The queue has room for a producer's marker besides what its credit
+	// covers: the send does not wait, and an ended ctx must not win a
+	// race with it (a barrier whose markers went to some lanes only
+	// would never complete).
 	select {
-	case l.in <- []Item{{kind: itemMarker, from: 0, b: b}}:
+	case l.in <- it:
+		return nil
+	default:
+	}
+	select {
+	case l.in <- it:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()

@@ -1,0 +1,146 @@
+package engine_test
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/stoatflow/stoatctl/engine"
+	"github.com/stoatflow/stoatctl/engine/broker"
+	"github.com/stoatflow/stoatctl/internal/kafkatest"
+)
+
+// TestStopWhileProducesHangUnderBackPressure: the broker stops answering
+// the engine's produce and transaction requests while its fetches still
+// flow, in the middle of a backlog. The committer hangs producing the
+// epoch, the lanes wait to hand it their reports, the dispatcher waits
+// for room in the lanes with input to spare. Every one of those waits must
+// see the stop: Run returns within the shutdown deadline (3 s) plus 5 s.
+func TestStopWhileProducesHangUnderBackPressure(t *testing.T) {
+	kafkatest.EmbeddedOnly(t)
+	b, err := broker.Start(context.Background(), broker.Options{Port: broker.RandomPort, SeedTopics: map[string]int32{"in": 4, "out": 4}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	const backlog = 400000
+	var in []kv
+	for i := range backlog {
+		in = append(in, kv{Key: "k" + strconv.Itoa(i%500), Value: "x"})
+	}
+	produce(t, b.Addr(), "in", in)
+
+	// The hole: once the engine's fifth produce request came, produce,
+	// end and add-partitions requests sleep until released; everything
+	// else is answered.
+	var hole atomic.Bool
+	var produced atomic.Int32
+	release := make(chan struct{})
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+	for _, key := range []kmsg.Key{kmsg.Produce, kmsg.EndTxn, kmsg.AddPartitionsToTxn, kmsg.TxnOffsetCommit, kmsg.AddOffsetsToTxn} {
+		b.Cluster().ControlKey(int16(key), func(kmsg.Request) (kmsg.Response, error, bool) {
+			b.Cluster().KeepControl()
+			if key == kmsg.Produce && produced.Add(1) == 5 {
+				hole.Store(true)
+			}
+			if hole.Load() {
+				b.Cluster().SleepControl(func() { <-release })
+			}
+			return nil, nil, false
+		})
+	}
+	e, stop := runEngine(t, counts(), cfg(b.Addr(), "stop-produce-hang", engine.ShutdownTimeoutMs, "3000",
+		"num.stream.threads", "2", engine.LaneQueueSize, "64", engine.CommitHeldRecords, "256", engine.BufferMemory, "65536"))
+	eventually(t, 60*time.Second, func() string { return "the hole did not open" }, hole.Load)
+	// Long enough for every queue to fill behind the hanging commit.
+	time.Sleep(3 * time.Second)
+	start := time.Now()
+	stopped := make(chan error, 1)
+	go func() { stopped <- stop() }()
+	select {
+	case err := <-stopped:
+		t.Logf("stopped in %v: %v", time.Since(start).Round(time.Millisecond), err)
+	case <-time.After(8 * time.Second):
+		logGoroutines(t)
+		t.Fatalf("Run still running %v after the stop, its commit hanging under back-pressure (state %v)", time.Since(start).Round(time.Second), e.State())
+	}
+	once.Do(func() { close(release) })
+}
+
+// TestStopAfterRebalanceWhileProducesHang: the broker stops answering the
+// engine's produce and transaction requests under a trickle of input, and
+// another member joins the group: partitions are revoked while the
+// epoch's commit hangs, and the runtime resets. Neither the reset nor
+// anything else may wait forever on the hanging commit: a stop returns
+// within the shutdown deadline (3 s) plus 5 s.
+func TestStopAfterRebalanceWhileProducesHang(t *testing.T) {
+	kafkatest.EmbeddedOnly(t)
+	b, err := broker.Start(context.Background(), broker.Options{Port: broker.RandomPort, SeedTopics: map[string]int32{"in": 4, "out": 4}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	var hole atomic.Bool
+	release := make(chan struct{})
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+	for _, key := range []kmsg.Key{kmsg.Produce, kmsg.EndTxn, kmsg.AddPartitionsToTxn, kmsg.TxnOffsetCommit, kmsg.AddOffsetsToTxn} {
+		b.Cluster().ControlKey(int16(key), func(req kmsg.Request) (kmsg.Response, error, bool) {
+			b.Cluster().KeepControl()
+			if p, ok := req.(*kmsg.ProduceRequest); ok && p.TransactionID == nil {
+				// The test's own input gets through.
+				return nil, nil, false
+			}
+			if hole.Load() {
+				b.Cluster().SleepControl(func() { <-release })
+			}
+			return nil, nil, false
+		})
+	}
+	var in []kv
+	for i := range 2000 {
+		in = append(in, kv{Key: "k" + strconv.Itoa(i%50), Value: "x"})
+	}
+	produce(t, b.Addr(), "in", in)
+	e, stop := runEngine(t, counts(), cfg(b.Addr(), "stop-rebalance-hang", engine.ShutdownTimeoutMs, "3000"))
+	eventually(t, 30*time.Second, func() string { return "nothing committed" }, func() bool { return e.Stats().Committed > 0 })
+	hole.Store(true)
+	// The engine's next epoch hangs in its produce.
+	produce(t, b.Addr(), "in", in[:200])
+	time.Sleep(time.Second)
+	// Another member joins: the engine's partitions are revoked.
+	other, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.ConsumerGroup("stop-rebalance-hang"), kgo.ConsumeTopics("in"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	pollCtx, pollCancel := context.WithCancel(context.Background())
+	defer pollCancel()
+	go func() {
+		for pollCtx.Err() == nil {
+			other.PollFetches(pollCtx)
+		}
+	}()
+	// The rebalance is under way: it waits on the engine, whose commit
+	// hangs (franz-go's session lets a revocation through only between
+	// transactions).
+	time.Sleep(4 * time.Second)
+	start := time.Now()
+	stopped := make(chan error, 1)
+	go func() { stopped <- stop() }()
+	select {
+	case err := <-stopped:
+		t.Logf("stopped in %v: %v", time.Since(start).Round(time.Millisecond), err)
+	case <-time.After(8 * time.Second):
+		logGoroutines(t)
+		t.Fatalf("Run still running %v after the stop, rebalanced while its commit hangs (state %v)", time.Since(start).Round(time.Second), e.State())
+	}
+	once.Do(func() { close(release) })
+}
