@@ -42,6 +42,7 @@ func TestMigrateCommand(t *testing.T) {
 		{"state_dir_missing", append(base, "--from-state-dir", "testdata/no-such-state-dir", "--dry-run"), ExitFailure},
 		{"usage_map", append(base, "--map", "counts"), ExitUsage},
 		{"bad_map", append(base, "--map", "nope=counts", "--dry-run"), ExitFailure},
+		{"refused", append(base, "--skip-store", "count", "--new-input", "lines", "-y"), ExitFailure},
 		{"yes", append(base, "-y"), ExitOK},
 		{"again", append(base, "-y"), ExitOK},
 		{"verify_only", append(base, "--verify-only"), ExitOK},

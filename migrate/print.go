@@ -53,6 +53,17 @@ func (p *Plan) WriteText(w io.Writer) error {
 		fmt.Fprintln(tw, "(no committed offsets of our input topics)")
 	}
 	fmt.Fprintln(tw)
+	if len(p.Accepted) > 0 {
+		// Each problem accepted, and what the migration loses by it.
+		fmt.Fprintln(tw, "ACCEPTED\tPROBLEM\tLOSES")
+		for _, a := range p.Accepted {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", a.Override, a.Message, a.Loses)
+		}
+		for _, e := range p.Empty {
+			fmt.Fprintf(tw, "our store %s starts empty (verified: %s holds nothing)\n", e.Store, e.Topic)
+		}
+		fmt.Fprintln(tw)
+	}
 	if len(p.Unmapped) > 0 {
 		fmt.Fprintln(tw, "NOT MIGRATED\tREASON")
 		for _, u := range p.Unmapped {
