@@ -122,6 +122,45 @@ func readFrom(t *testing.T, addr string, m interop.Mirror, from map[string]kafka
 	return recs
 }
 
+// partitionsFrom is, for every output record from the given positions to
+// the end, the partition it is in, by topic and key bytes.
+func partitionsFrom(t *testing.T, addr string, m interop.Mirror, from map[string]kafka.Positions) map[string]int32 {
+	t.Helper()
+	parts := map[string]int32{}
+	for _, o := range m.Outputs {
+		_, err := kafka.ReadToEnd(context.Background(), []string{addr}, o.Topic, from[o.Topic], func(r *kgo.Record) error {
+			parts[o.Topic+" "+string(r.Key)] = r.Partition
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("read %s: %v", o.Topic, err)
+		}
+	}
+	return parts
+}
+
+// samePartitions: every key we wrote after the cutover is in the
+// partition Kafka Streams left running wrote it to (windowed keys by the
+// inner key, as its WindowedStreamPartitioner puts them).
+func samePartitions(t *testing.T, c cutover) {
+	t.Helper()
+	checked := 0
+	for k, p := range c.afterParts {
+		want, ok := c.refParts[k]
+		if !ok {
+			continue
+		}
+		checked++
+		if p != want {
+			t.Errorf("%q: we wrote it to partition %d after the cutover, Kafka Streams to %d", k, p, want)
+		}
+	}
+	t.Logf("%d keys in the partition Kafka Streams put them in", checked)
+	if checked == 0 {
+		t.Error("no key written both by us after the cutover and by Kafka Streams: the partitions were not compared")
+	}
+}
+
 // loadMirror builds our side of m (a file under interop/, or a Go
 // example) under application id app.
 func loadMirror(t *testing.T, m interop.Mirror, app string) (*topofile.File, *topology.Built) {
@@ -190,13 +229,19 @@ type cutover struct {
 	// half; before is what the migrated one wrote over the first; after is
 	// what ours wrote after the cutover.
 	reference, before, after []interop.Record
-	plan                     *migrate.Plan
-	report                   *migrate.Report
+	// refParts and afterParts are the partitions of the reference's and
+	// our records (partitionsFrom).
+	refParts, afterParts map[string]int32
+	plan                 *migrate.Plan
+	report               *migrate.Report
 }
 
 // references caches what Kafka Streams left running writes over a second
 // half, by mirror: the window subtests share one.
-var references = map[string][]interop.Record{}
+var (
+	references     = map[string][]interop.Record{}
+	referenceParts = map[string]map[string]int32{}
+)
 
 // how a cutover migrates: with --emit-frontier, and from the stopped Kafka
 // Streams' state directory with its changelog topics deleted first.
@@ -209,7 +254,7 @@ func runCutover(t *testing.T, j *interop.Java, m interop.Mirror, first, second [
 	var c cutover
 	// The reference: Kafka Streams over both halves.
 	if ref, ok := references[m.Name]; ok {
-		c.reference = ref
+		c.reference, c.refParts = ref, referenceParts[m.Name]
 	} else {
 		addr := kafkatest.Start(t, topicsFor(m))
 		ks := startKS(t, j, addr, m, "ks-ref-"+m.Name, "")
@@ -220,7 +265,8 @@ func runCutover(t *testing.T, j *interop.Java, m interop.Mirror, first, second [
 		interop.AwaitConsumed(t, addr, "ks-ref-"+m.Name, m.Topics(), ks.Out)
 		ks.Stop(t)
 		c.reference = readFrom(t, addr, m, mid)
-		references[m.Name] = c.reference
+		c.refParts = partitionsFrom(t, addr, m, mid)
+		references[m.Name], referenceParts[m.Name] = c.reference, c.refParts
 	}
 
 	// The cutover: Kafka Streams over the first half, stopped, migrated.
@@ -265,6 +311,7 @@ func runCutover(t *testing.T, j *interop.Java, m interop.Mirror, first, second [
 	settle(t, addr, m, 2*time.Second)
 	stop()
 	c.after = readFrom(t, addr, m, mid)
+	c.afterParts = partitionsFrom(t, addr, m, mid)
 	return c
 }
 
@@ -338,6 +385,7 @@ func TestKafkaStreamsCutoverWordCount(t *testing.T) {
 		t.Fatalf("report: %+v", c.report)
 	}
 	samePerKey(t, c.reference, c.after)
+	samePartitions(t, c)
 }
 
 // TestKafkaStreamsCutoverMirrors runs the cutover for the other mirrors
@@ -360,6 +408,7 @@ func TestKafkaStreamsCutoverMirrors(t *testing.T) {
 				t.Fatalf("report: %+v", c.report)
 			}
 			samePerKey(t, c.reference, c.after)
+			samePartitions(t, c)
 		})
 	}
 }
@@ -394,6 +443,7 @@ func TestKafkaStreamsCutoverSuppress(t *testing.T) {
 		t.Fatalf("the suppress buffer held nothing at the cutover: the test proves nothing (report %+v)", c.report.Verify)
 	}
 	samePerKey(t, c.reference, c.after)
+	samePartitions(t, c)
 }
 
 // clicks is the window-close input: a click every seven seconds for ten
@@ -429,6 +479,7 @@ func TestKafkaStreamsCutoverWindowClose(t *testing.T) {
 			t.Fatalf("report: %+v", c.report)
 		}
 		samePerKey(t, c.reference, c.after)
+		samePartitions(t, c)
 		// Nothing Kafka Streams emitted before the cutover is emitted again.
 		emitted := interop.PerKey(c.before)
 		for k, v := range interop.PerKey(c.after) {
