@@ -112,9 +112,15 @@ type StorePlan struct {
 	keyCheck, valueCheck func([]byte) error
 	// reader reads the store from the state directory; nil when it comes
 	// from its changelog.
-	reader            *storeReader
-	liveWindows       map[int32]map[string]Entry
-	windowSize, grace int64
+	reader      *storeReader
+	liveWindows map[int32]map[string]Entry
+	// closeOffset is how far a window's close time lies past its start
+	// (time and sliding windows) or its end (sessions); metaOffset turns
+	// Kafka Streams' last emitted window close time (its processor
+	// metadata) into our emit frontier, the largest close time it
+	// emitted. Both come from our window definition (frontierOffsets).
+	closeOffset, metaOffset int64
+	session                 bool
 	// keySuffix is, for a suppress buffer, the length of the window
 	// suffix after the lane key in its keys.
 	keySuffix int
@@ -181,6 +187,11 @@ type FrontierPlan struct {
 	// ReEmittedWithFrontier is how many would be even with it: windows of
 	// source partitions whose stream time ran ahead of the slowest one's.
 	ReEmittedWithFrontier int64 `json:"re_emitted_with_frontier"`
+	// Pending is how many windows Kafka Streams had closed (their close
+	// time at or before its stream time) and not yet emitted: it looks
+	// for closed windows at most once a second, when a window boundary
+	// is crossed. Our engine emits each once after the cutover.
+	Pending int64 `json:"pending"`
 }
 
 // EmptyStore is a store of ours that starts empty.
@@ -938,7 +949,7 @@ func (s *session) planStore(ctx context.Context, p *Plan, ksStore, ours string, 
 			if e.Value == nil {
 				delete(live[r.Partition], string(e.Key))
 			} else {
-				live[r.Partition][string(e.Key)] = Entry{Start: e.Start, Timestamp: e.Timestamp}
+				live[r.Partition][string(e.Key)] = Entry{Start: e.Start, End: e.End, Timestamp: e.Timestamp}
 			}
 		}
 		return nil
@@ -1030,7 +1041,7 @@ func (s *session) planStoreOffline(ctx context.Context, p *Plan, st *ksStore, ou
 				if live[part] == nil {
 					live[part] = map[string]Entry{}
 				}
-				live[part][string(e.Key)] = Entry{Start: e.Start, Timestamp: e.Timestamp}
+				live[part][string(e.Key)] = Entry{Start: e.Start, End: e.End, Timestamp: e.Timestamp}
 			}
 			return nil
 		}); err != nil {
@@ -1121,25 +1132,41 @@ func (s *session) newStorePlan(ctx context.Context, ksStore, ours string, info *
 		// the grace and size the frontier needs, and what Kafka Streams'
 		// records are held against.
 		spec := ws.WindowSpec()
-		sp.windowSize, sp.grace = spec.Size, spec.Grace
-		if spec.Kind == "session" {
-			sp.windowSize, sp.grace = 0, spec.Gap+spec.Grace
-		}
+		sp.closeOffset, sp.metaOffset = frontierOffsets(spec)
+		sp.session = spec.Kind == "session"
 		sp.check = newWindowCheck(spec)
 	} else if w, ok := info.Builder.(windowed); ok && kind != KeyValue {
 		// A window store of the Processor API: its grace is taken to be
 		// its retention less its window size.
 		if z, ok := info.Builder.(sized); ok {
-			sp.windowSize = z.WindowSize()
-			sp.grace = w.Retention() - z.WindowSize()
+			sp.closeOffset, sp.metaOffset = w.Retention(), w.Retention()-z.WindowSize()
 		} else {
-			sp.grace = w.Retention() // a session store's: gap + grace
+			sp.closeOffset, sp.metaOffset, sp.session = w.Retention(), w.Retention(), true // gap + grace
 		}
 	}
-	if fr, ok := o.Built.Stores[ours+"-emitfrontier"]; ok && kind == Window {
+	if fr, ok := o.Built.Stores[ours+"-emitfrontier"]; ok && (kind == Window || kind == Session) {
 		sp.Frontier = &FrontierPlan{Store: ours + "-emitfrontier", Topic: fr.ChangelogTopic}
 	}
 	return sp, nil
+}
+
+// frontierOffsets are a window definition's closeOffset and metaOffset
+// (StorePlan). Kafka Streams records, when it emits, the window close time
+// W = stream time - grace (- gap, for sessions) and has emitted:
+//
+//   - time windows with end <= W: our close (end + grace) <= W + grace;
+//   - sliding windows with end <= W - 1 (both bounds inclusive): our
+//     close (end + 1 + grace) <= W + grace;
+//   - sessions with end <= W - 1: our close (end + gap + grace) <= W +
+//     gap + grace - 1.
+func frontierOffsets(s dsl.WindowSpec) (closeOffset, metaOffset int64) {
+	switch s.Kind {
+	case "sliding":
+		return s.Size + 1 + s.Grace, s.Grace
+	case "session":
+		return s.Gap + s.Grace, s.Gap + s.Grace - 1
+	}
+	return s.Size + s.Grace, s.Grace
 }
 
 // checkTopicConfig checks the changelog topic's cleanup policy against
@@ -1218,14 +1245,17 @@ func (s *session) decode(sp *StorePlan, r *kgo.Record) (Entry, error) {
 // name) holds that stream time less the grace.
 func (s *session) planFrontier(_ context.Context, p *Plan, sp *StorePlan, meta map[string]map[int32]kafka.TopicPartitionMetadata, repartition, sources []string) error {
 	fp := sp.Frontier
-	bound := map[int32]int64{}
+	// bound is, per source partition, the largest close time Kafka
+	// Streams emitted there; stream is its stream time there: windows
+	// closing in (bound, stream] had closed and were not emitted yet.
+	bound, stream := map[int32]int64{}, map[int32]int64{}
 	from := map[int32]string{}
 	for t, ms := range meta {
 		for part, m := range ms {
 			if v, ok := m.Processor[sp.Source]; ok {
-				b := v + sp.grace
+				b := v + sp.metaOffset
 				if cur, seen := bound[part]; !seen || from[part] != "processor metadata" || b < cur {
-					bound[part], from[part] = b, "processor metadata"
+					bound[part], stream[part], from[part] = b, max(b, m.PartitionTime), "processor metadata"
 				}
 				continue
 			}
@@ -1236,7 +1266,7 @@ func (s *session) planFrontier(_ context.Context, p *Plan, sp *StorePlan, meta m
 				continue
 			}
 			if cur, seen := bound[part]; !seen || m.PartitionTime < cur {
-				bound[part], from[part] = m.PartitionTime, "partition time"
+				bound[part], stream[part], from[part] = m.PartitionTime, m.PartitionTime, "partition time"
 			}
 		}
 	}
@@ -1255,7 +1285,7 @@ func (s *session) planFrontier(_ context.Context, p *Plan, sp *StorePlan, meta m
 	if fp.From == "" {
 		fp.Value, fp.From = maxTs, "max changelog timestamp"
 		for _, pp := range sp.Partitions {
-			bound[pp.Partition] = maxTs
+			bound[pp.Partition], stream[pp.Partition] = maxTs, maxTs
 		}
 	}
 	for part, ws := range sp.liveWindows {
@@ -1264,14 +1294,25 @@ func (s *session) planFrontier(_ context.Context, p *Plan, sp *StorePlan, meta m
 			continue
 		}
 		for _, e := range ws {
-			closeTime := e.Start + sp.windowSize + sp.grace
-			if closeTime <= b {
+			closeTime := sp.closeTime(e)
+			switch {
+			case closeTime <= b:
 				fp.ReEmitted++
 				if closeTime > fp.Value {
 					fp.ReEmittedWithFrontier++
 				}
+			case closeTime <= stream[part]:
+				fp.Pending++
 			}
 		}
 	}
 	return nil
+}
+
+// closeTime is a live window's close time under our definition.
+func (sp *StorePlan) closeTime(e Entry) int64 {
+	if sp.session {
+		return e.End + sp.closeOffset
+	}
+	return e.Start + sp.closeOffset
 }

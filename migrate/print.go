@@ -33,9 +33,9 @@ func (p *Plan) WriteText(w io.Writer) error {
 	for _, s := range p.Stores {
 		if f := s.Frontier; f != nil {
 			if p.EmitFrontier {
-				fmt.Fprintf(tw, "emit frontier of %s: seeded to %d (%s) in %s; windows emitted again: %d\n", s.Store, f.Value, f.From, f.Topic, f.ReEmittedWithFrontier)
+				fmt.Fprintf(tw, "emit frontier of %s: seeded to %d (%s) in %s; windows emitted again: %d; pending (closed, not yet emitted by Kafka Streams, emitted once after the cutover): %d\n", s.Store, f.Value, f.From, f.Topic, f.ReEmittedWithFrontier, f.Pending)
 			} else {
-				fmt.Fprintf(tw, "emit frontier of %s: not seeded (--emit-frontier would seed %d, from %s); windows emitted again: %d\n", s.Store, f.Value, f.From, f.ReEmitted)
+				fmt.Fprintf(tw, "emit frontier of %s: not seeded (--emit-frontier would seed %d, from %s); windows emitted again: %d; pending (closed, not yet emitted by Kafka Streams, emitted once after the cutover): %d\n", s.Store, f.Value, f.From, f.ReEmitted, f.Pending)
 			}
 		}
 	}
