@@ -17,6 +17,7 @@ import (
 
 	"github.com/stoatflow/stoatctl/engine/dsl"
 	"github.com/stoatflow/stoatctl/engine/kafka"
+	"github.com/stoatflow/stoatctl/engine/serde"
 	"github.com/stoatflow/stoatctl/engine/topology"
 )
 
@@ -127,6 +128,11 @@ type StorePlan struct {
 	// check holds a windowed store's records against our window
 	// definition; nil for other stores.
 	check *windowCheck
+	// keySerde and valueSerde are our store's serdes, which the first
+	// sampleRecords records are decoded with (nil: not sampled); sampled
+	// counts them.
+	keySerde, valueSerde serde.Any
+	sampled              int
 	// problems are what refuses the store; records counts the records
 	// that did not decode, the first of which is in problems.
 	problems   []Problem
@@ -1089,6 +1095,9 @@ func (s *session) decodeState(sp *StorePlan, path string, key, value []byte, ts 
 			err = fmt.Errorf("key: %w", kerr)
 		}
 	}
+	if err == nil {
+		err = sp.sample(e)
+	}
 	if err != nil {
 		return e, &StateDirError{Path: path, Key: key, Err: err}
 	}
@@ -1125,6 +1134,17 @@ func (s *session) newStorePlan(ctx context.Context, ksStore, ours string, info *
 	if checkTopic {
 		if err := s.checkTopicConfig(ctx, sp, ksStore, ours, info, topic); err != nil {
 			return nil, err
+		}
+	}
+	if ss, ok := info.Builder.(interface{ Serdes() (serde.Any, serde.Any) }); ok && sp.Kind != SuppressBuffer {
+		// A serde left to the configuration that no processor resolved
+		// has no name: it cannot decode, and is not sampled.
+		k, v := ss.Serdes()
+		if k != nil && k.Name() != "" {
+			sp.keySerde = k
+		}
+		if v != nil && v.Name() != "" {
+			sp.valueSerde = v
 		}
 	}
 	if ws, ok := info.Builder.(dsl.WindowedStore); ok {
@@ -1232,10 +1252,38 @@ func (s *session) decode(sp *StorePlan, r *kgo.Record) (Entry, error) {
 			err = fmt.Errorf("key: %w", kerr)
 		}
 	}
+	if err == nil {
+		err = sp.sample(e)
+	}
 	if err != nil {
 		return e, &RecordError{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Store: sp.Source, Err: err}
 	}
 	return e, nil
+}
+
+// sampleRecords is how many records of each store are decoded with our
+// serdes: a serde that cannot read Kafka Streams' bytes (JSON for Avro, a
+// schema that differs) fails on the first; reading every record so would
+// cost a migration of millions most of its time.
+const sampleRecords = 1000
+
+// sample decodes one of the store's first records with our serdes.
+func (sp *StorePlan) sample(e Entry) error {
+	if sp.sampled >= sampleRecords || e.Value == nil {
+		return nil
+	}
+	sp.sampled++
+	if sp.keySerde != nil {
+		if _, err := sp.keySerde.DeserializeAny(sp.Topic, e.LaneKey); err != nil {
+			return fmt.Errorf("key: our serde %s cannot read it: %w", sp.keySerde.Name(), err)
+		}
+	}
+	if sp.valueSerde != nil {
+		if _, err := sp.valueSerde.DeserializeAny(sp.Topic, e.Value); err != nil {
+			return fmt.Errorf("value: our serde %s cannot read it: %w", sp.valueSerde.Name(), err)
+		}
+	}
+	return nil
 }
 
 // planFrontier computes an on-window-close store's frontier and the

@@ -90,6 +90,17 @@ pipelines:
       - to: {topic: clicks-per-minute, key-serde: string, value-serde: long}
 `
 
+const jsonTableYAML = `application-id: ours
+tables:
+  users: {topic: users, key-serde: string, value-serde: json, store: users-store}
+pipelines:
+  users-out:
+    from: users
+    steps:
+      - to-stream
+      - to: {topic: users-out, key-serde: string, value-serde: json}
+`
+
 // TestRefusedBeforeWriting: each case a migration that would lose or
 // misplace state (issue 42's measured ones among them) is refused with
 // one error listing every problem, naming the flag that accepts each, and
@@ -160,6 +171,17 @@ func TestRefusedBeforeWriting(t *testing.T) {
 			},
 			want: []problem{{migrate.ProblemSessionGap, "sessions-store"}},
 			says: []string{"key \"alice\": sessions [0, 60000] and [240000, 250000] are 180000 ms apart, within our inactivity gap of 300000 ms"}},
+		{name: "value serde", topics: map[string]int32{"users": 1, "users-out": 1},
+			ours: func(t *testing.T) *topology.Built { return loadYAML(t, jsonTableYAML) },
+			// Kafka Streams' table held strings; ours reads JSON.
+			setup: func(t *testing.T, addr string) {
+				kafkatest.CreateTopic(t, kadm.NewClient(client(t, addr)), "ks-users-store-changelog", 1, map[string]*string{"cleanup.policy": ptr("compact")})
+				produceTo(t, addr, &kgo.Record{Topic: "ks-users-store-changelog", Key: []byte("u1"), Value: []byte(`"Ann"`)},
+					&kgo.Record{Topic: "ks-users-store-changelog", Key: []byte("u2"), Value: []byte("Bob")})
+				commitKS(t, addr, "users", 1000)
+			},
+			want: []problem{{migrate.ProblemRecord, "users-store"}},
+			says: []string{"store users-store: ks-users-store-changelog[0] offset 1 (store users-store): value: our serde json cannot read it"}},
 		{name: "override naming nothing", topics: map[string]int32{"lines": 2, "word-counts": 2},
 			ours:  func(t *testing.T) *topology.Built { _, b := load(t, "word-count", "ours"); return b },
 			setup: func(t *testing.T, addr string) { fakeWordCount(t, addr, 10) },
