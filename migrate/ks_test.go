@@ -2,6 +2,7 @@ package migrate_test
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -247,14 +248,18 @@ var (
 // Streams' state directory with its changelog topics deleted first.
 type how struct {
 	emitFrontier, fromStateDir bool
+	// split names an input split other than the mirror's usual one: the
+	// reference over its second half is cached under it.
+	split string
 }
 
 func runCutover(t *testing.T, j *interop.Java, m interop.Mirror, first, second []interop.Record, h how) cutover {
 	t.Helper()
 	var c cutover
 	// The reference: Kafka Streams over both halves.
-	if ref, ok := references[m.Name]; ok {
-		c.reference, c.refParts = ref, referenceParts[m.Name]
+	refKey := m.Name + h.split
+	if ref, ok := references[refKey]; ok {
+		c.reference, c.refParts = ref, referenceParts[refKey]
 	} else {
 		addr := kafkatest.Start(t, topicsFor(m))
 		ks := startKS(t, j, addr, m, "ks-ref-"+m.Name, "")
@@ -266,7 +271,7 @@ func runCutover(t *testing.T, j *interop.Java, m interop.Mirror, first, second [
 		ks.Stop(t)
 		c.reference = readFrom(t, addr, m, mid)
 		c.refParts = partitionsFrom(t, addr, m, mid)
-		references[m.Name], referenceParts[m.Name] = c.reference, c.refParts
+		references[refKey], referenceParts[refKey] = c.reference, c.refParts
 	}
 
 	// The cutover: Kafka Streams over the first half, stopped, migrated.
@@ -519,6 +524,56 @@ func TestKafkaStreamsCutoverWindowClose(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestKafkaStreamsCutoverPendingWindows: the window-close mirror cut over
+// 1 s after a window closed (stream time 4:11, the windows [3:00, 4:00)
+// closing at 4:10), right after Kafka Streams processed the first half at
+// once: it looks for closed windows at most once a second, so the windows
+// closed since its last look are pending at the cutover. Each is emitted
+// once after it, as Kafka Streams left running emits them, none that
+// Kafka Streams emitted is emitted again, and the plan's pending count is
+// the number of closed windows we emitted.
+func TestKafkaStreamsCutoverPendingWindows(t *testing.T) {
+	j := kafkaStreams(t)
+	m := mirror(t, "window-close")
+	base := inputHour
+	all, rest := clicks(base)
+	all = append(all, rest[2:]...) // the late and open clicks left out
+	cut := base + 251_000
+	var first, second []interop.Record
+	for _, r := range all {
+		if r.Timestamp < cut {
+			first = append(first, r)
+		} else {
+			second = append(second, r)
+		}
+	}
+	first = append(first, interop.Record{Topic: "clicks", Key: "u9", Value: "/home", Timestamp: cut})
+	c := runCutover(t, j, m, first, second, how{emitFrontier: true, split: "/pending"})
+	if !c.report.Verify.OK {
+		t.Fatalf("report: %+v", c.report)
+	}
+	samePerKey(t, c.reference, c.after)
+	samePartitions(t, c)
+	emitted := interop.PerKey(c.before)
+	for k, v := range interop.PerKey(c.after) {
+		if _, ok := emitted[k]; ok {
+			t.Errorf("%s: emitted before the cutover and again after it: %v", k, v)
+		}
+	}
+	closed := int64(0)
+	for k := range c.afterParts {
+		b := []byte(k)
+		if start := int64(binary.BigEndian.Uint64(b[len(b)-8:])); start+70_000 <= cut {
+			closed++
+		}
+	}
+	fp := c.plan.Stores[0].Frontier
+	t.Logf("%d windows pending at the cutover by the plan, %d closed windows emitted after it", fp.Pending, closed)
+	if fp.Pending != closed || fp.ReEmittedWithFrontier != 0 {
+		t.Errorf("the plan said %d pending and %d emitted again; we emitted %d windows closed at the cutover", fp.Pending, fp.ReEmittedWithFrontier, closed)
+	}
 }
 
 // inputHour is the whole hour, three hours ago, that the Kafka Streams
