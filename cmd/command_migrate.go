@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -129,6 +130,14 @@ rocksdbjni jar. Offsets and event time still come from its committed offsets.`,
 				return err
 			}
 			plan, err := migrate.MakePlan(ctx, opts)
+			var refusal *migrate.RefusalError
+			if errors.As(err, &refusal) && format.String() == output.JSON {
+				// For scripts: every problem with its stable code, its
+				// subject and the flag that accepts it.
+				if werr := format.Write(c.OutOrStdout(), refusal, nil); werr != nil {
+					return werr
+				}
+			}
 			if err != nil {
 				return err
 			}

@@ -77,8 +77,9 @@ func (p Problem) String() string {
 
 // RefusalError is a plan refused: every problem found, none accepted.
 type RefusalError struct {
-	From, To string
-	Problems []Problem
+	From     string    `json:"from_application_id"`
+	To       string    `json:"application_id"`
+	Problems []Problem `json:"problems"`
 }
 
 func (e *RefusalError) Error() string {
@@ -87,7 +88,10 @@ func (e *RefusalError) Error() string {
 	if len(e.Problems) != 1 {
 		n = fmt.Sprintf("%d problems", len(e.Problems))
 	}
-	fmt.Fprintf(&b, "migrate: %s to %s refused, nothing written: %s (the flag in brackets accepts one)", e.From, e.To, n)
+	fmt.Fprintf(&b, "migrate: %s to %s refused, nothing written: %s", e.From, e.To, n)
+	if slices.ContainsFunc(e.Problems, func(p Problem) bool { return p.Override != "" }) {
+		b.WriteString(" (the flag in brackets accepts one)")
+	}
 	for _, p := range e.Problems {
 		b.WriteString("\n  - ")
 		b.WriteString(p.String())
