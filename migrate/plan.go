@@ -970,8 +970,23 @@ func (s *session) planStore(ctx context.Context, p *Plan, ksStore, ours string, 
 	if sp.Frontier != nil {
 		sp.liveWindows = live
 	}
+	if sp.check != nil {
+		sp.check.setStreamTime(maxPartitionTime(meta))
+	}
 	sp.finish()
 	return sp, nil
+}
+
+// maxPartitionTime is the largest partition time Kafka Streams committed,
+// -1 when none.
+func maxPartitionTime(meta map[string]map[int32]kafka.TopicPartitionMetadata) int64 {
+	t := int64(-1)
+	for _, ms := range meta {
+		for _, m := range ms {
+			t = max(t, m.PartitionTime)
+		}
+	}
+	return t
 }
 
 // kindProblem tells a store whose records cannot be read as ours.
@@ -1066,6 +1081,9 @@ func (s *session) planStoreOffline(ctx context.Context, p *Plan, st *ksStore, ou
 		sp.Partitions = append(sp.Partitions, pp)
 	}
 	sp.liveWindows = live
+	if sp.check != nil {
+		sp.check.setStreamTime(maxPartitionTime(meta))
+	}
 	sp.finish()
 	return sp, nil
 }

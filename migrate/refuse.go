@@ -42,6 +42,9 @@ const (
 	// A window whose latest record's timestamp lies outside the window
 	// our definition gives it: --skip-store.
 	ProblemWindowTimestamp = "window-timestamp"
+	// For our hopping windows, a record missing from a window of its key
+	// that ours gives it and that is still open: --skip-store.
+	ProblemWindowHop = "window-hop"
 	// Two sessions of one key nearer than our inactivity gap (ours
 	// would have merged them): --skip-store.
 	ProblemSessionGap = "session-gap"

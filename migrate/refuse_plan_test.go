@@ -101,6 +101,20 @@ pipelines:
       - to: {topic: users-out, key-serde: string, value-serde: json}
 `
 
+const hoppingYAML = `application-id: ours
+sources:
+  clicks: {topic: clicks, key-serde: string, value-serde: string, watermark: {strategy: monotonous}}
+pipelines:
+  p:
+    from: clicks
+    steps:
+      - group-by: {key: value, key-serde: string, value-serde: string}
+      - window: {type: hopping, size: 1m, advance: 30s, grace: 10s, emit: on-window-close}
+      - count: {store: clicks-per-minute-store}
+      - to-stream
+      - to: {topic: clicks-per-minute, key-serde: string, value-serde: long}
+`
+
 // TestRefusedBeforeWriting: each case a migration that would lose or
 // misplace state (issue 42's measured ones among them) is refused with
 // one error listing every problem, naming the flag that accepts each, and
@@ -147,6 +161,17 @@ func TestRefusedBeforeWriting(t *testing.T) {
 			},
 			want: []problem{{migrate.ProblemWindowGrid, "clicks-per-minute-store"}, {migrate.ProblemWindowTimestamp, "clicks-per-minute-store"}},
 			says: []string{"window starting 0 holds a record at 65000, outside our tumbling window [0, 60000)"}},
+		{name: "tumbling onto hopping", topics: map[string]int32{"clicks": 1, "clicks-per-minute": 1},
+			ours: func(t *testing.T) *topology.Built { return loadYAML(t, hoppingYAML) },
+			// Tumbling 1 min, 10 s of grace: retention 70 s, as ours
+			// (hopping 1 min by 30 s): every start is on our grid too,
+			// but the record at 2:45 is not in the window [2:30, 3:30),
+			// open at the stream time 2:45, where ours puts it.
+			setup: func(t *testing.T, addr string) {
+				ksWindows(t, addr, "clicks-per-minute-store", 70_000, []int64{0, minute, 2 * minute}, func(s int64) int64 { return s + 45_000 }, "clicks")
+			},
+			want: []problem{{migrate.ProblemWindowHop, "clicks-per-minute-store"}},
+			says: []string{"key \"/home\": window starting 120000 holds a record at 165000, and the window starting 150000, open at stream time 165000, which ours also gives it, is not there"}},
 		{name: "tumbling onto sliding", topics: map[string]int32{"clicks": 1, "clicks-per-minute": 1},
 			ours: func(t *testing.T) *topology.Built { return loadYAML(t, slidingYAML) },
 			// Sliding 1m, grace 10 s: retention 2 min + 10 s.

@@ -23,7 +23,13 @@ import (
 //     than ours;
 //   - two live sessions of one key are further apart than our inactivity
 //     gap: Kafka Streams merges sessions within its gap, ours would have
-//     merged them, so its gap is smaller.
+//     merged them, so its gap is smaller;
+//   - for our hopping windows, a window's latest record lies in each of
+//     the key's windows our definition gives it that are still open at
+//     Kafka Streams' stream time: one missing is a window that was open
+//     when the record came (stream time only grows) and so would hold it,
+//     had Kafka Streams' windows hopped as ours (a tumbling store on our
+//     hopping one: its starts all lie on our grid too).
 //
 // A size or grace both sides agree on while the windows differ shows in
 // the retention (checkTopicConfig), not here.
@@ -35,12 +41,25 @@ type windowCheck struct {
 	first map[string]string
 	// sessions are the live sessions by key, for the gap.
 	sessions map[string]map[[2]int64]bool
+	// windows are, for our hopping windows, the live windows by key:
+	// their starts and their latest record's timestamp.
+	windows map[string]map[int64]int64
+	// streamTime is Kafka Streams' largest stream time, or -1 when
+	// unknown (setStreamTime): a window whose close is past it is open.
+	streamTime int64
 }
 
+// setStreamTime gives the check Kafka Streams' stream time. The largest
+// over its partitions: a window open at it is open in its own task.
+func (c *windowCheck) setStreamTime(t int64) { c.streamTime = t }
+
 func newWindowCheck(spec dsl.WindowSpec) *windowCheck {
-	c := &windowCheck{spec: spec, count: map[string]int64{}, first: map[string]string{}}
+	c := &windowCheck{spec: spec, count: map[string]int64{}, first: map[string]string{}, streamTime: -1}
 	if spec.Kind == "session" {
 		c.sessions = map[string]map[[2]int64]bool{}
+	}
+	if spec.Kind == "hopping" && spec.Advance > 0 && spec.Advance < spec.Size {
+		c.windows = map[string]map[int64]int64{}
 	}
 	return c
 }
@@ -68,6 +87,17 @@ func (c *windowCheck) entry(e Entry, where string) {
 		}
 		c.sessions[k][[2]int64{e.Start, e.End}] = true
 		return
+	}
+	if c.windows != nil {
+		k := string(e.LaneKey)
+		if e.Value == nil {
+			delete(c.windows[k], e.Start)
+		} else {
+			if c.windows[k] == nil {
+				c.windows[k] = map[int64]int64{}
+			}
+			c.windows[k][e.Start] = e.Timestamp
+		}
 	}
 	if e.Value == nil {
 		return
@@ -102,8 +132,29 @@ func (c *windowCheck) problems(ks, ours string) []Problem {
 			}
 		}
 	}
+	if c.windows != nil && c.streamTime >= 0 {
+		s := c.spec
+		for _, k := range slices.Sorted(maps.Keys(c.windows)) {
+			ws := c.windows[k]
+			for _, start := range slices.Sorted(maps.Keys(ws)) {
+				ts := ws[start]
+				// Our windows holding ts: starts on the grid in
+				// (ts - size, ts], from 0.
+				first := max(0, ts-s.Size+s.Advance) / s.Advance * s.Advance
+				for other := first; other <= ts; other += s.Advance {
+					if other == start || other+s.Size+s.Grace <= c.streamTime {
+						continue // itself, or closed: perhaps dropped
+					}
+					if _, ok := ws[other]; !ok {
+						c.note(ProblemWindowHop, "key "+fmt.Sprintf("%q", k), "window starting %d holds a record at %d, and the window starting %d, open at stream time %d, which ours also gives it, is not there",
+							start, ts, other, c.streamTime)
+					}
+				}
+			}
+		}
+	}
 	var out []Problem
-	for _, code := range []string{ProblemWindowGrid, ProblemWindowTimestamp, ProblemSessionGap} {
+	for _, code := range []string{ProblemWindowGrid, ProblemWindowTimestamp, ProblemWindowHop, ProblemSessionGap} {
 		if n := c.count[code]; n > 0 {
 			out = append(out, Problem{Code: code, Subject: ks,
 				Message: fmt.Sprintf("store %s: %d records contradict our store %s's %s: first %s", ks, n, ours, describeSpec(c.spec), c.first[code])})
