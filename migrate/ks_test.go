@@ -741,3 +741,72 @@ func TestKafkaStreamsCutoverFromStateDir(t *testing.T) {
 		samePerKey(t, c.reference, c.after)
 	})
 }
+
+// windowCloseAs is the window mirror's topology with old replaced by new.
+func windowCloseAs(t *testing.T, old, new string) *topology.Built {
+	t.Helper()
+	b, err := os.ReadFile("../interop/topologies/window-close.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), old) {
+		t.Fatalf("window-close.yaml has no %q", old)
+	}
+	return loadYAML(t, strings.Replace(string(b), old, new, 1))
+}
+
+// TestKafkaStreamsRefusals: state real Kafka Streams left (the window
+// mirror stopped after the first half), and our topology wrong in each of
+// the ways issue 42 measured: each migration is refused, listing the
+// problems, and writes nothing (no topic of ours, no offset of our group).
+func TestKafkaStreamsRefusals(t *testing.T) {
+	j := kafkaStreams(t)
+	m := mirror(t, "window-close")
+	topics := topicsFor(m)
+	topics["lines"] = 1
+	addr := kafkatest.Start(t, topics)
+	first, _ := clicks(inputHour)
+	ks := startKS(t, j, addr, m, "ks", "", how{})
+	interop.Produce(t, addr, first)
+	interop.AwaitConsumed(t, addr, "ks", m.Topics(), ks.Out)
+	ks.Stop(t)
+	interop.Produce(t, addr, []interop.Record{{Topic: "lines", Key: "l", Value: "a b", Timestamp: inputHour}})
+	adm := kadm.NewClient(client(t, addr))
+	for _, tc := range []struct {
+		name  string
+		ours  func(t *testing.T) *topology.Built
+		codes []string
+	}{
+		{"store name typo", func(t *testing.T) *topology.Built {
+			return windowCloseAs(t, "store: clicks-per-minute-store", "store: clicks-per-minute-stor")
+		}, []string{migrate.ProblemStoreUnmapped, migrate.ProblemStoreUnfed}},
+		{"wrong topology", func(t *testing.T) *topology.Built { _, b := load(t, "word-count", "ours"); return b },
+			[]string{migrate.ProblemInputNotRead, migrate.ProblemInputNotCommitted, migrate.ProblemStoreUnmapped, migrate.ProblemStoreUnfed}},
+		{"hopping", func(t *testing.T) *topology.Built {
+			return windowCloseAs(t, "type: tumbling, size: 1m", "type: hopping, size: 1m, advance: 30s")
+		}, []string{migrate.ProblemWindowHop}},
+		{"longer window, no grace", func(t *testing.T) *topology.Built {
+			return windowCloseAs(t, "size: 1m, grace: 10s", "size: 70s, grace: 0s")
+		}, []string{migrate.ProblemWindowGrid}},
+		{"more grace", func(t *testing.T) *topology.Built {
+			return windowCloseAs(t, "grace: 10s", "grace: 20s")
+		}, []string{migrate.ProblemRetention}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := migrate.Run(context.Background(), migrate.Options{From: "ks", To: "ours", Built: tc.ours(t), Seeds: []string{addr}, EmitFrontier: true})
+			var refusal *migrate.RefusalError
+			if !errors.As(err, &refusal) {
+				t.Fatalf("err = %v, want a refusal", err)
+			}
+			t.Log(err)
+			var codes []string
+			for _, p := range refusal.Problems {
+				codes = append(codes, p.Code)
+			}
+			if !slices.Equal(codes, tc.codes) {
+				t.Errorf("problems %v, want %v", codes, tc.codes)
+			}
+			assertNothingWritten(t, adm)
+		})
+	}
+}
