@@ -156,8 +156,12 @@ func (c *windowCheck) problems(ks, ours string) []Problem {
 	var out []Problem
 	for _, code := range []string{ProblemWindowGrid, ProblemWindowTimestamp, ProblemWindowHop, ProblemSessionGap} {
 		if n := c.count[code]; n > 0 {
+			what := fmt.Sprintf("%d records contradict", n)
+			if n == 1 {
+				what = "1 record contradicts"
+			}
 			out = append(out, Problem{Code: code, Subject: ks,
-				Message: fmt.Sprintf("store %s: %d records contradict our store %s's %s: first %s", ks, n, ours, describeSpec(c.spec), c.first[code])})
+				Message: fmt.Sprintf("store %s: %s our store %s's %s: first %s", ks, what, ours, describeSpec(c.spec), c.first[code])})
 		}
 	}
 	return out
