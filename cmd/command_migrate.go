@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -28,6 +29,7 @@ func newMigrateCommand() *cobra.Command {
 		batch                     int
 		stateDir, rocksLib        string
 		waitGroups                time.Duration
+		accept                    migrate.Overrides
 	)
 	format := output.NewFormat(output.Text, output.JSON)
 	c := &cobra.Command{
@@ -40,6 +42,13 @@ floor is seeded from its partition times, and with --emit-frontier the emit
 frontier of every on-window-close store is seeded so that no window it
 already emitted is emitted again. A verification pass then compares our
 changelogs with the source key by key.
+
+Before writing anything the plan refuses, listing every problem: a Kafka
+Streams store that maps to no store of ours, a store of ours that nothing
+feeds, input topics that differ, windows or records that contradict our
+store's definition or serdes. Each is accepted only by naming it, with
+--skip-store, --new-store, --skip-input or --new-input; the plan then says
+what that loses.
 
 --dry-run prints the plan and writes nothing. A real run asks for -y, or a
 confirmation on a terminal, and refuses while either group has members. It
@@ -108,7 +117,7 @@ rocksdbjni jar. Offsets and event time still come from its committed offsets.`,
 			}
 			opts := migrate.Options{From: from, To: built.ApplicationID, Built: built, Seeds: strings.Split(cfg[config.BootstrapServers], ","),
 				ClientOpts: clientOpts, Map: mapping, EmitFrontier: emitFrontier, BatchRecords: batch, WaitForGroups: waitGroups,
-				StateDir: stateDir, RocksDBLibrary: rocksLib}
+				StateDir: stateDir, RocksDBLibrary: rocksLib, Overrides: accept}
 			ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			if verifyOnly {
@@ -121,6 +130,14 @@ rocksdbjni jar. Offsets and event time still come from its committed offsets.`,
 				return err
 			}
 			plan, err := migrate.MakePlan(ctx, opts)
+			var refusal *migrate.RefusalError
+			if errors.As(err, &refusal) && format.String() == output.JSON {
+				// For scripts: every problem with its stable code, its
+				// subject and the flag that accepts it.
+				if werr := format.Write(c.OutOrStdout(), refusal, nil); werr != nil {
+					return werr
+				}
+			}
 			if err != nil {
 				return err
 			}
@@ -160,6 +177,10 @@ rocksdbjni jar. Offsets and event time still come from its committed offsets.`,
 	f.StringVarP(&bootstrap, "bootstrap-servers", "b", "", "Kafka `HOST:PORT` list")
 	f.StringArrayVarP(&overrides, "set", "X", nil, "configuration `KEY=VALUE` (repeatable)")
 	f.StringArrayVar(&maps, "map", nil, "map a Kafka Streams store to ours: `KS_STORE=OUR_STORE` (repeatable)")
+	f.StringArrayVar(&accept.SkipStores, "skip-store", nil, "do not migrate Kafka Streams' store `KS_STORE`, accepting its problem: its state is lost, ours starts empty (repeatable)")
+	f.StringArrayVar(&accept.NewStores, "new-store", nil, "let our store `STORE`, which no Kafka Streams store feeds, start empty (repeatable)")
+	f.StringArrayVar(&accept.SkipInputs, "skip-input", nil, "accept that our topology does not read Kafka Streams' input `TOPIC` (repeatable)")
+	f.StringArrayVar(&accept.NewInputs, "new-input", nil, "accept that Kafka Streams committed no offset for our input `TOPIC`: it starts at auto.offset.reset (repeatable)")
 	f.BoolVar(&emitFrontier, "emit-frontier", false, "seed the emit frontier of on-window-close stores, so already emitted windows are not emitted again")
 	f.BoolVar(&dryRun, "dry-run", false, "print the plan and write nothing")
 	f.BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation")

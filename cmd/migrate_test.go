@@ -32,26 +32,26 @@ func TestMigrateCommand(t *testing.T) {
 	fakeKafkaStreamsWordCount(t, b.Addr())
 	topo := "../interop/topologies/word-count.yaml"
 	base := []string{"migrate", "--from-application-id", "ks", "--application-id", "ours", "-t", topo, "-b", "ADDR"}
-	steps := []struct {
+	type step struct {
 		golden string
 		args   []string
 		code   int
-	}{
+	}
+	steps := []step{
 		{"dry_run", append(base, "--dry-run"), ExitOK},
 		{"usage_no_from", []string{"migrate", "-t", topo, "-b", "ADDR"}, ExitUsage},
 		{"state_dir_missing", append(base, "--from-state-dir", "testdata/no-such-state-dir", "--dry-run"), ExitFailure},
 		{"usage_map", append(base, "--map", "counts"), ExitUsage},
 		{"bad_map", append(base, "--map", "nope=counts", "--dry-run"), ExitFailure},
+		{"refused", append(base, "--skip-store", "count", "--new-input", "lines", "-y"), ExitFailure},
+		// Under -o json a refusal is data too: its problems on stdout.
+		{"refused_json", append(base, "--skip-store", "count", "-o", "json", "-y"), ExitFailure},
 		{"yes", append(base, "-y"), ExitOK},
 		{"again", append(base, "-y"), ExitOK},
 		{"verify_only", append(base, "--verify-only"), ExitOK},
 	}
 	if !isTerminal(os.Stdin) {
-		steps = append(steps, struct {
-			golden string
-			args   []string
-			code   int
-		}{"usage_no_yes", base, ExitUsage})
+		steps = append(steps, step{"usage_no_yes", base, ExitUsage})
 	}
 	for _, st := range steps {
 		t.Run(st.golden, func(t *testing.T) {
@@ -64,7 +64,7 @@ func TestMigrateCommand(t *testing.T) {
 			if code != st.code {
 				t.Errorf("stoatctl %s exited %d, want %d\nstderr:\n%s", strings.Join(args, " "), code, st.code, stderr.String())
 			}
-			if code != ExitOK && stdout.Len() > 0 {
+			if code != ExitOK && stdout.Len() > 0 && st.golden != "refused_json" {
 				t.Errorf("stoatctl %s failed but wrote to stdout:\n%s", strings.Join(args, " "), stdout.String())
 			}
 			checkGolden(t, "migrate_"+st.golden, maskBroker("")(transcript(args, code, stdout.String(), stderr.String())))

@@ -50,6 +50,8 @@ type generation struct {
 	// local opens the lanes' RocksDB databases; nil keeps the stores in
 	// memory.
 	local *localState
+	// sinkParts is a sink topic's partition count (runner.partitionCount).
+	sinkParts func(topic string) (int32, error)
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -148,8 +150,11 @@ type changelogRecord struct {
 // newGeneration builds the lanes of every sub-topology, their tasks (those
 // of the partitions tasks names) and stores, restored through restore,
 // with each lane's floor at floor.
-func newGeneration(ctx context.Context, e *Engine, built *topology.Built, s settings, partitions func(sub *topology.Subtopology) int32, tasks func(sub *topology.Subtopology, partitions int32) []int32, floor int64, restore restoreSource, global map[string]state.Store, local *localState) (*generation, error) {
-	g := &generation{e: e, built: built, global: global, local: local, batchMax: min(lanes.BatchSize, max(s.queue, 1))}
+//
+// sinkParts is a sink topic's partition count, which a custom partitioner
+// is given (Kafka Streams gives its StreamPartitioner the topic's).
+func newGeneration(ctx context.Context, e *Engine, built *topology.Built, s settings, partitions func(sub *topology.Subtopology) int32, tasks func(sub *topology.Subtopology, partitions int32) []int32, sinkParts func(topic string) (int32, error), floor int64, restore restoreSource, global map[string]state.Store, local *localState) (*generation, error) {
+	g := &generation{e: e, built: built, global: global, local: local, sinkParts: sinkParts, batchMax: min(lanes.BatchSize, max(s.queue, 1))}
 	g.watermark.Store(max(floor, task.Unknown))
 	// Shutdown outlives the caller's context: the final barrier still has
 	// to travel and commit after it is cancelled.
@@ -262,8 +267,15 @@ func (g *generation) initTasks(ctx context.Context, sr *subRun, s settings, rest
 				// Lanes read them while the global runner writes them; the
 				// in-memory store guards every call.
 				GlobalStores: g.global,
-				PartitionCount: func(string) int32 {
-					return sr.changelogPartitions
+				// A custom partitioner is given the sink topic's partition
+				// count, as Kafka Streams gives it; behind an in-memory
+				// boundary, the downstream sub-topology's task count (its
+				// partition number picks the task, and the lane).
+				PartitionCount: func(topic string) (int32, error) {
+					if bd := g.built.Boundaries[topic]; bd != nil {
+						return g.subs[g.built.Nodes[bd.SourceNode].Subtopology].changelogPartitions, nil
+					}
+					return g.sinkParts(topic)
 				},
 				Backend:    l.backend(p),
 				Persistent: l.persistent(g, p),

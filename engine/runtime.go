@@ -1242,7 +1242,8 @@ func (r *runner) resetOnce(ctx context.Context) error {
 	r.e.obs.restoreTarget.Store(0)
 	r.e.obs.restoring.Store(true)
 	r.e.log.Info("restoring state from the changelogs", "stores", len(r.built.Stores), "partitions", assigned)
-	gen, err := newGeneration(ctx, r.e, r.built, r.s, r.changelogPartitions, taskPartitions(assigned), floor, r.restorer(), r.global.stores(), r.localState())
+	sinkParts := func(topic string) (int32, error) { return r.partitionCount(ctx, topic) }
+	gen, err := newGeneration(ctx, r.e, r.built, r.s, r.changelogPartitions, taskPartitions(assigned), sinkParts, floor, r.restorer(), r.global.stores(), r.localState())
 	r.e.obs.restoring.Store(false)
 	if err != nil {
 		return err

@@ -112,19 +112,27 @@ type RunOptions struct {
 	// stopped Kafka Streams does not leave its group, so whoever takes its
 	// partitions next waits this long (the broker's minimum is 6000).
 	SessionTimeoutMs int
+	// DefaultEmitInterval leaves Kafka Streams' own emit interval: a
+	// window aggregation emitting on close looks for closed windows at
+	// most once a second, not on every record, so windows closed since
+	// its last look are pending when it stops.
+	DefaultEmitInterval bool
 }
 
 // StartKafkaStreams runs mirror m's Kafka Streams application as app
 // against the broker at addr, exactly-once with caching off, committing
-// every 100 ms and looking for closed windows on every record, and waits
-// until it is RUNNING.
+// every 100 ms and looking for closed windows on every record (unless
+// o.DefaultEmitInterval), and waits until it is RUNNING.
 func (j *Java) StartKafkaStreams(t testing.TB, m Mirror, app, addr string, o RunOptions) *Proc {
 	t.Helper()
 	if o.StateDir == "" {
 		o.StateDir = t.TempDir()
 	}
 	args := []string{"run", "--topology", m.Name, "--application-id", app, "--bootstrap-servers", addr,
-		"--state-dir", o.StateDir, "--cache-max-bytes", "0", "--commit-interval-ms", "100", "--emit-interval-ms", "0"}
+		"--state-dir", o.StateDir, "--cache-max-bytes", "0", "--commit-interval-ms", "100"}
+	if !o.DefaultEmitInterval {
+		args = append(args, "--emit-interval-ms", "0")
+	}
 	if o.SessionTimeoutMs > 0 {
 		args = append(args, "--session-timeout-ms", strconv.Itoa(o.SessionTimeoutMs))
 	}

@@ -37,9 +37,22 @@
 //   - The emit frontier of an on-window-close store is the largest close
 //     time already emitted ("<store>-emitfrontier"), seeded under
 //     --emit-frontier from Kafka Streams' last emitted window close time in
-//     the processor metadata (plus the grace), else from the store's largest
-//     changelog timestamp. Unseeded, our first emission passes re-emit every
+//     the processor metadata (turned into our close time by our window
+//     definition), else from the store's largest changelog timestamp. Unseeded, our first emission passes re-emit every
 //     closed window of the store; the plan predicts how many.
+//
+//   - A problem is what refuses a plan before anything is written: a Kafka
+//     Streams store mapped to no store of ours, a store of ours nothing
+//     feeds, input topics that differ, windows or records that contradict
+//     our store's definition or serdes (refuse.go, windowcheck.go). The
+//     refusal (RefusalError) lists every problem; an override
+//     (--skip-store, --new-store, --skip-input, --new-input) accepts one
+//     by naming its subject, and the plan lists it with what it loses.
+//
+//   - A pending window is one Kafka Streams had closed (its close time at
+//     or before its stream time) and not yet emitted when it stopped: it
+//     looks for closed windows at most once a second. The seeded emit
+//     frontier leaves it unemitted, so our engine emits it once.
 //
 //   - A marker is the record, in "<app>-stoatflow-migrate-markers", that a
 //     source partition was translated completely; it commits in the same

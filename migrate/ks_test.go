@@ -1,7 +1,9 @@
 package migrate_test
 
 import (
+	"cmp"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -81,9 +83,9 @@ func topicsFor(m interop.Mirror) map[string]int32 {
 // stateDir (a temporary directory when empty). A stopped Kafka Streams
 // stays in its group for its session timeout (it does not leave on close),
 // which a cutover waits out: 6 s, the broker's minimum.
-func startKS(t *testing.T, j *interop.Java, addr string, m interop.Mirror, app, stateDir string) *interop.Proc {
+func startKS(t *testing.T, j *interop.Java, addr string, m interop.Mirror, app, stateDir string, h how) *interop.Proc {
 	t.Helper()
-	return j.StartKafkaStreams(t, m, app, addr, interop.RunOptions{StateDir: stateDir, SessionTimeoutMs: 6000})
+	return j.StartKafkaStreams(t, m, app, addr, interop.RunOptions{StateDir: stateDir, SessionTimeoutMs: 6000, DefaultEmitInterval: h.tail > 0})
 }
 
 // outputEnds is where each output partition ends now.
@@ -120,6 +122,45 @@ func readFrom(t *testing.T, addr string, m interop.Mirror, from map[string]kafka
 		}
 	}
 	return recs
+}
+
+// partitionsFrom is, for every output record from the given positions to
+// the end, the partition it is in, by topic and key bytes.
+func partitionsFrom(t *testing.T, addr string, m interop.Mirror, from map[string]kafka.Positions) map[string]int32 {
+	t.Helper()
+	parts := map[string]int32{}
+	for _, o := range m.Outputs {
+		_, err := kafka.ReadToEnd(context.Background(), []string{addr}, o.Topic, from[o.Topic], func(r *kgo.Record) error {
+			parts[o.Topic+" "+string(r.Key)] = r.Partition
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("read %s: %v", o.Topic, err)
+		}
+	}
+	return parts
+}
+
+// samePartitions: every key we wrote after the cutover is in the
+// partition Kafka Streams left running wrote it to (windowed keys by the
+// inner key, as its WindowedStreamPartitioner puts them).
+func samePartitions(t *testing.T, c cutover) {
+	t.Helper()
+	checked := 0
+	for k, p := range c.afterParts {
+		want, ok := c.refParts[k]
+		if !ok {
+			continue
+		}
+		checked++
+		if p != want {
+			t.Errorf("%q: we wrote it to partition %d after the cutover, Kafka Streams to %d", k, p, want)
+		}
+	}
+	t.Logf("%d keys in the partition Kafka Streams put them in", checked)
+	if checked == 0 {
+		t.Error("no key written both by us after the cutover and by Kafka Streams: the partitions were not compared")
+	}
 }
 
 // loadMirror builds our side of m (a file under interop/, or a Go
@@ -190,29 +231,61 @@ type cutover struct {
 	// half; before is what the migrated one wrote over the first; after is
 	// what ours wrote after the cutover.
 	reference, before, after []interop.Record
-	plan                     *migrate.Plan
-	report                   *migrate.Report
+	// referenceAll is what Kafka Streams left running wrote over both
+	// halves.
+	referenceAll []interop.Record
+	// refParts and afterParts are the partitions of the reference's and
+	// our records (partitionsFrom).
+	refParts, afterParts map[string]int32
+	plan                 *migrate.Plan
+	report               *migrate.Report
 }
 
 // references caches what Kafka Streams left running writes over a second
 // half, by mirror: the window subtests share one.
-var references = map[string][]interop.Record{}
+var (
+	references     = map[string][]interop.Record{}
+	referenceParts = map[string]map[string]int32{}
+	referenceAll   = map[string][]interop.Record{}
+)
 
 // how a cutover migrates: with --emit-frontier, and from the stopped Kafka
 // Streams' state directory with its changelog topics deleted first.
 type how struct {
 	emitFrontier, fromStateDir bool
+	// split names an input split other than the mirror's usual one: the
+	// reference over its second half is cached under it.
+	split string
+	// tail is how many of the first half's last records go to Kafka
+	// Streams together, a second after the others; it then runs with its
+	// own emit interval, looking for closed windows at most once a
+	// second: at the first of them, not again. The others go in chunks of
+	// pace ms of event time, a second apart, so that it looks at every
+	// chunk's first record (a window that closed and was not looked at
+	// within its retention is dropped by Kafka Streams' store unemitted).
+	tail int
+	pace int64
 }
 
 func runCutover(t *testing.T, j *interop.Java, m interop.Mirror, first, second []interop.Record, h how) cutover {
 	t.Helper()
 	var c cutover
 	// The reference: Kafka Streams over both halves.
-	if ref, ok := references[m.Name]; ok {
-		c.reference = ref
+	// zero is where the outputs start; a fresh one for every read, which
+	// moves the positions it is given.
+	zero := func() map[string]kafka.Positions {
+		z := map[string]kafka.Positions{}
+		for _, o := range m.Outputs {
+			z[o.Topic] = kafka.FromLogStart(0, 1)
+		}
+		return z
+	}
+	refKey := m.Name + h.split
+	if ref, ok := references[refKey]; ok {
+		c.reference, c.refParts, c.referenceAll = ref, referenceParts[refKey], referenceAll[refKey]
 	} else {
 		addr := kafkatest.Start(t, topicsFor(m))
-		ks := startKS(t, j, addr, m, "ks-ref-"+m.Name, "")
+		ks := startKS(t, j, addr, m, "ks-ref-"+m.Name, "", how{})
 		interop.Produce(t, addr, first)
 		interop.AwaitConsumed(t, addr, "ks-ref-"+m.Name, m.Topics(), ks.Out)
 		mid := outputEnds(t, addr, m)
@@ -220,7 +293,9 @@ func runCutover(t *testing.T, j *interop.Java, m interop.Mirror, first, second [
 		interop.AwaitConsumed(t, addr, "ks-ref-"+m.Name, m.Topics(), ks.Out)
 		ks.Stop(t)
 		c.reference = readFrom(t, addr, m, mid)
-		references[m.Name] = c.reference
+		c.refParts = partitionsFrom(t, addr, m, mid)
+		c.referenceAll = readFrom(t, addr, m, zero())
+		references[refKey], referenceParts[refKey], referenceAll[refKey] = c.reference, c.refParts, c.referenceAll
 	}
 
 	// The cutover: Kafka Streams over the first half, stopped, migrated.
@@ -232,15 +307,16 @@ func runCutover(t *testing.T, j *interop.Java, m interop.Mirror, first, second [
 		from, ours = "ks-sd-"+m.Name, "stoat-sd-"+m.Name
 	}
 	stateDir := t.TempDir()
-	ks := startKS(t, j, addr, m, from, stateDir)
-	interop.Produce(t, addr, first)
-	interop.AwaitConsumed(t, addr, from, m.Topics(), ks.Out)
-	ks.Stop(t)
-	zero := map[string]kafka.Positions{}
-	for _, o := range m.Outputs {
-		zero[o.Topic] = kafka.FromLogStart(0, 1)
+	ks := startKS(t, j, addr, m, from, stateDir, h)
+	for i, chunk := range paced(first, h) {
+		if i > 0 {
+			time.Sleep(1100 * time.Millisecond)
+		}
+		interop.Produce(t, addr, chunk)
+		interop.AwaitConsumed(t, addr, from, m.Topics(), ks.Out)
 	}
-	c.before = readFrom(t, addr, m, zero)
+	ks.Stop(t)
+	c.before = readFrom(t, addr, m, zero())
 	mid := outputEnds(t, addr, m)
 
 	_, built := loadMirror(t, m, ours)
@@ -265,7 +341,26 @@ func runCutover(t *testing.T, j *interop.Java, m interop.Mirror, first, second [
 	settle(t, addr, m, 2*time.Second)
 	stop()
 	c.after = readFrom(t, addr, m, mid)
+	c.afterParts = partitionsFrom(t, addr, m, mid)
 	return c
+}
+
+// paced splits the first half as h says: in chunks of h.pace ms of event
+// time from its first record, then its last h.tail records; one chunk
+// without either.
+func paced(first []interop.Record, h how) [][]interop.Record {
+	head, tail := first[:len(first)-h.tail], first[len(first)-h.tail:]
+	var chunks [][]interop.Record
+	for i, r := range head {
+		if i == 0 || h.pace > 0 && (r.Timestamp-head[0].Timestamp)/h.pace != (head[i-1].Timestamp-head[0].Timestamp)/h.pace {
+			chunks = append(chunks, nil)
+		}
+		chunks[len(chunks)-1] = append(chunks[len(chunks)-1], r)
+	}
+	if len(tail) > 0 {
+		chunks = append(chunks, tail)
+	}
+	return chunks
 }
 
 // deleteChangelogs deletes the changelog topics of Kafka Streams
@@ -338,6 +433,7 @@ func TestKafkaStreamsCutoverWordCount(t *testing.T) {
 		t.Fatalf("report: %+v", c.report)
 	}
 	samePerKey(t, c.reference, c.after)
+	samePartitions(t, c)
 }
 
 // TestKafkaStreamsCutoverMirrors runs the cutover for the other mirrors
@@ -360,6 +456,7 @@ func TestKafkaStreamsCutoverMirrors(t *testing.T) {
 				t.Fatalf("report: %+v", c.report)
 			}
 			samePerKey(t, c.reference, c.after)
+			samePartitions(t, c)
 		})
 	}
 }
@@ -394,6 +491,7 @@ func TestKafkaStreamsCutoverSuppress(t *testing.T) {
 		t.Fatalf("the suppress buffer held nothing at the cutover: the test proves nothing (report %+v)", c.report.Verify)
 	}
 	samePerKey(t, c.reference, c.after)
+	samePartitions(t, c)
 }
 
 // clicks is the window-close input: a click every seven seconds for ten
@@ -429,6 +527,7 @@ func TestKafkaStreamsCutoverWindowClose(t *testing.T) {
 			t.Fatalf("report: %+v", c.report)
 		}
 		samePerKey(t, c.reference, c.after)
+		samePartitions(t, c)
 		// Nothing Kafka Streams emitted before the cutover is emitted again.
 		emitted := interop.PerKey(c.before)
 		for k, v := range interop.PerKey(c.after) {
@@ -468,6 +567,115 @@ func TestKafkaStreamsCutoverWindowClose(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestKafkaStreamsCutoverPendingWindows: for a tumbling, a sliding and a
+// session window emitted on close, a cutover 1 s after a window closed.
+// Kafka Streams runs with its own emit interval and gets the first half's
+// last two records together, a second after the others: it looks for
+// closed windows at the first and, at most once a second, not at the
+// second, so the windows that closed between them (at 4:10 for the
+// tumbling [3:00, 4:00)) are pending at the cutover. Every window is
+// emitted once across the cutover, as Kafka Streams left running emits it
+// (before or after the cutover, as it looked), none is emitted twice, and
+// the plan's pending count is the number of windows closed at the cutover
+// that we emitted after it.
+func TestKafkaStreamsCutoverPendingWindows(t *testing.T) {
+	j := kafkaStreams(t)
+	base := inputHour
+	cut := base + 251_000
+	// The clicks of the window mirror (the late and open ones left out),
+	// split at the cut, with a click at it.
+	clicksAt := func() (first, second []interop.Record) {
+		all, rest := clicks(base)
+		for _, r := range append(all, rest[2:]...) {
+			if r.Timestamp < cut {
+				first = append(first, r)
+			} else {
+				second = append(second, r)
+			}
+		}
+		return append(first, interop.Record{Topic: "clicks", Key: "u9", Value: "/home", Timestamp: cut}), second
+	}
+	// Page views in bursts: user u<b%4> at b*60 s, +5 s, +10 s, whose
+	// session closes at b*60 s + 50 s; the one of burst 3 at 3:50. Views
+	// of user z at 3:45 and at 3:51, the cut. User t views a page every
+	// 5 s (one session to the end), so that Kafka Streams left running
+	// looks at every session before its store drops it, unemitted (a
+	// session's segment, a minute by its end, goes once stream time is 40
+	// s past the segment's end: z's closes at 4:31 and goes at 4:40).
+	sessionCut := base + 231_000
+	views := func() (first, second []interop.Record) {
+		var all []interop.Record
+		for b := range int64(10) {
+			for _, d := range []int64{0, 5_000, 10_000} {
+				all = append(all, interop.Record{Topic: "page-views", Key: fmt.Sprintf("u%d", b%4), Value: "/p", Timestamp: base + b*60_000 + d})
+			}
+		}
+		for ts := int64(0); ts < 600_000; ts += 5_000 {
+			all = append(all, interop.Record{Topic: "page-views", Key: "t", Value: "/p", Timestamp: base + ts + 1})
+		}
+		slices.SortStableFunc(all, func(a, b interop.Record) int { return cmp.Compare(a.Timestamp, b.Timestamp) })
+		for _, r := range all {
+			if r.Timestamp < base+225_000 {
+				first = append(first, r)
+			} else {
+				second = append(second, r)
+			}
+		}
+		first = append(first, interop.Record{Topic: "page-views", Key: "z", Value: "/p", Timestamp: base + 225_000},
+			interop.Record{Topic: "page-views", Key: "z", Value: "/p", Timestamp: sessionCut})
+		return first, second
+	}
+	windowStart := func(k []byte) int64 { return int64(binary.BigEndian.Uint64(k[len(k)-8:])) }
+	for _, tc := range []struct {
+		mirror interop.Mirror
+		input  func() (first, second []interop.Record)
+		// closeOf is a result key's close time; cut the last record's.
+		closeOf func(key []byte) int64
+		cut     int64
+		pace    int64
+	}{
+		{mirror: mirror(t, "window-close"), input: clicksAt, closeOf: func(k []byte) int64 { return windowStart(k) + 70_000 }, cut: cut, pace: 50_000},
+		{mirror: interop.Mirror{Name: "sliding-close", Ours: "topologies/sliding-close.yaml", Phases: [][]string{{"clicks"}}, Rekeys: true,
+			Outputs: []interop.Output{{Topic: "clicks-sliding", Key: interop.TimeWindowed, Value: interop.Long, WindowSize: 60_000}}},
+			input: clicksAt, closeOf: func(k []byte) int64 { return windowStart(k) + 60_000 + 1 + 10_000 }, cut: cut, pace: 50_000},
+		{mirror: interop.Mirror{Name: "session-close", Ours: "topologies/session-close.yaml", Phases: [][]string{{"page-views"}},
+			Outputs: []interop.Output{{Topic: "session-close-counts", Key: interop.SessionWindowed, Value: interop.Long}}},
+			// A session key ends with its end, then its start.
+			input: views, closeOf: func(k []byte) int64 { return int64(binary.BigEndian.Uint64(k[len(k)-16:])) + 40_000 }, cut: sessionCut, pace: 60_000},
+	} {
+		t.Run(tc.mirror.Name, func(t *testing.T) {
+			m := tc.mirror
+			first, second := tc.input()
+			c := runCutover(t, j, m, first, second, how{emitFrontier: true, split: "/pending", tail: 2, pace: tc.pace})
+			if !c.report.Verify.OK {
+				t.Fatalf("report: %+v", c.report)
+			}
+			samePerKey(t, c.referenceAll, append(slices.Clone(c.before), c.after...))
+			samePartitions(t, c)
+			emitted := interop.PerKey(c.before)
+			for k, v := range interop.PerKey(c.after) {
+				if _, ok := emitted[k]; ok {
+					t.Errorf("%s: emitted before the cutover and again after it: %v", k, v)
+				}
+			}
+			closed := int64(0)
+			for k := range c.afterParts {
+				if _, key, _ := strings.Cut(k, " "); tc.closeOf([]byte(key)) <= tc.cut {
+					closed++
+				}
+			}
+			fp := c.plan.Stores[0].Frontier
+			t.Logf("%d windows pending at the cutover by the plan, %d closed windows emitted after it", fp.Pending, closed)
+			if fp.Pending == 0 {
+				t.Errorf("no window pending at the cutover (frontier %+v, floor %+v): the test proves nothing", fp, c.plan.Floor)
+			}
+			if fp.Pending != closed || fp.ReEmittedWithFrontier != 0 {
+				t.Errorf("the plan said %d pending and %d emitted again; we emitted %d windows closed at the cutover", fp.Pending, fp.ReEmittedWithFrontier, closed)
+			}
+		})
+	}
 }
 
 // inputHour is the whole hour, three hours ago, that the Kafka Streams
@@ -532,4 +740,73 @@ func TestKafkaStreamsCutoverFromStateDir(t *testing.T) {
 		}
 		samePerKey(t, c.reference, c.after)
 	})
+}
+
+// windowCloseAs is the window mirror's topology with old replaced by new.
+func windowCloseAs(t *testing.T, old, new string) *topology.Built {
+	t.Helper()
+	b, err := os.ReadFile("../interop/topologies/window-close.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), old) {
+		t.Fatalf("window-close.yaml has no %q", old)
+	}
+	return loadYAML(t, strings.Replace(string(b), old, new, 1))
+}
+
+// TestKafkaStreamsRefusals: state real Kafka Streams left (the window
+// mirror stopped after the first half), and our topology wrong in each of
+// the ways issue 42 measured: each migration is refused, listing the
+// problems, and writes nothing (no topic of ours, no offset of our group).
+func TestKafkaStreamsRefusals(t *testing.T) {
+	j := kafkaStreams(t)
+	m := mirror(t, "window-close")
+	topics := topicsFor(m)
+	topics["lines"] = 1
+	addr := kafkatest.Start(t, topics)
+	first, _ := clicks(inputHour)
+	ks := startKS(t, j, addr, m, "ks", "", how{})
+	interop.Produce(t, addr, first)
+	interop.AwaitConsumed(t, addr, "ks", m.Topics(), ks.Out)
+	ks.Stop(t)
+	interop.Produce(t, addr, []interop.Record{{Topic: "lines", Key: "l", Value: "a b", Timestamp: inputHour}})
+	adm := kadm.NewClient(client(t, addr))
+	for _, tc := range []struct {
+		name  string
+		ours  func(t *testing.T) *topology.Built
+		codes []string
+	}{
+		{"store name typo", func(t *testing.T) *topology.Built {
+			return windowCloseAs(t, "store: clicks-per-minute-store", "store: clicks-per-minute-stor")
+		}, []string{migrate.ProblemStoreUnmapped, migrate.ProblemStoreUnfed}},
+		{"wrong topology", func(t *testing.T) *topology.Built { _, b := load(t, "word-count", "ours"); return b },
+			[]string{migrate.ProblemInputNotRead, migrate.ProblemInputNotCommitted, migrate.ProblemStoreUnmapped, migrate.ProblemStoreUnfed}},
+		{"hopping", func(t *testing.T) *topology.Built {
+			return windowCloseAs(t, "type: tumbling, size: 1m", "type: hopping, size: 1m, advance: 30s")
+		}, []string{migrate.ProblemWindowHop}},
+		{"longer window, no grace", func(t *testing.T) *topology.Built {
+			return windowCloseAs(t, "size: 1m, grace: 10s", "size: 70s, grace: 0s")
+		}, []string{migrate.ProblemWindowGrid}},
+		{"more grace", func(t *testing.T) *topology.Built {
+			return windowCloseAs(t, "grace: 10s", "grace: 20s")
+		}, []string{migrate.ProblemRetention}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := migrate.Run(context.Background(), migrate.Options{From: "ks", To: "ours", Built: tc.ours(t), Seeds: []string{addr}, EmitFrontier: true})
+			var refusal *migrate.RefusalError
+			if !errors.As(err, &refusal) {
+				t.Fatalf("err = %v, want a refusal", err)
+			}
+			t.Log(err)
+			var codes []string
+			for _, p := range refusal.Problems {
+				codes = append(codes, p.Code)
+			}
+			if !slices.Equal(codes, tc.codes) {
+				t.Errorf("problems %v, want %v", codes, tc.codes)
+			}
+			assertNothingWritten(t, adm)
+		})
+	}
 }

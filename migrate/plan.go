@@ -17,6 +17,7 @@ import (
 
 	"github.com/stoatflow/stoatctl/engine/dsl"
 	"github.com/stoatflow/stoatctl/engine/kafka"
+	"github.com/stoatflow/stoatctl/engine/serde"
 	"github.com/stoatflow/stoatctl/engine/topology"
 )
 
@@ -56,6 +57,9 @@ type Options struct {
 	// application's own, whose RocksDB wrote them). Empty is the system's
 	// librocksdb.so.
 	RocksDBLibrary string
+	// Overrides accept problems that would refuse the migration, each by
+	// naming it.
+	Overrides
 }
 
 // Progress is where a translation stands on one source partition.
@@ -82,6 +86,12 @@ type Plan struct {
 	Groups   []GroupMembers `json:"groups"`
 	// EmitFrontier says whether emit frontiers are seeded.
 	EmitFrontier bool `json:"emit_frontier"`
+	// Accepted are the problems an override accepted, each with what it
+	// loses.
+	Accepted []Problem `json:"accepted"`
+	// Empty are the stores of ours that start empty because an override
+	// said so: the verification checks they are.
+	Empty []EmptyStore `json:"start_empty"`
 
 	ourPartitions int32
 }
@@ -103,12 +113,37 @@ type StorePlan struct {
 	keyCheck, valueCheck func([]byte) error
 	// reader reads the store from the state directory; nil when it comes
 	// from its changelog.
-	reader            *storeReader
-	liveWindows       map[int32]map[string]Entry
-	windowSize, grace int64
+	reader      *storeReader
+	liveWindows map[int32]map[string]Entry
+	// closeOffset is how far a window's close time lies past its start
+	// (time and sliding windows) or its end (sessions); metaOffset turns
+	// Kafka Streams' last emitted window close time (its processor
+	// metadata) into our emit frontier, the largest close time it
+	// emitted. Both come from our window definition (frontierOffsets).
+	closeOffset, metaOffset int64
+	session                 bool
 	// keySuffix is, for a suppress buffer, the length of the window
 	// suffix after the lane key in its keys.
 	keySuffix int
+	// check holds a windowed store's records against our window
+	// definition; nil for other stores.
+	check *windowCheck
+	// keySerde and valueSerde are our store's serdes, which the first
+	// sampleRecords records are decoded with (nil: not sampled); sampled
+	// counts them.
+	keySerde, valueSerde serde.Any
+	sampled              int
+	// problems are what refuses the store; records counts the records
+	// that did not decode, the first of which is in problems.
+	problems   []Problem
+	badRecords int64
+}
+
+// problem refuses the store, naming Kafka Streams' store: --skip-store
+// accepts it, and ours then starts empty.
+func (sp *StorePlan) problem(code string, err error, format string, a ...any) {
+	sp.problems = append(sp.problems, Problem{Code: code, Subject: sp.Source, Message: fmt.Sprintf(format, a...), err: err,
+		Loses: fmt.Sprintf("the state of Kafka Streams' store %s is not migrated; our store %s starts empty", sp.Source, sp.Store)})
 }
 
 // partitionsOf is the partition count of one of our internal topics: one
@@ -158,6 +193,17 @@ type FrontierPlan struct {
 	// ReEmittedWithFrontier is how many would be even with it: windows of
 	// source partitions whose stream time ran ahead of the slowest one's.
 	ReEmittedWithFrontier int64 `json:"re_emitted_with_frontier"`
+	// Pending is how many windows Kafka Streams had closed (their close
+	// time at or before its stream time) and not yet emitted: it looks
+	// for closed windows at most once a second, when a window boundary
+	// is crossed. Our engine emits each once after the cutover.
+	Pending int64 `json:"pending"`
+}
+
+// EmptyStore is a store of ours that starts empty.
+type EmptyStore struct {
+	Store string `json:"store"`
+	Topic string `json:"topic"`
 }
 
 // Unmapped is an internal topic of the source that is not migrated.
@@ -205,6 +251,11 @@ type session struct {
 	// sd is the state directory the stores come from, under
 	// Options.StateDir.
 	sd *stateDir
+	// problems are what the plan found that refuses it, unless an
+	// override accepts them; refusedStores maps each Kafka Streams store
+	// refused so to the store of ours it maps to.
+	problems      []Problem
+	refusedStores map[string]string
 }
 
 func newSession(o Options) (*session, error) {
@@ -240,7 +291,7 @@ func MakePlan(ctx context.Context, o Options) (*Plan, error) {
 
 func (s *session) plan(ctx context.Context) (*Plan, error) {
 	o := s.opts
-	p := &Plan{From: o.From, To: o.To, EmitFrontier: o.EmitFrontier, Unmapped: []Unmapped{}, Offsets: []OffsetCopy{}}
+	p := &Plan{From: o.From, To: o.To, EmitFrontier: o.EmitFrontier, Unmapped: []Unmapped{}, Offsets: []OffsetCopy{}, Accepted: []Problem{}, Empty: []EmptyStore{}}
 	topics, err := s.adm.ListTopics(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("migrate: list topics: %w", err)
@@ -298,6 +349,9 @@ func (s *session) plan(ctx context.Context) (*Plan, error) {
 	if metaErr != nil {
 		return nil, fmt.Errorf("migrate: %w", metaErr)
 	}
+	if err := s.checkInputs(ctx, offsets, sources); err != nil {
+		return nil, err
+	}
 
 	var sd *stateDir
 	if o.StateDir != "" {
@@ -313,7 +367,18 @@ func (s *session) plan(ctx context.Context) (*Plan, error) {
 	prefix := o.From + "-"
 	used := map[string]string{}
 	seen := map[string]bool{}
-	var repartition []string
+	s.refusedStores = map[string]string{}
+	var repartition, emptyBuffers []string
+	// addStore takes a store planned: refused, its problems are kept and
+	// ours is marked fed (an override of the problem starts ours empty).
+	addStore := func(sp *StorePlan) {
+		if len(sp.problems) > 0 {
+			s.problems = append(s.problems, sp.problems...)
+			s.refusedStores[sp.Source] = sp.Store
+			return
+		}
+		p.Stores = append(p.Stores, sp)
+	}
 	for _, t := range slices.Sorted(maps.Keys(topics)) {
 		if !strings.HasPrefix(t, prefix) {
 			continue
@@ -330,8 +395,8 @@ func (s *session) plan(ctx context.Context) (*Plan, error) {
 		}
 		store := strings.TrimSuffix(name, "-changelog")
 		seen[store] = true
-		if reason := joinBuffer(store); reason != "" {
-			p.Unmapped = append(p.Unmapped, Unmapped{t, reason})
+		if isJoinStore(store) {
+			s.joinStoreProblem(store, t)
 			continue
 		}
 		if strings.Contains(store, "SUPPRESS") || strings.HasSuffix(store, "-store") && s.isSuppress(ctx, t, topics[t]) {
@@ -341,6 +406,13 @@ func (s *session) plan(ctx context.Context) (*Plan, error) {
 			}
 			if live == 0 {
 				p.Unmapped = append(p.Unmapped, Unmapped{t, "suppress buffer, empty: nothing to move (ours starts empty)"})
+				// An empty buffer feeds ours of the same name (or
+				// --map), else one of ours that nothing feeds.
+				if ours, ok := s.ourStoreName(store); ok {
+					used[ours] = store
+				} else {
+					emptyBuffers = append(emptyBuffers, store)
+				}
 				continue
 			}
 			// Also from a state directory: Kafka Streams keeps no copy of
@@ -351,16 +423,23 @@ func (s *session) plan(ctx context.Context) (*Plan, error) {
 				return nil, err
 			}
 			if !ok {
-				return nil, fmt.Errorf("migrate: %s: %d records buffered, and our topology has no store %s; map it with --map %s=OUR_SUPPRESS_STORE: %w", t, live, store, store, ErrSuppressBuffer)
+				s.problems = append(s.problems, Problem{Code: ProblemStoreUnmapped, Subject: store, err: ErrSuppressBuffer,
+					Message: fmt.Sprintf("%s: %d records buffered, and our topology has no store %s; map it with --map %s=OUR_SUPPRESS_STORE", t, live, store, store),
+					Loses:   fmt.Sprintf("the %d records the suppress buffer %s holds are never released", live, store)})
+				continue
 			}
 			if _, isBuffer := info.Builder.(dsl.SuppressBuffer); !isBuffer {
-				return nil, fmt.Errorf("migrate: %s: %d records buffered, and our store %s is not a suppress buffer: %w", t, live, ours, ErrSuppressBuffer)
+				s.problems = append(s.problems, Problem{Code: ProblemStoreKind, Subject: store, err: ErrSuppressBuffer,
+					Message: fmt.Sprintf("%s: %d records buffered, and our store %s is not a suppress buffer", t, live, ours),
+					Loses:   fmt.Sprintf("the %d records the suppress buffer %s holds are never released; our store %s starts empty", live, store, ours)})
+				s.refusedStores[store] = ours
+				continue
 			}
 			sp, err := s.planStore(ctx, p, store, ours, info, t, topics[t], meta)
 			if err != nil {
 				return nil, err
 			}
-			p.Stores = append(p.Stores, sp)
+			addStore(sp)
 			continue
 		}
 		if sd != nil {
@@ -375,20 +454,21 @@ func (s *session) plan(ctx context.Context) (*Plan, error) {
 			return nil, err
 		}
 		if !ok {
+			s.unmappedProblem(store, t)
 			continue
 		}
 		sp, err := s.planStore(ctx, p, store, ours, info, t, topics[t], meta)
 		if err != nil {
 			return nil, err
 		}
-		p.Stores = append(p.Stores, sp)
+		addStore(sp)
 	}
 	if sd != nil {
 		for _, store := range slices.Sorted(maps.Keys(sd.stores)) {
 			seen[store] = true
 			t := topology.ChangelogTopic(o.From, store)
-			if reason := joinBuffer(store); reason != "" {
-				p.Unmapped = append(p.Unmapped, Unmapped{t, reason})
+			if isJoinStore(store) {
+				s.joinStoreProblem(store, t)
 				continue
 			}
 			ours, info, ok, err := s.mapStore(p, used, store, t)
@@ -396,6 +476,7 @@ func (s *session) plan(ctx context.Context) (*Plan, error) {
 				return nil, err
 			}
 			if !ok {
+				s.unmappedProblem(store, t)
 				continue
 			}
 			d, exists := topics[t]
@@ -404,16 +485,10 @@ func (s *session) plan(ctx context.Context) (*Plan, error) {
 				return nil, err
 			}
 			sp.StateDir = sd.root
-			p.Stores = append(p.Stores, sp)
+			addStore(sp)
 		}
 	}
-	for _, name := range slices.Sorted(maps.Keys(o.Built.Stores)) {
-		info := o.Built.Stores[name]
-		if _, ok := used[name]; ok || info.ChangelogTopic == "" || info.Global || strings.HasSuffix(name, "-emitfrontier") {
-			continue
-		}
-		p.Unmapped = append(p.Unmapped, Unmapped{info.ChangelogTopic, fmt.Sprintf("our store %s has no Kafka Streams changelog to come from: it starts empty", name)})
-	}
+	s.unfedStores(p, used, emptyBuffers)
 	for ks, ours := range o.Map {
 		if !seen[ks] {
 			where := "changelog topic " + topology.ChangelogTopic(o.From, ks)
@@ -481,6 +556,24 @@ func (s *session) plan(ctx context.Context) (*Plan, error) {
 	}
 	if err := s.readMarkers(ctx, p); err != nil {
 		return nil, err
+	}
+	if err := settle(p, o.Overrides, s.problems); err != nil {
+		return p, err
+	}
+	// What the accepted problems leave empty.
+	empty := map[string]bool{}
+	for _, pr := range p.Accepted {
+		switch ours, refused := s.refusedStores[pr.Subject]; {
+		case pr.Code == ProblemStoreUnfed:
+			empty[pr.Subject] = true
+		case refused && pr.Code != ProblemInputNotRead && pr.Code != ProblemInputNotCommitted:
+			empty[ours] = true
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(empty)) {
+		if info := o.Built.Stores[name]; info != nil && info.ChangelogTopic != "" {
+			p.Empty = append(p.Empty, EmptyStore{Store: name, Topic: info.ChangelogTopic})
+		}
 	}
 	return p, nil
 }
@@ -557,14 +650,150 @@ func isGlobal(b *topology.Built, node string) bool {
 	return b.Global != nil && slices.ContainsFunc(b.Global.Sources, func(n *topology.Node) bool { return n.Name == node })
 }
 
-// joinBuffer says why a store of a join is not migrated, or "".
-func joinBuffer(store string) string {
+// unmappedProblem refuses a Kafka Streams store that maps to no store of
+// ours.
+func (s *session) unmappedProblem(store, topic string) {
+	s.problems = append(s.problems, Problem{Code: ProblemStoreUnmapped, Subject: store,
+		Message: fmt.Sprintf("store %s (%s): our topology has no store %s; map it with --map %s=OUR_STORE", store, topic, store, store),
+		Loses:   fmt.Sprintf("the state of Kafka Streams' store %s", store)})
+}
+
+// isJoinStore tells a stream-stream join's window store by its name
+// (generated, or from StreamJoined.withStoreName).
+func isJoinStore(store string) bool {
 	for _, s := range []string{"KSTREAM-JOINTHIS", "KSTREAM-JOINOTHER", "KSTREAM-OUTERTHIS", "KSTREAM-OUTEROTHER", "KSTREAM-OUTERSHARED", "-shared-join-store", "-this-join-store", "-other-join-store"} {
 		if strings.Contains(store, s) {
-			return "stream-stream join window store: not translated (its windows are re-filled by the join's input within the join window)"
+			return true
 		}
 	}
-	return ""
+	return false
+}
+
+// joinStoreProblem refuses a stream-stream join's window store: it is not
+// translated, and the pairs its records would make after the cutover are
+// lost. The store of ours of the same name (or --map), if any, counts as
+// fed by it: skipping it starts ours empty.
+func (s *session) joinStoreProblem(store, topic string) {
+	pr := Problem{Code: ProblemJoinStore, Subject: store,
+		Message: fmt.Sprintf("%s: a stream-stream join's window store, which is not translated", topic),
+		Loses:   "the join results of records before the cutover with records after it, and the null-joins of unmatched records before it"}
+	if ours, ok := s.ourStoreName(store); ok {
+		s.refusedStores[store] = ours
+	}
+	s.problems = append(s.problems, pr)
+}
+
+// ourStoreName is the store of ours Kafka Streams' store maps to, by
+// --map or by name, if our topology has it.
+func (s *session) ourStoreName(store string) (string, bool) {
+	ours, mapped := s.opts.Map[store]
+	if !mapped {
+		ours = store
+	}
+	_, ok := s.opts.Built.Stores[ours]
+	return ours, ok
+}
+
+// unfedStores refuses every store of ours that no Kafka Streams store
+// feeds (it would start empty, where Kafka Streams had state), but for a
+// suppress buffer when Kafka Streams has an empty one unaccounted for.
+// Where Kafka Streams has a store of the same kind mapped to nothing, the
+// problem suggests the --map (a typo in a name).
+func (s *session) unfedStores(p *Plan, used map[string]string, emptyBuffers []string) {
+	o := s.opts
+	fed := map[string]bool{}
+	for _, ours := range s.refusedStores {
+		fed[ours] = true
+	}
+	var unmapped []Problem
+	for _, pr := range s.problems {
+		if pr.Code == ProblemStoreUnmapped {
+			unmapped = append(unmapped, pr)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(o.Built.Stores)) {
+		info := o.Built.Stores[name]
+		if _, ok := used[name]; ok || fed[name] || info.ChangelogTopic == "" || info.Global || strings.HasSuffix(name, "-emitfrontier") {
+			continue
+		}
+		if _, isBuffer := info.Builder.(dsl.SuppressBuffer); isBuffer && len(emptyBuffers) > 0 {
+			p.Unmapped = append(p.Unmapped, Unmapped{info.ChangelogTopic, fmt.Sprintf("our suppress buffer %s starts empty, as Kafka Streams' %s is", name, emptyBuffers[0])})
+			emptyBuffers = emptyBuffers[1:]
+			continue
+		}
+		msg := fmt.Sprintf("our store %s (%s) has no Kafka Streams store to come from", name, info.Builder.Kind())
+		var like []string
+		for _, u := range unmapped {
+			if !slices.Contains(like, u.Subject) {
+				like = append(like, u.Subject)
+			}
+		}
+		if len(like) > 0 {
+			msg += fmt.Sprintf("; Kafka Streams' stores mapped to none of ours: %s (--map KS_STORE=%s)", strings.Join(like, ", "), name)
+		}
+		s.problems = append(s.problems, Problem{Code: ProblemStoreUnfed, Subject: name, Message: msg,
+			Loses: fmt.Sprintf("our store %s starts empty", name)})
+	}
+}
+
+// checkInputs compares the input topics: those Kafka Streams committed
+// offsets for (its repartition topics aside) against the topics our
+// topology reads. One ours does not read is refused (its position, and
+// what the topology made of it, would be left behind), and one of ours
+// that Kafka Streams committed nothing for while it holds records (our
+// group would start it at auto.offset.reset, not where Kafka Streams
+// was).
+func (s *session) checkInputs(ctx context.Context, offsets kadm.OffsetResponses, sources []string) error {
+	o := s.opts
+	committed := map[string][]int32{}
+	offsets.Each(func(r kadm.OffsetResponse) {
+		if r.Err == nil && r.At >= 0 && !strings.HasPrefix(r.Topic, o.From+"-") {
+			committed[r.Topic] = append(committed[r.Topic], r.Partition)
+		}
+	})
+	for _, t := range slices.Sorted(maps.Keys(committed)) {
+		if _, ok := o.Built.SourceNodeFor(t); ok {
+			continue
+		}
+		s.problems = append(s.problems, Problem{Code: ProblemInputNotRead, Subject: t,
+			Message: fmt.Sprintf("input topic %s: %s committed offsets for %d partitions of it, and our topology does not read it", t, o.From, len(committed[t])),
+			Loses:   fmt.Sprintf("Kafka Streams' position in %s, and what its topology made of the topic's records after the cutover", t)})
+	}
+	var fresh []string
+	for _, t := range sources {
+		if _, ok := committed[t]; !ok {
+			fresh = append(fresh, t)
+		}
+	}
+	if len(fresh) == 0 {
+		return nil
+	}
+	starts, err := s.adm.ListStartOffsets(ctx, fresh...)
+	if err != nil {
+		return fmt.Errorf("migrate: start offsets of %s: %w", strings.Join(fresh, ", "), err)
+	}
+	ends, err := s.adm.ListEndOffsets(ctx, fresh...)
+	if err != nil {
+		return fmt.Errorf("migrate: end offsets of %s: %w", strings.Join(fresh, ", "), err)
+	}
+	for _, t := range fresh {
+		var held int64
+		ends.Each(func(l kadm.ListedOffset) {
+			if l.Topic != t || l.Err != nil {
+				return
+			}
+			if st, ok := starts.Lookup(t, l.Partition); ok && st.Err == nil {
+				held += l.Offset - st.Offset
+			}
+		})
+		if held == 0 {
+			continue // nothing Kafka Streams could have read
+		}
+		s.problems = append(s.problems, Problem{Code: ProblemInputNotCommitted, Subject: t,
+			Message: fmt.Sprintf("input topic %s of our topology: %s committed no offset for it, and it holds %d records", t, o.From, held),
+			Loses:   fmt.Sprintf("our group has no position in %s: it starts at auto.offset.reset (earliest reads its %d records again into the migrated state, latest skips them)", t, held)})
+	}
+	return nil
 }
 
 func (s *session) read(ctx context.Context, topic string, from kafka.Positions, fn func(*kgo.Record) error) (kafka.Positions, error) {
@@ -659,7 +888,7 @@ func (s *session) checkDrained(ctx context.Context, topics []string, offsets kad
 }
 
 // mapStore pairs Kafka Streams' store with ours, by --map or by name. ok
-// is false when ours has none (listed as unmapped, with the reason).
+// is false when ours has none (the caller refuses it: unmappedProblem).
 func (s *session) mapStore(p *Plan, used map[string]string, store, topic string) (string, *topology.StoreInfo, bool, error) {
 	o := s.opts
 	ours, mapped := o.Map[store]
@@ -671,7 +900,6 @@ func (s *session) mapStore(p *Plan, used map[string]string, store, topic string)
 		if mapped {
 			return "", nil, false, fmt.Errorf("migrate: --map %s=%s: our topology has no store %s", store, ours, ours)
 		}
-		p.Unmapped = append(p.Unmapped, Unmapped{topic, fmt.Sprintf("no store %s in our topology; map it with --map %s=OUR_STORE", ours, store)})
 		return "", nil, false, nil
 	}
 	if prev, dup := used[ours]; dup {
@@ -692,8 +920,10 @@ type sized interface {
 
 func (s *session) planStore(ctx context.Context, p *Plan, ksStore, ours string, info *topology.StoreInfo, topic string, d kadm.TopicDetail, meta map[string]map[int32]kafka.TopicPartitionMetadata) (*StorePlan, error) {
 	sp, err := s.newStorePlan(ctx, ksStore, ours, info, topic, true)
-	if err != nil {
-		return nil, err
+	if err != nil || sp.kindProblem() {
+		// A store whose kind or configuration is not ours is not read:
+		// its records would be read as another layout.
+		return sp, err
 	}
 	parts := partitionsOf(d)
 	counts := make(map[int32]*PartitionPlan, len(parts))
@@ -707,7 +937,11 @@ func (s *session) planStore(ctx context.Context, p *Plan, ksStore, ours string, 
 	ends, err := s.read(ctx, topic, kafka.FromLogStart(parts...), func(r *kgo.Record) error {
 		e, err := s.decode(sp, r)
 		if err != nil {
-			return err
+			sp.recordProblem(err)
+			return nil
+		}
+		if sp.check != nil {
+			sp.check.entry(e, fmt.Sprintf("%s[%d] offset %d", r.Topic, r.Partition, r.Offset))
 		}
 		c := counts[r.Partition]
 		c.Records++
@@ -721,7 +955,7 @@ func (s *session) planStore(ctx context.Context, p *Plan, ksStore, ours string, 
 			if e.Value == nil {
 				delete(live[r.Partition], string(e.Key))
 			} else {
-				live[r.Partition][string(e.Key)] = Entry{Start: e.Start, Timestamp: e.Timestamp}
+				live[r.Partition][string(e.Key)] = Entry{Start: e.Start, End: e.End, Timestamp: e.Timestamp}
 			}
 		}
 		return nil
@@ -736,7 +970,51 @@ func (s *session) planStore(ctx context.Context, p *Plan, ksStore, ours string, 
 	if sp.Frontier != nil {
 		sp.liveWindows = live
 	}
+	if sp.check != nil {
+		sp.check.setStreamTime(maxPartitionTime(meta))
+	}
+	sp.finish()
 	return sp, nil
+}
+
+// maxPartitionTime is the largest partition time Kafka Streams committed,
+// -1 when none.
+func maxPartitionTime(meta map[string]map[int32]kafka.TopicPartitionMetadata) int64 {
+	t := int64(-1)
+	for _, ms := range meta {
+		for _, m := range ms {
+			t = max(t, m.PartitionTime)
+		}
+	}
+	return t
+}
+
+// kindProblem tells a store whose records cannot be read as ours.
+func (sp *StorePlan) kindProblem() bool {
+	return slices.ContainsFunc(sp.problems, func(p Problem) bool { return p.Code == ProblemStoreKind })
+}
+
+// recordProblem counts a record that does not decode; the first refuses
+// the store, naming it.
+func (sp *StorePlan) recordProblem(err error) {
+	sp.badRecords++
+	if sp.badRecords == 1 {
+		sp.problem(ProblemRecord, err, "store %s: %v", sp.Source, err)
+	}
+}
+
+// finish completes the store's problems once every record is read.
+func (sp *StorePlan) finish() {
+	for i, pr := range sp.problems {
+		if pr.Code == ProblemRecord && sp.badRecords > 1 {
+			sp.problems[i].Message += fmt.Sprintf(" (and %d more records that do not decode)", sp.badRecords-1)
+		}
+	}
+	if sp.check != nil {
+		for _, pr := range sp.check.problems(sp.Source, sp.Store) {
+			sp.problem(pr.Code, nil, "%s", pr.Message)
+		}
+	}
 }
 
 // planStoreOffline plans a store read from the state directory: its
@@ -747,15 +1025,16 @@ func (s *session) planStore(ctx context.Context, p *Plan, ksStore, ours string, 
 // segments' names are checked against our store's retention either way.
 func (s *session) planStoreOffline(ctx context.Context, p *Plan, st *ksStore, ours string, info *topology.StoreInfo, topic string, exists bool, _ kadm.TopicDetail, meta map[string]map[int32]kafka.TopicPartitionMetadata) (*StorePlan, error) {
 	sp, err := s.newStorePlan(ctx, st.name, ours, info, topic, exists)
-	if err != nil {
-		return nil, err
+	if err != nil || sp.kindProblem() {
+		return sp, err
 	}
 	if st.segmented != (sp.Kind != KeyValue) {
 		what := "a key-value store (rocksdb/" + st.name + ")"
 		if st.segmented {
 			what = "a segmented (window or session) store"
 		}
-		return nil, fmt.Errorf("migrate: store %s: %s in the state directory, and our store %s is a %s store", st.name, what, ours, info.Builder.Kind())
+		sp.problem(ProblemStoreKind, nil, "store %s: %s in the state directory, and our store %s is a %s store", st.name, what, ours, info.Builder.Kind())
+		return sp, nil
 	}
 	r := &storeReader{st: st, kind: sp.Kind, topic: topic, plainTime: streamTime(meta), lib: s.sd.lib}
 	_, r.timeOrdered = s.opts.Built.Stores[ours+"-emitfrontier"]
@@ -772,18 +1051,29 @@ func (s *session) planStoreOffline(ctx context.Context, p *Plan, st *ksStore, ou
 		if err := r.each(part, func(path string, key, value []byte, ts int64) error {
 			e, err := s.decodeState(sp, path, key, value, ts)
 			if err != nil {
-				return err
+				sp.recordProblem(err)
+				return nil
+			}
+			if sp.check != nil {
+				sp.check.entry(e, fmt.Sprintf("%s key %x", path, key))
 			}
 			pp.Records++
 			if live != nil {
 				if live[part] == nil {
 					live[part] = map[string]Entry{}
 				}
-				live[part][string(e.Key)] = Entry{Start: e.Start, Timestamp: e.Timestamp}
+				live[part][string(e.Key)] = Entry{Start: e.Start, End: e.End, Timestamp: e.Timestamp}
 			}
 			return nil
 		}); err != nil {
-			return nil, fmt.Errorf("migrate: store %s: %w", st.name, err)
+			var sde *StateDirError
+			if !errors.As(err, &sde) {
+				return nil, fmt.Errorf("migrate: store %s: %w", st.name, err)
+			}
+			// The store's folders or entries are not the layout ours
+			// reads (a segment named off our retention's interval).
+			sp.problem(ProblemStoreKind, err, "store %s: %v", st.name, err)
+			return sp, nil
 		}
 		if pp.End, err = r.end(part); err != nil {
 			return nil, fmt.Errorf("migrate: store %s: %w", st.name, err)
@@ -791,6 +1081,10 @@ func (s *session) planStoreOffline(ctx context.Context, p *Plan, st *ksStore, ou
 		sp.Partitions = append(sp.Partitions, pp)
 	}
 	sp.liveWindows = live
+	if sp.check != nil {
+		sp.check.setStreamTime(maxPartitionTime(meta))
+	}
+	sp.finish()
 	return sp, nil
 }
 
@@ -819,6 +1113,9 @@ func (s *session) decodeState(sp *StorePlan, path string, key, value []byte, ts 
 			err = fmt.Errorf("key: %w", kerr)
 		}
 	}
+	if err == nil {
+		err = sp.sample(e)
+	}
 	if err != nil {
 		return e, &StateDirError{Path: path, Key: key, Err: err}
 	}
@@ -830,42 +1127,84 @@ func (s *session) decodeState(sp *StorePlan, path string, key, value []byte, ts 
 // retention) and sets up its checks and frontier.
 func (s *session) newStorePlan(ctx context.Context, ksStore, ours string, info *topology.StoreInfo, topic string, checkTopic bool) (*StorePlan, error) {
 	o := s.opts
+	sp := &StorePlan{Source: ksStore, Store: ours, SourceTopic: topic, Topic: info.ChangelogTopic,
+		keyCheck: serdeCheck(info.Builder.KeySerdeName()), valueCheck: serdeCheck(info.Builder.ValueSerdeName())}
 	kind, ok := kindOf(info.Builder.Kind())
 	if !ok {
-		return nil, fmt.Errorf("migrate: store %s: our store kind %s cannot be migrated", ours, info.Builder.Kind())
+		sp.problem(ProblemStoreKind, nil, "store %s: our store %s is a %s store, a kind that cannot be migrated", ksStore, ours, info.Builder.Kind())
+		return sp, nil
 	}
-	suffix := 0
+	sp.Kind = kind
 	if sb, isBuffer := info.Builder.(dsl.SuppressBuffer); isBuffer {
 		// Our buffer's store is raw bytes; the suppressed table's key
 		// layout says where its lane key ends.
 		n, known := sb.SuppressKeySuffix()
 		if !known {
-			return nil, fmt.Errorf("migrate: store %s: the key layout of the table our suppress buffer %s holds is not known (a windowed table derived by a table operation), so the lane of its entries is not: %w", ksStore, ours, ErrSuppressBuffer)
+			sp.problem(ProblemStoreKind, ErrSuppressBuffer, "store %s: the key layout of the table our suppress buffer %s holds is not known (a windowed table derived by a table operation), so the lane of its entries is not", ksStore, ours)
+			return sp, nil
 		}
-		kind, suffix = SuppressBuffer, n
+		sp.Kind, sp.keySuffix = SuppressBuffer, n
 	}
 	if info.ChangelogTopic == "" {
-		return nil, fmt.Errorf("migrate: store %s: our store has logging disabled; there is no changelog to write", ours)
+		sp.problem(ProblemStoreKind, nil, "store %s: our store %s has logging disabled; there is no changelog to write", ksStore, ours)
+		return sp, nil
 	}
-	sp := &StorePlan{Source: ksStore, Store: ours, Kind: kind, SourceTopic: topic, Topic: info.ChangelogTopic,
-		keyCheck: serdeCheck(info.Builder.KeySerdeName()), valueCheck: serdeCheck(info.Builder.ValueSerdeName()), keySuffix: suffix}
 	if checkTopic {
 		if err := s.checkTopicConfig(ctx, sp, ksStore, ours, info, topic); err != nil {
 			return nil, err
 		}
 	}
-	if w, ok := info.Builder.(windowed); ok && kind != KeyValue {
-		if z, ok := info.Builder.(sized); ok {
-			sp.windowSize = z.WindowSize()
-			sp.grace = w.Retention() - z.WindowSize()
-		} else {
-			sp.grace = w.Retention() // a session store's: gap + grace
+	if ss, ok := info.Builder.(interface{ Serdes() (serde.Any, serde.Any) }); ok && sp.Kind != SuppressBuffer {
+		// A serde left to the configuration that no processor resolved
+		// has no name: it cannot decode, and is not sampled.
+		k, v := ss.Serdes()
+		if k != nil && k.Name() != "" {
+			sp.keySerde = k
+		}
+		if v != nil && v.Name() != "" {
+			sp.valueSerde = v
 		}
 	}
-	if fr, ok := o.Built.Stores[ours+"-emitfrontier"]; ok && kind == Window {
+	if ws, ok := info.Builder.(dsl.WindowedStore); ok {
+		// Our windowed aggregation's store says its window definition:
+		// the grace and size the frontier needs, and what Kafka Streams'
+		// records are held against.
+		spec := ws.WindowSpec()
+		sp.closeOffset, sp.metaOffset = frontierOffsets(spec)
+		sp.session = spec.Kind == "session"
+		sp.check = newWindowCheck(spec)
+	} else if w, ok := info.Builder.(windowed); ok && kind != KeyValue {
+		// A window store of the Processor API: its grace is taken to be
+		// its retention less its window size.
+		if z, ok := info.Builder.(sized); ok {
+			sp.closeOffset, sp.metaOffset = w.Retention(), w.Retention()-z.WindowSize()
+		} else {
+			sp.closeOffset, sp.metaOffset, sp.session = w.Retention(), w.Retention(), true // gap + grace
+		}
+	}
+	if fr, ok := o.Built.Stores[ours+"-emitfrontier"]; ok && (kind == Window || kind == Session) {
 		sp.Frontier = &FrontierPlan{Store: ours + "-emitfrontier", Topic: fr.ChangelogTopic}
 	}
 	return sp, nil
+}
+
+// frontierOffsets are a window definition's closeOffset and metaOffset
+// (StorePlan). Kafka Streams records, when it emits, the window close time
+// W = stream time - grace (- gap, for sessions) and has emitted:
+//
+//   - time windows with end <= W: our close (end + grace) <= W + grace;
+//   - sliding windows with end <= W - 1 (both bounds inclusive): our
+//     close (end + 1 + grace) <= W + grace;
+//   - sessions with end <= W - 1: our close (end + gap + grace) <= W +
+//     gap + grace - 1.
+func frontierOffsets(s dsl.WindowSpec) (closeOffset, metaOffset int64) {
+	switch s.Kind {
+	case "sliding":
+		return s.Size + 1 + s.Grace, s.Grace
+	case "session":
+		return s.Gap + s.Grace, s.Gap + s.Grace - 1
+	}
+	return s.Size + s.Grace, s.Grace
 }
 
 // checkTopicConfig checks the changelog topic's cleanup policy against
@@ -895,8 +1234,9 @@ func (s *session) checkTopicConfig(ctx context.Context, sp *StorePlan, ksStore, 
 		if windowedTopic {
 			what = "a window or session store's (compact,delete)"
 		}
-		return fmt.Errorf("migrate: store %s: %s's cleanup.policy %q is %s, and our store %s is a %s store",
+		sp.problem(ProblemStoreKind, nil, "store %s: %s's cleanup.policy %q is %s, and our store %s is a %s store",
 			ksStore, topic, conf["cleanup.policy"], what, ours, info.Builder.Kind())
+		return nil
 	}
 	if w, ok := info.Builder.(windowed); ok && kind != KeyValue {
 		// Kafka always describes retention.ms (its default when the topic
@@ -904,11 +1244,12 @@ func (s *session) checkTopicConfig(ctx context.Context, sp *StorePlan, ksStore, 
 		// check that cannot be made is not passed.
 		ret, err := strconv.ParseInt(conf["retention.ms"], 10, 64)
 		if err != nil {
-			return fmt.Errorf("migrate: store %s: %s's retention.ms %q does not say the store's retention, so its window size and grace cannot be checked against ours (%s)",
+			sp.problem(ProblemRetention, nil, "store %s: %s's retention.ms %q does not say the store's retention, so its window size and grace cannot be checked against ours (%s)",
 				ksStore, topic, conf["retention.ms"], ours)
+			return nil
 		}
 		if ret != w.Retention()+windowedChangelogExtraRetention {
-			return fmt.Errorf("migrate: store %s: window size or grace mismatch: %s's retention.ms %d is a store retention of %d ms, ours (%s) keeps %d ms (window size + grace, or its retention)",
+			sp.problem(ProblemRetention, nil, "store %s: window size or grace mismatch: %s's retention.ms %d is a store retention of %d ms, ours (%s) keeps %d ms (window size + grace, or its retention)",
 				ksStore, topic, ret, ret-windowedChangelogExtraRetention, ours, w.Retention())
 		}
 	}
@@ -929,10 +1270,38 @@ func (s *session) decode(sp *StorePlan, r *kgo.Record) (Entry, error) {
 			err = fmt.Errorf("key: %w", kerr)
 		}
 	}
+	if err == nil {
+		err = sp.sample(e)
+	}
 	if err != nil {
 		return e, &RecordError{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Store: sp.Source, Err: err}
 	}
 	return e, nil
+}
+
+// sampleRecords is how many records of each store are decoded with our
+// serdes: a serde that cannot read Kafka Streams' bytes (JSON for Avro, a
+// schema that differs) fails on the first; reading every record so would
+// cost a migration of millions most of its time.
+const sampleRecords = 1000
+
+// sample decodes one of the store's first records with our serdes.
+func (sp *StorePlan) sample(e Entry) error {
+	if sp.sampled >= sampleRecords || e.Value == nil {
+		return nil
+	}
+	sp.sampled++
+	if sp.keySerde != nil {
+		if _, err := sp.keySerde.DeserializeAny(sp.Topic, e.LaneKey); err != nil {
+			return fmt.Errorf("key: our serde %s cannot read it: %w", sp.keySerde.Name(), err)
+		}
+	}
+	if sp.valueSerde != nil {
+		if _, err := sp.valueSerde.DeserializeAny(sp.Topic, e.Value); err != nil {
+			return fmt.Errorf("value: our serde %s cannot read it: %w", sp.valueSerde.Name(), err)
+		}
+	}
+	return nil
 }
 
 // planFrontier computes an on-window-close store's frontier and the
@@ -942,14 +1311,17 @@ func (s *session) decode(sp *StorePlan, r *kgo.Record) (Entry, error) {
 // name) holds that stream time less the grace.
 func (s *session) planFrontier(_ context.Context, p *Plan, sp *StorePlan, meta map[string]map[int32]kafka.TopicPartitionMetadata, repartition, sources []string) error {
 	fp := sp.Frontier
-	bound := map[int32]int64{}
+	// bound is, per source partition, the largest close time Kafka
+	// Streams emitted there; stream is its stream time there: windows
+	// closing in (bound, stream] had closed and were not emitted yet.
+	bound, stream := map[int32]int64{}, map[int32]int64{}
 	from := map[int32]string{}
 	for t, ms := range meta {
 		for part, m := range ms {
 			if v, ok := m.Processor[sp.Source]; ok {
-				b := v + sp.grace
+				b := v + sp.metaOffset
 				if cur, seen := bound[part]; !seen || from[part] != "processor metadata" || b < cur {
-					bound[part], from[part] = b, "processor metadata"
+					bound[part], stream[part], from[part] = b, max(b, m.PartitionTime), "processor metadata"
 				}
 				continue
 			}
@@ -960,7 +1332,7 @@ func (s *session) planFrontier(_ context.Context, p *Plan, sp *StorePlan, meta m
 				continue
 			}
 			if cur, seen := bound[part]; !seen || m.PartitionTime < cur {
-				bound[part], from[part] = m.PartitionTime, "partition time"
+				bound[part], stream[part], from[part] = m.PartitionTime, m.PartitionTime, "partition time"
 			}
 		}
 	}
@@ -979,7 +1351,7 @@ func (s *session) planFrontier(_ context.Context, p *Plan, sp *StorePlan, meta m
 	if fp.From == "" {
 		fp.Value, fp.From = maxTs, "max changelog timestamp"
 		for _, pp := range sp.Partitions {
-			bound[pp.Partition] = maxTs
+			bound[pp.Partition], stream[pp.Partition] = maxTs, maxTs
 		}
 	}
 	for part, ws := range sp.liveWindows {
@@ -988,14 +1360,25 @@ func (s *session) planFrontier(_ context.Context, p *Plan, sp *StorePlan, meta m
 			continue
 		}
 		for _, e := range ws {
-			closeTime := e.Start + sp.windowSize + sp.grace
-			if closeTime <= b {
+			closeTime := sp.closeTime(e)
+			switch {
+			case closeTime <= b:
 				fp.ReEmitted++
 				if closeTime > fp.Value {
 					fp.ReEmittedWithFrontier++
 				}
+			case closeTime <= stream[part]:
+				fp.Pending++
 			}
 		}
 	}
 	return nil
+}
+
+// closeTime is a live window's close time under our definition.
+func (sp *StorePlan) closeTime(e Entry) int64 {
+	if sp.session {
+		return e.End + sp.closeOffset
+	}
+	return e.Start + sp.closeOffset
 }

@@ -33,9 +33,9 @@ func (p *Plan) WriteText(w io.Writer) error {
 	for _, s := range p.Stores {
 		if f := s.Frontier; f != nil {
 			if p.EmitFrontier {
-				fmt.Fprintf(tw, "emit frontier of %s: seeded to %d (%s) in %s; windows emitted again: %d\n", s.Store, f.Value, f.From, f.Topic, f.ReEmittedWithFrontier)
+				fmt.Fprintf(tw, "emit frontier of %s: seeded to %d (%s) in %s; windows emitted again: %d; pending (closed, not yet emitted by Kafka Streams, emitted once after the cutover): %d\n", s.Store, f.Value, f.From, f.Topic, f.ReEmittedWithFrontier, f.Pending)
 			} else {
-				fmt.Fprintf(tw, "emit frontier of %s: not seeded (--emit-frontier would seed %d, from %s); windows emitted again: %d\n", s.Store, f.Value, f.From, f.ReEmitted)
+				fmt.Fprintf(tw, "emit frontier of %s: not seeded (--emit-frontier would seed %d, from %s); windows emitted again: %d; pending (closed, not yet emitted by Kafka Streams, emitted once after the cutover): %d\n", s.Store, f.Value, f.From, f.ReEmitted, f.Pending)
 			}
 		}
 	}
@@ -53,6 +53,17 @@ func (p *Plan) WriteText(w io.Writer) error {
 		fmt.Fprintln(tw, "(no committed offsets of our input topics)")
 	}
 	fmt.Fprintln(tw)
+	if len(p.Accepted) > 0 {
+		// Each problem accepted, and what the migration loses by it.
+		fmt.Fprintln(tw, "ACCEPTED\tPROBLEM\tLOSES")
+		for _, a := range p.Accepted {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", a.Override, a.Message, a.Loses)
+		}
+		for _, e := range p.Empty {
+			fmt.Fprintf(tw, "our store %s starts empty (verified: %s holds nothing)\n", e.Store, e.Topic)
+		}
+		fmt.Fprintln(tw)
+	}
 	if len(p.Unmapped) > 0 {
 		fmt.Fprintln(tw, "NOT MIGRATED\tREASON")
 		for _, u := range p.Unmapped {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -165,6 +166,32 @@ func (s *session) verify(ctx context.Context, p *Plan) (Verify, error) {
 		}
 		v.Stores = append(v.Stores, sv)
 	}
+	for _, es := range p.Empty {
+		// A store an override starts empty must be: what its changelog
+		// holds (an earlier deployment's) our engine would restore.
+		sv := StoreVerify{Store: es.Store}
+		got := map[string]bool{}
+		if _, err := s.readOurs(ctx, es.Topic, kafka.FromLogStart(seq(p.ourPartitions)...), func(r *kgo.Record) error {
+			if r.Value == nil {
+				delete(got, string(r.Key))
+			} else {
+				got[string(r.Key)] = true
+			}
+			return nil
+		}); err != nil {
+			return v, fmt.Errorf("migrate: verify: read %s: %w", es.Topic, err)
+		}
+		for _, k := range slices.Sorted(maps.Keys(got)) {
+			sv.Differences++
+			if len(sv.Examples) < 5 {
+				sv.Examples = append(sv.Examples, fmt.Sprintf("key %q: in %s, a store that starts empty", k, es.Topic))
+			}
+		}
+		if sv.Differences > 0 {
+			v.OK = false
+		}
+		v.Stores = append(v.Stores, sv)
+	}
 	if len(p.Offsets) > 0 {
 		var ours kadm.OffsetResponses
 		err := kafka.WhileSettling(ctx, func() (err error) {
@@ -232,19 +259,25 @@ func (s *session) verifyTime(ctx context.Context, p *Plan, v *Verify) error {
 	return nil
 }
 
+// summary names every store that differs, and the first offset and time
+// difference.
 func (v Verify) summary() string {
+	var parts []string
 	for _, s := range v.Stores {
 		if s.Differences > 0 {
-			return fmt.Sprintf("store %s: %d differences, first %v", s.Store, s.Differences, s.Examples)
+			parts = append(parts, fmt.Sprintf("store %s: %d differences, first %v", s.Store, s.Differences, s.Examples))
 		}
 	}
 	if len(v.Offsets) > 0 {
-		return "offsets: " + v.Offsets[0]
+		parts = append(parts, "offsets: "+v.Offsets[0])
 	}
 	if len(v.Time) > 0 {
-		return "time: " + v.Time[0]
+		parts = append(parts, "time: "+v.Time[0])
 	}
-	return "ok"
+	if len(parts) == 0 {
+		return "ok"
+	}
+	return strings.Join(parts, "; ")
 }
 
 func seq(n int32) []int32 {

@@ -324,7 +324,7 @@ func windowedStore[K, VA any](d windowDef, name string, ks serde.Serde[K], vs se
 				sb = sb.WithLoggingDisabled()
 			}
 		}
-		return sb
+		return sessionWindowStore[K, VA]{sb, d.spec(retention)}
 	}
 	sb := state.TimestampedWindowStoreBuilder(name, ks, vs, keep, millisDuration(max(d.storeWindowSize(), 0)), false, supplier)
 	if m.loggingSet {
@@ -334,7 +334,7 @@ func windowedStore[K, VA any](d windowDef, name string, ks serde.Serde[K], vs se
 			sb = sb.WithLoggingDisabled()
 		}
 	}
-	return sb
+	return timeWindowStore[K, VA]{sb, d.spec(retention)}
 }
 
 // TimeWindowedKStream is a grouped stream windowed by time windows

@@ -129,6 +129,18 @@ func (e erased[T]) deserializeBorrowedAny(topic string, data []byte) (any, error
 	return e.s.Deserialize(topic, data)
 }
 
+// Underlying returns the serde a was erased from (a Serde[T] of some T),
+// or a itself when it is not an erasure: for code that asks what kind of
+// serde a sink holds without knowing its type (window.InnerKeySuffix).
+func Underlying(a Any) any {
+	if u, ok := a.(interface{ underlying() any }); ok {
+		return u.underlying()
+	}
+	return a
+}
+
+func (e erased[T]) underlying() any { return e.s }
+
 // Typed returns the Serde[T] that a was erased from; false when a is not
 // the erasure of a Serde[T] (another type, or an Any written as one).
 func Typed[T any](a Any) (Serde[T], bool) {

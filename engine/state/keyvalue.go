@@ -40,7 +40,17 @@ type builderBase struct {
 	logConfig      map[string]string
 	keySerdeName   string
 	valueSerdeName string
+	// keySerde and valueSerde are the serdes erased, for tools that
+	// decode a store's bytes from elsewhere (Serdes).
+	keySerde, valueSerde serde.Any
 }
+
+// Serdes are the store's key and value serdes, erased (a value serde of
+// the value alone, without a timestamped store's timestamp), for tools
+// that check bytes written elsewhere against them: a migration samples
+// Kafka Streams' changelog records with them (migrate/). Either is nil
+// when the builder was given none.
+func (b *builderBase) Serdes() (key, value serde.Any) { return b.keySerde, b.valueSerde }
 
 func (b *builderBase) Name() string         { return b.name }
 func (b *builderBase) Kind() Kind           { return b.kind }
@@ -72,9 +82,11 @@ func newBuilderBase[K, V any](name string, kind Kind, keySerde serde.Serde[K], v
 	}
 	if keySerde != nil {
 		b.keySerdeName = keySerde.Name()
+		b.keySerde = serde.Erase(keySerde)
 	}
 	if valueSerde != nil {
 		b.valueSerdeName = valueSerde.Name()
+		b.valueSerde = serde.Erase(valueSerde)
 	}
 	return b
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/stoatflow/stoatctl/engine/state"
 	"github.com/stoatflow/stoatctl/engine/topology"
 	"github.com/stoatflow/stoatctl/engine/watermark"
+	"github.com/stoatflow/stoatctl/engine/window"
 )
 
 // Input is a record as read from a topic (or a boundary): raw bytes and
@@ -65,9 +66,12 @@ type Output struct {
 	// in the store's byte store (state.HeldLogger), or nil. Only the
 	// collector's goroutine may use it, and only before Send returns.
 	Held *uint64
-	// KeyHash is lane.Murmur2(Key) when KeyHashed: set when Key is the
-	// bytes the input record was laned by, whose hash the dispatcher
-	// computed (Input.KeyHash).
+	// KeyHash is the murmur2 hash that partitions the record when
+	// KeyHashed: lane.Murmur2(Key) when Key is the bytes the input record
+	// was laned by, whose hash the dispatcher computed (Input.KeyHash);
+	// for a sink of windowed keys, the hash of the inner key before the
+	// window (node.innerSuffix), where Kafka Streams puts windowed
+	// results.
 	KeyHash   int32
 	KeyHashed bool
 }
@@ -109,9 +113,9 @@ type Options struct {
 	// GlobalStores are the stores of the global sub-topology, readable by
 	// every processor.
 	GlobalStores map[string]state.Store
-	// PartitionCount reports a topic's partition count for custom
+	// PartitionCount reports a sink topic's partition count for custom
 	// partitioners; nil means 1.
-	PartitionCount func(topic string) int32
+	PartitionCount func(topic string) (int32, error)
 	// Lanes is the lane count of the sub-topology, over which the timer
 	// lane checks judge a split; 0 means the configured count
 	// (lane.Configured).
@@ -142,7 +146,7 @@ type Task struct {
 	time      Time
 	log       *slog.Logger
 	metrics   *metrics.Registry
-	partCount func(string) int32
+	partCount func(string) (int32, error)
 	restore   func(map[string]state.Store) error
 	backend   state.BytesSupplier
 	persist   state.BytesSupplier
@@ -224,6 +228,12 @@ type node struct {
 	// entry is set for a source whose only child takes its records
 	// through a typed entry (package hop).
 	entry hop.Entry
+	// innerSuffix is, for a sink of windowed keys (a windowed key serde,
+	// no partitioner of its own, not an in-memory boundary), how many
+	// bytes follow the inner key in its keys: the record is partitioned
+	// by the inner key's hash, as Kafka Streams' WindowedStreamPartitioner
+	// does. 0 otherwise.
+	innerSuffix int
 }
 
 // New instantiates sub-topology st of b. Call Init before processing.
@@ -264,7 +274,7 @@ func New(b *topology.Built, st *topology.Subtopology, opts Options) (*Task, erro
 		t.metrics = metrics.NewRegistry()
 	}
 	if t.partCount == nil {
-		t.partCount = func(string) int32 { return 1 }
+		t.partCount = func(string) (int32, error) { return 1, nil }
 	}
 	var err error
 	if t.deserHandler, err = handlerVerdict(b.Config, config.DeserializationHandler, true); err != nil {
@@ -284,6 +294,11 @@ func New(b *topology.Built, st *topology.Subtopology, opts Options) (*Task, erro
 	for _, n := range st.Nodes {
 		nd := &node{name: n.Name, spec: n, byName: map[string]*node{}}
 		nd.ctx = &nodeContext{t: t, node: nd}
+		if n.Kind == topology.SinkNode && n.Boundary == nil && n.Sink.Partitioner == nil {
+			// Kafka Streams' repartition topics are hashed by the whole
+			// key (no WindowedStreamPartitioner there): boundaries keep it.
+			nd.innerSuffix, _ = window.InnerKeySuffix(n.Sink.KeySerde)
+		}
 		t.nodes[n.Name] = nd
 		if n.Kind == topology.SourceNode {
 			for _, topic := range n.Source.Topics {
@@ -862,7 +877,16 @@ func (t *Task) sink(nd *node, rec processor.Erased) error {
 	}
 	partition := int32(-1)
 	if spec.Partitioner != nil {
-		if p, ok := spec.Partitioner(topic, rec.Key, rec.Value, t.partCount(topic)); ok {
+		n, err := t.partCount(topic)
+		if err != nil {
+			return fmt.Errorf("sink %s: partition count of topic %s for its partitioner: %w", nd.name, topic, err)
+		}
+		if p, ok := spec.Partitioner(topic, rec.Key, rec.Value, n); ok {
+			if p < 0 || p >= n {
+				// Kafka's producer refuses a partition out of range too, failing
+				// Kafka Streams.
+				return fmt.Errorf("sink %s: partitioner chose partition %d of topic %s, which has %d", nd.name, p, topic, n)
+			}
 			partition = p
 		}
 	}
@@ -900,7 +924,10 @@ func sinkValueError(nd *node, topic string, err error) error {
 // sinkSend hands an encoded sink record to the collector.
 func (t *Task) sinkSend(nd *node, topic string, partition int32, k []byte, passed bool, v []byte, timestamp int64, headers processor.Headers) error {
 	o := Output{Topic: topic, Partition: partition, Key: k, Value: v, Timestamp: timestamp, Headers: headers, Boundary: nd.spec.Boundary}
-	if passed && t.rc.laneHashed {
+	switch {
+	case nd.innerSuffix > 0 && partition < 0 && len(k) >= nd.innerSuffix:
+		o.KeyHash, o.KeyHashed = lane.Murmur2(k[:len(k)-nd.innerSuffix]), true
+	case passed && t.rc.laneHashed:
 		o.KeyHash, o.KeyHashed = t.rc.laneHash, true
 	}
 	if err := t.out.Send(o); err != nil {

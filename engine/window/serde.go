@@ -102,6 +102,22 @@ func (s sessionWindowedSerde[K]) Deserialize(topic string, data []byte) (Windowe
 	return Windowed[K]{Key: k, Window: Window{Start: start, End: end}}, nil
 }
 
+// InnerKeySuffix tells a windowed key serde (TimeWindowedSerde,
+// SessionWindowedSerde, erased or not) and how many bytes its keys carry
+// after the inner key: 8 (the start) or 16 (end and start). A sink with
+// such a key serde partitions by the inner key's bytes, as Kafka Streams'
+// WindowedStreamPartitioner does (it hashes serializeBaseKey), so that
+// every window of one key lands where the key's other records do.
+func InnerKeySuffix(s serde.Any) (int, bool) {
+	if w, ok := serde.Underlying(s).(interface{ innerKeySuffix() int }); ok {
+		return w.innerKeySuffix(), true
+	}
+	return 0, false
+}
+
+func (timeWindowedSerde[K]) innerKeySuffix() int    { return timestampSize }
+func (sessionWindowedSerde[K]) innerKeySuffix() int { return 2 * timestampSize }
+
 // serializeInner serializes the key into a slice with room for the window
 // suffix, copying so the inner serializer's buffer (Bytes returns its input)
 // is never appended to. The inner bytes are only read, so they may be a

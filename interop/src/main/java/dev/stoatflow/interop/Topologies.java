@@ -20,6 +20,7 @@ import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.SessionWindows;
+import org.apache.kafka.streams.kstream.SlidingWindows;
 import org.apache.kafka.streams.kstream.Suppressed;
 import org.apache.kafka.streams.kstream.Suppressed.BufferConfig;
 import org.apache.kafka.streams.kstream.TimeWindows;
@@ -68,6 +69,12 @@ final class Topologies {
                 List.of("users"), List.of(new Sink("users-out", STRING, STRING))));
         add(new Spec("stream-table-join", Topologies::streamTableJoin,
                 List.of("customers", "orders"), List.of(new Sink("orders-enriched", STRING, STRING))));
+        add(new Spec("sliding-close", Topologies::slidingClose,
+                List.of("clicks"), List.of(new Sink("clicks-sliding",
+                        WindowedSerdes.timeWindowedSerdeFrom(String.class, 60_000L), LONG))));
+        add(new Spec("session-close", Topologies::sessionClose,
+                List.of("page-views"), List.of(new Sink("session-close-counts",
+                        WindowedSerdes.sessionWindowedSerdeFrom(String.class), LONG))));
         add(new Spec("processor-store", Topologies::processorStore,
                 List.of("amounts"), List.of(new Sink("totals-out", STRING, LONG))));
     }
@@ -129,6 +136,34 @@ final class Topologies {
                 .toStream()
                 .to("clicks-per-minute",
                         Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, 60_000L), LONG));
+        return b.build();
+    }
+
+    /** Clicks per page in sliding windows of a minute, ten seconds of grace, each emitted once on close. */
+    private static Topology slidingClose() {
+        StreamsBuilder b = new StreamsBuilder();
+        b.stream("clicks", Consumed.with(STRING, STRING))
+                .groupBy((k, v) -> v, Grouped.with(STRING, STRING))
+                .windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(Duration.ofMinutes(1), Duration.ofSeconds(10)))
+                .emitStrategy(EmitStrategy.onWindowClose())
+                .count(Materialized.as("clicks-sliding-store"))
+                .toStream()
+                .to("clicks-sliding",
+                        Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, 60_000L), LONG));
+        return b.build();
+    }
+
+    /** Page views per user in sessions (30 s gap, 10 s grace), each emitted once on close. */
+    private static Topology sessionClose() {
+        StreamsBuilder b = new StreamsBuilder();
+        b.stream("page-views", Consumed.with(STRING, STRING))
+                .groupByKey(Grouped.with(STRING, STRING))
+                .windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofSeconds(30), Duration.ofSeconds(10)))
+                .emitStrategy(EmitStrategy.onWindowClose())
+                .count(Materialized.as("sessions-close-store"))
+                .toStream()
+                .to("session-close-counts",
+                        Produced.with(WindowedSerdes.sessionWindowedSerdeFrom(String.class), LONG));
         return b.build();
     }
 
