@@ -210,9 +210,6 @@ func (e *RecordTooLargeError) Error() string {
 // refused too, rather than left for the broker to refuse.
 const (
 	recordOverhead = 256
-	// producerBatchMax is franz-go's default ProducerBatchMaxBytes, which
-	// the engine does not change: a record over it never leaves.
-	producerBatchMax = 1_000_012
 	// brokerMessageMax is Kafka's default message.max.bytes, for a
 	// topic whose max.message.bytes cannot be read.
 	brokerMessageMax = 1_048_588
@@ -258,7 +255,7 @@ func (r *runner) sinkLimit(ctx context.Context, topic string) int {
 			}
 		}
 	}
-	limit = min(limit, producerBatchMax)
+	limit = min(limit, r.s.maxRequest)
 	r.ptMu.Lock()
 	r.sinkLimits[topic] = limit
 	r.ptMu.Unlock()

@@ -1,0 +1,88 @@
+package conn
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/aws"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/stoatflow/stoatctl/engine/config"
+)
+
+// The SASL mechanisms.
+const (
+	Plain       = "PLAIN"
+	ScramSHA256 = "SCRAM-SHA-256"
+	ScramSHA512 = "SCRAM-SHA-512"
+	OAuthBearer = "OAUTHBEARER"
+	AWSMSKIAM   = "AWS_MSK_IAM"
+	GSSAPI      = "GSSAPI"
+)
+
+// moduleOf is the login module each mechanism's credentials come from.
+var moduleOf = map[string]string{Plain: plainModule, ScramSHA256: scramModule, ScramSHA512: scramModule, OAuthBearer: oauthModule, AWSMSKIAM: iamModule}
+
+// Mechanism is the SASL mechanism of sasl.mechanism with its credentials
+// from sasl.jaas.config (and, for OAUTHBEARER, the
+// sasl.oauthbearer.* keys).
+func Mechanism(cfg config.Config) (sasl.Mechanism, error) {
+	name := strings.ToUpper(strings.TrimSpace(cfg.String(SASLMechanism)))
+	if name == "" || name == GSSAPI {
+		// Kafka's default is GSSAPI: a properties file without the key
+		// means Kerberos.
+		return nil, fmt.Errorf("config %s: GSSAPI (Kerberos, Kafka's default when the key is not set) is not supported; want PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER or AWS_MSK_IAM", SASLMechanism)
+	}
+	module, ok := moduleOf[name]
+	if !ok {
+		return nil, fmt.Errorf("config %s: %q is not one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER, AWS_MSK_IAM", SASLMechanism, cfg.String(SASLMechanism))
+	}
+	var opts map[string]string
+	if raw := strings.TrimSpace(cfg.String(SASLJAASConfig)); raw != "" {
+		j, err := ParseJAAS(raw)
+		if err != nil {
+			return nil, err
+		}
+		if j.Module != module {
+			return nil, fmt.Errorf("config %s: login module %s does not go with %s %s; want %s", SASLJAASConfig, j.Module, SASLMechanism, name, module)
+		}
+		opts = j.Options
+	}
+	switch name {
+	case Plain, ScramSHA256, ScramSHA512:
+		user, pass := opts["username"], opts["password"]
+		if user == "" || pass == "" {
+			return nil, fmt.Errorf("config %s: %s needs username and password options in %s", SASLJAASConfig, name, module)
+		}
+		switch name {
+		case Plain:
+			return plain.Auth{User: user, Pass: pass}.AsMechanism(), nil
+		case ScramSHA256:
+			return scram.Auth{User: user, Pass: pass}.AsSha256Mechanism(), nil
+		}
+		return scram.Auth{User: user, Pass: pass}.AsSha512Mechanism(), nil
+	case OAuthBearer:
+		if h := strings.TrimSpace(cfg.String(LoginCallbackHandler)); h != "" && h != oauthLoginCallbackHandler && h != oauthLoginCallbackHandlerV1 {
+			return nil, fmt.Errorf("config %s: %s is a Java class stoatctl cannot run; it gets OAUTHBEARER tokens itself (client credentials against %s)", LoginCallbackHandler, h, OAuthTokenEndpoint)
+		}
+		src, err := newTokenSource(cfg, opts)
+		if err != nil {
+			return nil, err
+		}
+		return src.mechanism(), nil
+	}
+	// AWS_MSK_IAM: the environment's credentials, as the AWS tools read
+	// them first. franz-go signs each connection's authentication with
+	// them.
+	return aws.ManagedStreamingIAM(func(context.Context) (aws.Auth, error) {
+		a := aws.Auth{AccessKey: os.Getenv("AWS_ACCESS_KEY_ID"), SecretKey: os.Getenv("AWS_SECRET_ACCESS_KEY"), SessionToken: os.Getenv("AWS_SESSION_TOKEN")}
+		if a.AccessKey == "" || a.SecretKey == "" {
+			return a, fmt.Errorf("%s %s: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are not set", SASLMechanism, AWSMSKIAM)
+		}
+		return a, nil
+	}), nil
+}
