@@ -30,7 +30,7 @@ naming the closest known key; under --strict it is an error (exit 2).`,
 		Args: cobra.ArbitraryArgs,
 		RunE: runGroup,
 	}
-	c.AddCommand(newConfigListCommand(), newConfigDescribeCommand())
+	c.AddCommand(newConfigListCommand(), newConfigDescribeCommand(), newConfigCheckCommand())
 	return c
 }
 
