@@ -178,7 +178,11 @@ leader and replicas. A named topic that does not exist is an error.`,
 			defer done()
 			list, err := adm.List(ctx, internal, args...)
 			if err != nil {
-				return explainConn(err, "describe", "the topics")
+				what := "the topics"
+				if len(args) > 0 {
+					what = "topic " + strings.Join(args, ", ")
+				}
+				return explainConn(err, "describe", what)
 			}
 			if list == nil {
 				list = []topics.Topic{}

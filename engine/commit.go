@@ -13,6 +13,7 @@ import (
 
 	"github.com/stoatflow/stoatctl/engine/config"
 	"github.com/stoatflow/stoatctl/engine/kafka"
+	"github.com/stoatflow/stoatctl/engine/kafka/conn"
 	"github.com/stoatflow/stoatctl/engine/lane"
 	"github.com/stoatflow/stoatctl/engine/lanes"
 	"github.com/stoatflow/stoatctl/engine/processor"
@@ -73,7 +74,8 @@ func (c *committer) promise(rec *kgo.Record, err error) {
 	{
 		c.errMu.Lock()
 		if c.produceErr == nil {
-			c.produceErr = fmt.Errorf("produce to %s[%d]: %w", rec.Topic, rec.Partition, err)
+			// An ACL the principal lacks says so by name (conn.Explain).
+			c.produceErr = fmt.Errorf("produce to %s[%d]: %w", rec.Topic, rec.Partition, conn.Explain(err, "write", "topic "+rec.Topic))
 		}
 		c.errMu.Unlock()
 	}
@@ -266,7 +268,8 @@ func (r *runner) sinkLimit(ctx context.Context, topic string) int {
 // the epoch.
 func fatalProduceError(err error) bool {
 	var tooLarge *RecordTooLargeError
-	return errors.As(err, &tooLarge) || errors.Is(err, kerr.MessageTooLarge) || errors.Is(err, kerr.RecordListTooLarge)
+	// An authorization failure recurs too: retrying cannot grant the ACL.
+	return errors.As(err, &tooLarge) || errors.Is(err, kerr.MessageTooLarge) || errors.Is(err, kerr.RecordListTooLarge) || conn.Fatal(err)
 }
 
 // commitLoop commits epochs in order, each once its cut is known and every

@@ -17,6 +17,7 @@ import (
 
 	"github.com/stoatflow/stoatctl/engine/config"
 	"github.com/stoatflow/stoatctl/engine/kafka"
+	"github.com/stoatflow/stoatctl/engine/kafka/conn"
 )
 
 // The instance identity. Under exactly-once an instance's transactional
@@ -252,7 +253,7 @@ func (r *runner) groupMembers(ctx context.Context) ([]groupMember, error) {
 			break
 		}
 		if !transient(err) || time.Now().After(deadline) {
-			return nil, fmt.Errorf("engine: describe group %s: %w", r.s.appID, err)
+			return nil, fmt.Errorf("engine: describe group %s: %w", r.s.appID, conn.Explain(err, "describe", "group "+r.s.appID))
 		}
 		r.e.log.Debug("describe group: the coordinator is settling; retrying", "group", r.s.appID, "attempt", attempt, "err", err)
 		select {

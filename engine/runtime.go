@@ -271,7 +271,7 @@ func (r *runner) connect(ctx context.Context) error {
 		if conn.Fatal(err) {
 			// A wrong password or an untrusted certificate does not
 			// get better with retries.
-			return fmt.Errorf("engine: brokers %s: %w", strings.Join(r.s.seeds, ","), conn.Explain(err, "describe", "the source topics"))
+			return fmt.Errorf("engine: brokers %s: %w", strings.Join(r.s.seeds, ","), conn.Explain(err, "describe", "topic "+strings.Join(r.sources, ", ")))
 		}
 		if attempt >= 10 || ctx.Err() != nil {
 			return fmt.Errorf("engine: cannot reach the brokers %s: %w", strings.Join(r.s.seeds, ","), err)
