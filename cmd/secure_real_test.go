@@ -47,7 +47,7 @@ func secureAdmin(t *testing.T, b *kafkatest.SecureBroker) *kgo.Client {
 // secureProperties writes a client properties file for user on the
 // SASL_SSL listener, its password from the environment (Kafka's
 // EnvVarConfigProvider syntax), as a team keeps it out of the file.
-func secureProperties(t *testing.T, b *kafkatest.SecureBroker, user string) string {
+func secureProperties(t *testing.T, b *kafkatest.SecureBroker, user string, extra ...string) string {
 	t.Helper()
 	env := "STOAT_SECURE_PW_" + strings.ToUpper(user)
 	t.Setenv(env, b.Passwords[user])
@@ -55,7 +55,7 @@ func secureProperties(t *testing.T, b *kafkatest.SecureBroker, user string) stri
 	props := "security.protocol=SASL_SSL\nssl.truststore.type=PEM\nssl.truststore.location=" + b.CAFile() + "\n" +
 		"sasl.mechanism=SCRAM-SHA-512\n" +
 		"sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required \\\n" +
-		"    username=\"" + user + "\" password=\"${env:" + env + "}\";\n"
+		"    username=\"" + user + "\" password=\"${env:" + env + "}\";\n" + strings.Join(extra, "")
 	if err := os.WriteFile(path, []byte(props), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,10 @@ func TestSecuredKafka(t *testing.T) {
 	}
 	app := "wc-secure"
 	grantWordCount(t, adm, app)
-	props := secureProperties(t, b, "app")
+	// A Kafka Streams application's keys, as its properties file has them
+	// (replication.factor 1: the secured broker is one node).
+	props := secureProperties(t, b, "app", "consumer.max.poll.records=500\n", "producer.compression.type=zstd\n",
+		"replication.factor=1\n", "topic.min.insync.replicas=1\n")
 	pw := b.Passwords["app"]
 
 	t.Run("run word count exactly once", func(t *testing.T) {
@@ -108,12 +111,13 @@ func TestSecuredKafka(t *testing.T) {
 			&kgo.Record{Topic: "lines", Key: []byte("b"), Value: []byte("The end")}).FirstErr(); err != nil {
 			t.Fatal(err)
 		}
+		stateDir := t.TempDir()
 		rctx, stop := context.WithCancel(context.Background())
 		var stdout, stderr syncBuffer
 		done := make(chan int, 1)
 		go func() {
 			done <- RunContext(rctx, []string{"run", "-t", "word-count", "-b", b.SASLSSL, "-c", props, "-X", "application.id=" + app,
-				"-X", "processing.guarantee=exactly_once_v2", "-X", "stoatflow.commit-barrier.interval-ms=100", "--http", "off"}, &stdout, &stderr)
+				"-X", "processing.guarantee=exactly_once_v2", "-X", "stoatflow.commit-barrier.interval-ms=100", "--http", "off", "--state-dir", stateDir}, &stdout, &stderr)
 		}()
 		counts := map[string]int64{}
 		rd, err := kgo.NewClient(kgo.SeedBrokers(b.SASLSSL), kgo.DialTLSConfig(tlsTrusting(t, b)),
@@ -143,6 +147,9 @@ func TestSecuredKafka(t *testing.T) {
 		}
 		if strings.Contains(stdout.String()+stderr.String(), pw) {
 			t.Error("run printed the password")
+		}
+		if !strings.Contains(stderr.String(), "config consumer.max.poll.records has no effect") {
+			t.Errorf("run does not say consumer.max.poll.records has no effect; stderr:\n%s", stderr.String())
 		}
 		if !strings.Contains(stderr.String(), "sasl.jaas.config=\"[hidden]") && !strings.Contains(stderr.String(), "sasl.jaas.config=[hidden]") {
 			t.Errorf("the effective configuration does not show sasl.jaas.config hidden; stderr:\n%s", stderr.String())

@@ -115,6 +115,10 @@ type Key struct {
 	// therefore carry their prefix (producer.compression.type); none for
 	// a key no client prefix applies to.
 	Clients []Client
+	// NotRestoreOrGlobal says the restore and global consumers do not
+	// read the key, though other consumers do: they read with fetches of
+	// their own (stoatflow.restore.fetch-max-bytes).
+	NotRestoreOrGlobal bool
 }
 
 var (

@@ -102,6 +102,11 @@ func Check(values map[string]string) []Problem {
 			out = append(out, Problem{Kind: Ignored, Key: name, Value: v, Reason: k.notForClient(prefix)})
 			continue
 		}
+		if k.NotRestoreOrGlobal && (prefix == "restore.consumer." || prefix == "global.consumer.") {
+			out = append(out, Problem{Kind: Ignored, Key: name, Value: v,
+				Reason: "the " + strings.TrimSuffix(prefix, ".") + " reads with fetches of its own (stoatflow.restore.fetch-max-bytes), not " + base})
+			continue
+		}
 		if reason := k.invalid(v); reason != "" {
 			out = append(out, Problem{Kind: Invalid, Key: name, Value: v, Reason: reason})
 			continue

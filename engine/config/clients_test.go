@@ -83,6 +83,7 @@ func TestCheckClientKeys(t *testing.T) {
 		"sasl.jaas.config":                 "secret stuff",
 		"application.id":                   "app",
 		"admin.num.stream.threads":         "2",
+		"restore.consumer.fetch.max.bytes": "1000",
 	}
 	var got []string
 	for _, p := range Check(values) {
@@ -94,6 +95,7 @@ func TestCheckClientKeys(t *testing.T) {
 		"note config consumer.max.poll.records has no effect: the engine takes what a fetch brings, bounded by fetch.max.bytes, and holds lanes back with stoatflow.lane.queue-size",
 		`error config main.consumer.session.timeout.ms: "x" is not an integer number of milliseconds`,
 		"warning unknown configuration key producer.compresion.type; did you mean producer.compression.type?",
+		"note config restore.consumer.fetch.max.bytes has no effect: the restore.consumer reads with fetches of its own (stoatflow.restore.fetch-max-bytes), not fetch.max.bytes",
 	}
 	// admin.num.stream.threads: num.stream.threads is not a client key.
 	want[0] = "note config admin.num.stream.threads has no effect: num.stream.threads is not a Kafka client key; set it without the prefix admin."
