@@ -172,6 +172,23 @@ func TestSecuredKafka(t *testing.T) {
 		}
 	})
 
+	t.Run("migrate", func(t *testing.T) {
+		// A stopped Kafka Streams word count's state, moved over as the
+		// super user (the cutover's ACLs are the application's to grant).
+		fakeKafkaStreamsWordCount(t, b.SASLSSL, kgo.DialTLSConfig(tlsTrusting(t, b)),
+			kgo.SASL(scram.Auth{User: "admin", Pass: b.Passwords["admin"]}.AsSha512Mechanism()))
+		adminProps := secureProperties(t, b, "admin")
+		var stdout, stderr bytes.Buffer
+		code := Run([]string{"migrate", "--from-application-id", "ks", "--application-id", "ours", "-t", "../interop/topologies/word-count.yaml",
+			"-b", b.SASLSSL, "-c", adminProps, "-y"}, &stdout, &stderr)
+		if code != ExitOK || !strings.Contains(stdout.String(), "translated 60 records") || !strings.Contains(stdout.String(), "verified counts: 20 keys, 0 differences") {
+			t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, stdout.String(), stderr.String())
+		}
+		if strings.Contains(stdout.String()+stderr.String(), b.Passwords["admin"]) {
+			t.Error("migrate printed the password")
+		}
+	})
+
 	t.Run("mutual TLS", func(t *testing.T) {
 		var stdout, stderr bytes.Buffer
 		code := Run([]string{"topic", "read", "-t", "lines", "-b", b.MTLS, "-X", "security.protocol=SSL", "-X", "ssl.truststore.type=PEM",
