@@ -33,7 +33,8 @@ func (f *clientFlags) add(c *cobra.Command, fileFlag, short string, persistent b
 	fl.StringArrayVarP(&f.overrides, "set", "X", nil, "set Kafka client configuration `KEY=VALUE`; repeatable")
 }
 
-// sources merges the file and the overrides, -X over the file.
+// sources merges the file, the environment and the overrides, -X over
+// the environment over the file.
 func (f *clientFlags) sources() (*configSources, error) {
 	src := newConfigSources()
 	if f.file != "" {
@@ -43,6 +44,7 @@ func (f *clientFlags) sources() (*configSources, error) {
 		}
 		src.add(values, configFileOrigin(f.file))
 	}
+	addEnvironment(src)
 	for _, o := range f.overrides {
 		k, v, err := config.ParseAssignment(o)
 		if err != nil {
@@ -124,4 +126,48 @@ func propertiesOrigin(file string) configOrigin {
 func readFileOrNil(path string) []byte {
 	data, _ := os.ReadFile(path)
 	return data
+}
+
+// envPrefix starts the environment variable of every configuration key.
+const envPrefix = "STOATCTL_"
+
+// EnvName is the environment variable that sets key: STOATCTL_, then the
+// key upper-cased with each dot an underscore and each hyphen two
+// (STOATCTL_SASL_JAAS_CONFIG, STOATCTL_PRODUCER_COMPRESSION_TYPE,
+// STOATCTL_STOATFLOW_COMMIT__BARRIER_INTERVAL__MS), as container images of
+// Kafka name theirs.
+func EnvName(key string) string {
+	return envPrefix + strings.ToUpper(strings.NewReplacer(".", "_", "-", "__").Replace(key))
+}
+
+// envKeys are the keys an environment variable may set: every key of the
+// catalogue, and every Kafka client key under each prefix its clients
+// read. A variable is looked up by name, so an unrelated STOATCTL_
+// variable (STOATCTL_HTTP_TOKEN) is never read as a key.
+func envKeys() []string {
+	var out []string
+	for _, k := range config.Catalogue() {
+		out = append(out, k.Name)
+		for _, c := range k.Clients {
+			prefixes := []string{string(c) + "."}
+			if c == config.Consumer {
+				prefixes = []string{"consumer.", "main.consumer.", "restore.consumer.", "global.consumer."}
+			}
+			for _, p := range prefixes {
+				out = append(out, p+k.Name)
+			}
+		}
+	}
+	return out
+}
+
+// addEnvironment adds the keys set by environment variables to s, each
+// from its variable.
+func addEnvironment(s *configSources) {
+	for _, k := range envKeys() {
+		name := EnvName(k)
+		if v, ok := os.LookupEnv(name); ok {
+			s.set(k, v, "environment "+name)
+		}
+	}
 }

@@ -78,6 +78,7 @@ rocksdbjni jar. Offsets and event time still come from its committed offsets.`,
 				}
 				src.add(fromFile, configFileOrigin(configFile))
 			}
+			addEnvironment(src)
 			for _, o := range overrides {
 				k, v, err := config.ParseAssignment(o)
 				if err != nil {

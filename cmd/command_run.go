@@ -54,7 +54,9 @@ Configuration comes from the topology file, then -c FILE (YAML, or a Kafka
 Streams application's Java .properties file: keys such as application.id,
 processing.guarantee, num.stream.threads, security.protocol, sasl.*,
 ssl.*, the consumer./producer./admin./topic. prefixed keys, and the
-stoatflow.* keys), then -X KEY=VALUE, then -b. ${file:PATH:KEY},
+stoatflow.* keys), then the environment (STOATCTL_ and the key upper-cased,
+dots as underscores, hyphens as two: STOATCTL_SASL_JAAS_CONFIG), then
+-X KEY=VALUE, then -b. ${file:PATH:KEY},
 ${env:NAME} and ${dir:DIR:FILE} in a value are resolved as Kafka's config
 providers resolve them; passwords and keys are never printed.
 Every key is checked against the catalogue (stoatctl config list) before
@@ -117,6 +119,7 @@ An address in use fails the start; --http off serves nothing.`,
 				}
 				src.add(fromFile, configFileOrigin(configFile))
 			}
+			addEnvironment(src)
 			for _, o := range overrides {
 				k, v, err := config.ParseAssignment(o)
 				if err != nil {

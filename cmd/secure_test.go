@@ -89,12 +89,22 @@ func TestTopicListSASL(t *testing.T) {
 	for _, tc := range []struct {
 		name, pw string
 		code     int
-	}{{"right password", "right-pw-77", ExitOK}, {"wrong password", "wrong-pw-88", ExitFailure}} {
+		env      bool
+	}{{"right password", "right-pw-77", ExitOK, false}, {"wrong password", "wrong-pw-88", ExitFailure, false},
+		{"from the environment", "right-pw-77", ExitOK, true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("STOAT_TEST_KAFKA_PW", tc.pw)
+			args := []string{"topic", "list", "-b", c.ListenAddrs()[0], "--timeout", "20s"}
+			if tc.env {
+				t.Setenv("STOATCTL_SECURITY_PROTOCOL", "SASL_PLAINTEXT")
+				t.Setenv("STOATCTL_SASL_MECHANISM", "SCRAM-SHA-512")
+				t.Setenv("STOATCTL_SASL_JAAS_CONFIG", `org.apache.kafka.common.security.scram.ScramLoginModule required username="app" password="${env:STOAT_TEST_KAFKA_PW}";`)
+			} else {
+				args = append(args, "--command-config", path)
+			}
 			var stdout, stderr bytes.Buffer
 			start := time.Now()
-			code := Run([]string{"topic", "list", "-b", c.ListenAddrs()[0], "--command-config", path, "--timeout", "20s"}, &stdout, &stderr)
+			code := Run(args, &stdout, &stderr)
 			if code != tc.code {
 				t.Fatalf("exit %d, want %d; stderr: %s", code, tc.code, stderr.String())
 			}
@@ -108,5 +118,37 @@ func TestTopicListSASL(t *testing.T) {
 				t.Errorf("the password is shown: %s%s", stdout.String(), stderr.String())
 			}
 		})
+	}
+}
+
+// TestEnvironmentConfig: a STOATCTL_ variable sets its key, over a -c file
+// and under -X; prefixed client keys have theirs too.
+func TestEnvironmentConfig(t *testing.T) {
+	for key, env := range map[string]string{
+		"sasl.jaas.config":                     "STOATCTL_SASL_JAAS_CONFIG",
+		"producer.compression.type":            "STOATCTL_PRODUCER_COMPRESSION_TYPE",
+		"stoatflow.commit-barrier.interval-ms": "STOATCTL_STOATFLOW_COMMIT__BARRIER_INTERVAL__MS",
+	} {
+		if got := EnvName(key); got != env {
+			t.Errorf("EnvName(%s) = %s, want %s", key, got, env)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "c.properties")
+	if err := os.WriteFile(path, []byte("linger.ms=1\nacks=all\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("STOATCTL_LINGER_MS", "2")
+	t.Setenv("STOATCTL_MAIN_CONSUMER_FETCH_MAX_BYTES", "4096")
+	t.Setenv("STOATCTL_ACKS", "1")
+	f := clientFlags{file: path, overrides: []string{"acks=-1"}}
+	src, err := f.sources()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string]string{"linger.ms": "2 environment STOATCTL_LINGER_MS", "acks": "-1 flag -X",
+		"main.consumer.fetch.max.bytes": "4096 environment STOATCTL_MAIN_CONSUMER_FETCH_MAX_BYTES"} {
+		if got := src.values[key] + " " + src.origin(key); got != want {
+			t.Errorf("%s = %q, want %q", key, got, want)
+		}
 	}
 }

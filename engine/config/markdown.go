@@ -99,7 +99,10 @@ const clientSections = `
 Every command that talks to Kafka (` + "`run`" + `, ` + "`migrate`" + `, ` + "`topic`" + `, ` + "`replay record`" + `)
 connects with the same keys: ` + "`run`" + ` and ` + "`migrate`" + ` from the topology file, ` + "`-c FILE`" + `
 and ` + "`-X`" + `; ` + "`topic`" + ` from ` + "`--command-config FILE`" + ` and ` + "`-X`" + `; ` + "`replay record`" + ` from
-` + "`-c FILE`" + ` and ` + "`-X`" + `. A file whose name ends in ` + "`.properties`" + ` is read as a Java
+` + "`-c FILE`" + ` and ` + "`-X`" + `. Each also reads the environment, between the file and ` + "`-X`" + `:
+` + "`STOATCTL_`" + ` and the key upper-cased, dots as underscores and hyphens as two
+(` + "`STOATCTL_SASL_JAAS_CONFIG`" + `, ` + "`STOATCTL_PRODUCER_COMPRESSION_TYPE`" + `,
+` + "`STOATCTL_STOATFLOW_COMMIT__BARRIER_INTERVAL__MS`" + `). A file whose name ends in ` + "`.properties`" + ` is read as a Java
 properties file (` + "`key=value`" + `, ` + "`key: value`" + `, ` + "`#`" + ` and ` + "`!`" + ` comments, backslash
 continuations and escapes), so a Kafka Streams application's file works as it
 is; any other file is YAML. ` + "`stoatctl config check FILE`" + ` says key by key what is
