@@ -219,6 +219,11 @@ func TestSecuredKafka(t *testing.T) {
 			"TLS: the broker refused the handshake", "PRIVATE KEY"},
 		{"missing ACL", []string{"topic", "read", "-t", "lines", "-b", b.SASLSSL, "--command-config", secureProperties(t, b, "noacl")},
 			"not authorized to read topic lines", b.Passwords["noacl"]},
+		{"run with a wrong password", []string{"run", "-t", "word-count", "-b", b.SASLSSL, "-c", props, "--http", "off", "-X",
+			`sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="app" password="wrong-pw-456";`},
+			"SASL authentication failed: the broker refused the credentials", "wrong-pw-456"},
+		{"run with an unknown CA", []string{"run", "-t", "word-count", "-b", b.SASLSSL, "-c", props, "--http", "off", "-X", "ssl.truststore.location=" + otherCA},
+			"signed by a CA the client does not trust", pw},
 		{"run without ACLs", []string{"run", "-t", "word-count", "-b", b.SASLSSL, "-c", secureProperties(t, b, "noacl"), "--http", "off"},
 			"not authorized to describe topic lines", b.Passwords["noacl"]},
 	} {

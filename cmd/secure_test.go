@@ -152,3 +152,28 @@ func TestEnvironmentConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestEffectiveConfigHidesSecrets: the start's log of the configuration
+// shows every key, and no secret.
+func TestEffectiveConfigHidesSecrets(t *testing.T) {
+	src := newConfigSources()
+	src.set("sasl.jaas.config", `org.apache.kafka.common.security.plain.PlainLoginModule required username="u" password="pw-secret-1";`, "flag -X")
+	src.set("producer.ssl.keystore.key", "-----BEGIN PRIVATE KEY-----\nkey-secret-2\n-----END PRIVATE KEY-----", "flag -X")
+	src.set("ssl.truststore.password", "pw-secret-3", "flag -X")
+	src.set("schema.registry.url", "https://user:pw-secret-4@registry:8081", "flag -X")
+	src.set("sasl.oauthbearer.client.credentials.client.secret", "pw-secret-5", "flag -X")
+	src.set("my.plugin.password", "pw-secret-6", "flag -X")
+	var buf bytes.Buffer
+	logEffectiveConfig(newLogger(&buf, "json", 0), src)
+	out := buf.String()
+	for _, s := range []string{"pw-secret", "key-secret"} {
+		if strings.Contains(out, s) {
+			t.Errorf("the log shows a secret (%s):\n%s", s, out)
+		}
+	}
+	for _, k := range []string{`"sasl.jaas.config":"[hidden] (flag -X)"`, `"producer.ssl.keystore.key":"[hidden] (flag -X)"`, `"schema.registry.url":"https://user:xxxxx@registry:8081 (flag -X)"`} {
+		if !strings.Contains(out, k) {
+			t.Errorf("the log has no %s:\n%s", k, out)
+		}
+	}
+}

@@ -283,10 +283,14 @@ start_secure() {
 		mkdir -p "$DIR/data"
 		make_pki
 		printf '%s\n' "${SECURE_USERS[@]}" >"$DIR/users"
+		# Four distinct ports: Kafka refuses two listeners on one.
 		port=$(free_port)
 		cport=$(free_port)
+		while [[ $cport == "$port" ]]; do cport=$(free_port); done
 		mport=$(free_port)
+		while [[ $mport == "$port" || $mport == "$cport" ]]; do mport=$(free_port); done
 		iport=$(free_port)
+		while [[ $iport == "$port" || $iport == "$cport" || $iport == "$mport" ]]; do iport=$(free_port); done
 		write_secure_properties "$port" "$cport" "$mport" "$iport"
 		cluster=$("${JAVA[@]}" kafka.tools.StorageTool random-uuid)
 		"${JAVA[@]}" kafka.tools.StorageTool format --standalone -t "$cluster" "${scram[@]}" \
