@@ -71,10 +71,7 @@ func aclOperation(op string) string {
 // cannot fix it.
 func Fatal(err error) bool {
 	var e *Error
-	if errors.As(err, &e) {
-		return true
-	}
-	return Explain(err, "", "") != err
+	return errors.As(Explain(err, "", ""), &e)
 }
 
 // Explain returns err as an *Error when it is an authentication or
@@ -120,7 +117,9 @@ func Explain(err error, operation, resource string) error {
 	case errors.As(err, &header):
 		return auth("TLS: the broker did not answer in TLS: its listener is not SSL or SASL_SSL (check security.protocol and the port)")
 	case errors.As(err, &firstEOF):
-		return auth("the broker closed the connection before answering: its listener may require TLS or SASL that security.protocol does not give")
+		// A guess, not a verdict: a broker going down closes new
+		// connections too, and that is retried. So a hint, not fatal.
+		return fmt.Errorf("%w (if this persists: the broker's listener may require TLS or SASL that security.protocol does not give)", err)
 	}
 	for _, a := range []struct {
 		err      error
