@@ -18,7 +18,8 @@ func Markdown() string {
 Every key stoatctl reads, from the topology file's ` + "`config:`" + ` block, a ` + "`-c`" + `
 file, ` + "`-X KEY=VALUE`" + `, a fixture's ` + "`driver: config:`" + ` block, or the map given to
 ` + "`engine.New`" + ` and ` + "`testdriver.New`" + `. ` + "`stoatctl config list`" + ` prints the same
-table and ` + "`stoatctl config describe KEY`" + ` one key in full.
+table, ` + "`stoatctl config describe KEY`" + ` one key in full, and ` + "`stoatctl config check FILE`" + `
+what a configuration file's keys do, key by key.
 
 ` + "`stoatctl run`" + `, ` + "`stoatctl replay`" + ` and ` + "`stoatctl topology validate`" + ` check the
 configuration before they start anything:
