@@ -180,10 +180,10 @@ func (r *runner) awaitGroup(ctx context.Context, single string) error {
 	clientID := kafka.DefaultClientID(r.e.cfg)
 	txnID, _ := kafka.TransactionalID(r.e.cfg)
 	session := 45 * time.Second
-	if ms, err := r.e.cfg.Int("session.timeout.ms", 0); err == nil && ms > 0 {
+	if ms, err := r.e.cfg.ForClient(config.MainConsumer).Int("session.timeout.ms", 0); err == nil && ms > 0 {
 		session = time.Duration(ms) * time.Millisecond
 	}
-	self := strings.TrimSpace(r.e.cfg.String("group.instance.id"))
+	self := strings.TrimSpace(r.e.cfg.ForClient(config.MainConsumer).String("group.instance.id"))
 	wait := session + 2*time.Second
 	start := time.Now()
 	logged := false
