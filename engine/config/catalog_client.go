@@ -65,6 +65,8 @@ var clientKeys = []Key{
 		ReadBy: kafkaReaders, Clients: allClients, Secret: true},
 	{Name: "sasl.login.callback.handler.class", Type: TypeString, Description: "Java's login callback handler; accepted for Kafka's OAuthBearerLoginCallbackHandler, which stoatctl's OAUTHBEARER does itself",
 		ReadBy: kafkaReaders, Clients: allClients, Note: "any other class is refused"},
+	{Name: "sasl.client.callback.handler.class", Type: TypeString, Description: "Java's SASL client callback handler; accepted for AWS MSK's IAMClientCallbackHandler, whose signing stoatctl's AWS_MSK_IAM does itself",
+		ReadBy: kafkaReaders, Clients: allClients, Note: "any other class is refused"},
 	{Name: "client.dns.lookup", Type: TypeEnum, Values: []string{"use_all_dns_ips", "resolve_canonical_bootstrap_servers_only"}, Default: "use_all_dns_ips",
 		Description: "how a broker's name is resolved; accepted and ignored", ReadBy: kafkaReaders, Clients: allClients, NoOp: true,
 		Note: "franz-go tries every address a name resolves to, which is use_all_dns_ips"},

@@ -159,6 +159,7 @@ bootstrap.servers=b-1.mycluster.xxxxxx.kafka.eu-west-1.amazonaws.com:9098
 security.protocol=SASL_SSL
 sasl.mechanism=AWS_MSK_IAM
 sasl.jaas.config=software.amazon.msk.auth.iam.IAMLoginModule required;
+sasl.client.callback.handler.class=software.amazon.msk.auth.iam.IAMClientCallbackHandler
 ` + "```" + `
 
 Amazon MSK with SCRAM:
@@ -189,6 +190,9 @@ sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule require
 OAUTHBEARER gets tokens from ` + "`sasl.oauthbearer.token.endpoint.url`" + ` with the client
 credentials of the JAAS options ` + "`clientId`" + `, ` + "`clientSecret`" + ` and ` + "`scope`" + ` (or the
 ` + "`sasl.oauthbearer.client.credentials.*`" + ` keys), and refreshes each token after 80%
-of its life; ` + "`extension_NAME`" + ` options are sent as SASL extensions. GSSAPI
-(Kerberos) is not supported.
+of its life; ` + "`extension_NAME`" + ` options are sent as SASL extensions. A login
+module option stoatctl does not read (IAMLoginModule's ` + "`awsProfileName`" + ` or
+` + "`awsRoleArn`" + `, an unsecured JWT's claims) is refused rather than ignored; SCRAM's
+` + "`tokenauth=\"true\"`" + ` (delegation tokens) is read. GSSAPI (Kerberos) is not
+supported.
 `

@@ -322,6 +322,31 @@ func TestMutualTLS(t *testing.T) {
 
 // TestOptionsRefuse: a configuration that cannot connect as written is
 // refused before any connection, naming the key and no secret.
+// TestOptionsAccept: the configurations Kafka's documentation gives for
+// each mechanism make options.
+func TestOptionsAccept(t *testing.T) {
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "secret")
+	for name, values := range map[string]map[string]string{
+		"MSK IAM": {"security.protocol": "SASL_SSL", "sasl.mechanism": "AWS_MSK_IAM", "sasl.jaas.config": "software.amazon.msk.auth.iam.IAMLoginModule required;",
+			"sasl.client.callback.handler.class": "software.amazon.msk.auth.iam.IAMClientCallbackHandler"},
+		"Confluent Cloud OAuth": {"security.protocol": "SASL_SSL", "sasl.mechanism": "OAUTHBEARER", "sasl.oauthbearer.token.endpoint.url": "https://idp.example/oauth2/token",
+			"sasl.login.callback.handler.class": "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler",
+			"sasl.jaas.config":                  `org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required clientId="id" clientSecret="s" scope="kafka" extension_logicalCluster="lkc-1" extension_identityPoolId="pool-1";`},
+		"SCRAM delegation token": {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-256",
+			"sasl.jaas.config": `org.apache.kafka.common.security.scram.ScramLoginModule required username="tokenid" password="hmac" tokenauth="true";`},
+		"Confluent Cloud PLAIN": {"security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN", "client.dns.lookup": "use_all_dns_ips",
+			"sasl.jaas.config": `org.apache.kafka.common.security.plain.PlainLoginModule required username="KEY" password="SECRET";`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			opts, err := conn.Options(config.New(values), nil)
+			if err != nil || len(opts) == 0 {
+				t.Fatalf("Options = %d options, %v", len(opts), err)
+			}
+		})
+	}
+}
+
 func TestOptionsRefuse(t *testing.T) {
 	dir := t.TempDir()
 	wrongP12, _ := pkcs12.Modern.EncodeTrustStore(nil, "right")
@@ -348,6 +373,13 @@ func TestOptionsRefuse(t *testing.T) {
 		{"key without chain", map[string]string{"security.protocol": "SSL", "ssl.keystore.key": "pw-x1"}, "ssl.keystore.certificate.chain and ssl.keystore.key go together"},
 		{"encrypted PEM key", map[string]string{"security.protocol": "SSL", "ssl.keystore.certificate.chain": "x", "ssl.keystore.key": "-----BEGIN ENCRYPTED PRIVATE KEY-----\nAAAA\n-----END ENCRYPTED PRIVATE KEY-----\n"}, "the key is encrypted"},
 		{"hostname algorithm", map[string]string{"security.protocol": "SSL", "ssl.endpoint.identification.algorithm": "dns"}, `"dns" is not https or empty`},
+		{"IAM profile option", map[string]string{"security.protocol": "SASL_SSL", "sasl.mechanism": "AWS_MSK_IAM", "sasl.jaas.config": `software.amazon.msk.auth.iam.IAMLoginModule required awsProfileName="prod";`},
+			"option awsProfileName of the AWS_MSK_IAM login module is not supported"},
+		{"IAM with another Java handler", map[string]string{"security.protocol": "SASL_SSL", "sasl.mechanism": "AWS_MSK_IAM", "sasl.client.callback.handler.class": "com.example.H"},
+			"com.example.H is a Java class stoatctl cannot run"},
+		{"unsecured JWT claims", map[string]string{"security.protocol": "SASL_SSL", "sasl.mechanism": "OAUTHBEARER", "sasl.oauthbearer.token.endpoint.url": "https://idp/token",
+			"sasl.jaas.config": `org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredLoginStringClaim_sub="me" clientId="a" clientSecret="pw-x1";`},
+			"option unsecuredLoginStringClaim_sub of the OAUTHBEARER login module is not supported"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/sasl"
@@ -52,19 +53,25 @@ func Mechanism(cfg config.Config) (sasl.Mechanism, error) {
 		}
 		opts = j.Options
 	}
+	if err := knownOptions(name, opts); err != nil {
+		return nil, err
+	}
 	switch name {
 	case Plain, ScramSHA256, ScramSHA512:
 		user, pass := opts["username"], opts["password"]
 		if user == "" || pass == "" {
 			return nil, fmt.Errorf("config %s: %s needs username and password options in %s", SASLJAASConfig, name, module)
 		}
-		switch name {
-		case Plain:
+		if name == Plain {
 			return plain.Auth{User: user, Pass: pass}.AsMechanism(), nil
-		case ScramSHA256:
-			return scram.Auth{User: user, Pass: pass}.AsSha256Mechanism(), nil
 		}
-		return scram.Auth{User: user, Pass: pass}.AsSha512Mechanism(), nil
+		// tokenauth="true": a delegation token's id and HMAC as the
+		// username and password (KIP-48).
+		a := scram.Auth{User: user, Pass: pass, IsToken: strings.EqualFold(opts["tokenauth"], "true")}
+		if name == ScramSHA256 {
+			return a.AsSha256Mechanism(), nil
+		}
+		return a.AsSha512Mechanism(), nil
 	case OAuthBearer:
 		if h := strings.TrimSpace(cfg.String(LoginCallbackHandler)); h != "" && h != oauthLoginCallbackHandler && h != oauthLoginCallbackHandlerV1 {
 			return nil, fmt.Errorf("config %s: %s is a Java class stoatctl cannot run; it gets OAUTHBEARER tokens itself (client credentials against %s)", LoginCallbackHandler, h, OAuthTokenEndpoint)
@@ -74,6 +81,9 @@ func Mechanism(cfg config.Config) (sasl.Mechanism, error) {
 			return nil, err
 		}
 		return src.mechanism(), nil
+	}
+	if h := strings.TrimSpace(cfg.String(ClientCallbackHandler)); h != "" && h != iamClientCallbackHandler {
+		return nil, fmt.Errorf("config %s: %s is a Java class stoatctl cannot run; AWS_MSK_IAM signs with the environment's AWS credentials", ClientCallbackHandler, h)
 	}
 	// AWS_MSK_IAM: the environment's credentials, as the AWS tools read
 	// them first. franz-go signs each connection's authentication with
@@ -85,4 +95,35 @@ func Mechanism(cfg config.Config) (sasl.Mechanism, error) {
 		}
 		return a, nil
 	}), nil
+}
+
+// knownOptions refuses a login module option stoatctl would otherwise
+// drop: one the mechanism has no use for here (IAMLoginModule's
+// awsProfileName, OAuthBearerLoginModule's unsecuredLoginStringClaim_sub)
+// would change what a Java client does.
+func knownOptions(mechanism string, opts map[string]string) error {
+	var unknown []string
+	for k := range opts {
+		switch mechanism {
+		case Plain:
+			if k == "username" || k == "password" {
+				continue
+			}
+		case ScramSHA256, ScramSHA512:
+			if k == "username" || k == "password" || k == "tokenauth" {
+				continue
+			}
+		case OAuthBearer:
+			if k == "clientId" || k == "clientSecret" || k == "scope" || strings.HasPrefix(k, "extension_") {
+				continue
+			}
+		}
+		unknown = append(unknown, k)
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	slices.Sort(unknown)
+	return fmt.Errorf("config %s: option %s of the %s login module is not supported by stoatctl (it would be ignored, and the login would differ from Kafka's)",
+		SASLJAASConfig, strings.Join(unknown, ", "), mechanism)
 }

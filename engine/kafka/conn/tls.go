@@ -38,6 +38,8 @@ const (
 	OAuthClientID               = "sasl.oauthbearer.client.credentials.client.id"
 	OAuthClientSecret           = "sasl.oauthbearer.client.credentials.client.secret"
 	LoginCallbackHandler        = "sasl.login.callback.handler.class"
+	ClientCallbackHandler       = "sasl.client.callback.handler.class"
+	iamClientCallbackHandler    = "software.amazon.msk.auth.iam.IAMClientCallbackHandler"
 	oauthLoginCallbackHandler   = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler"
 	oauthLoginCallbackHandlerV1 = "org.apache.kafka.common.security.oauthbearer.secured.OAuthBearerLoginCallbackHandler"
 )
@@ -47,7 +49,7 @@ const (
 // franz-go client) must agree on each.
 var Keys = []string{SecurityProtocol, TruststoreLocation, TruststorePassword, TruststoreType, TruststoreCertificates,
 	KeystoreLocation, KeystorePassword, KeystoreType, KeyPassword, KeystoreCertificateChain, KeystoreKey, EndpointIdentification,
-	SASLMechanism, SASLJAASConfig, OAuthTokenEndpoint, OAuthScope, OAuthClientID, OAuthClientSecret, LoginCallbackHandler}
+	SASLMechanism, SASLJAASConfig, OAuthTokenEndpoint, OAuthScope, OAuthClientID, OAuthClientSecret, LoginCallbackHandler, ClientCallbackHandler}
 
 // The security protocols.
 const (
