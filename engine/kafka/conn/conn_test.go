@@ -169,6 +169,8 @@ func TestConnectSASLSSL(t *testing.T) {
 		"PKCS12":            {"ssl.truststore.type": "PKCS12", "ssl.truststore.location": p12Path, "ssl.truststore.password": "trustpw"},
 		"JKS":               {"ssl.truststore.location": jksPath, "ssl.truststore.password": "jkspw123"},
 		"no hostname check": {"ssl.truststore.certificates": string(ca.caPEM), "ssl.endpoint.identification.algorithm": ""},
+		"TLS 1.2 with a suite": {"ssl.truststore.certificates": string(ca.caPEM), "ssl.enabled.protocols": "TLSv1.2",
+			"ssl.cipher.suites": "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256", "ssl.protocol": "TLSv1.2"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			values := map[string]string{}
@@ -373,6 +375,8 @@ func TestOptionsRefuse(t *testing.T) {
 		{"key without chain", map[string]string{"security.protocol": "SSL", "ssl.keystore.key": "pw-x1"}, "ssl.keystore.certificate.chain and ssl.keystore.key go together"},
 		{"encrypted PEM key", map[string]string{"security.protocol": "SSL", "ssl.keystore.certificate.chain": "x", "ssl.keystore.key": "-----BEGIN ENCRYPTED PRIVATE KEY-----\nAAAA\n-----END ENCRYPTED PRIVATE KEY-----\n"}, "the key is encrypted"},
 		{"hostname algorithm", map[string]string{"security.protocol": "SSL", "ssl.endpoint.identification.algorithm": "dns"}, `"dns" is not https or empty`},
+		{"TLS 1.1", map[string]string{"security.protocol": "SSL", "ssl.enabled.protocols": "TLSv1.1,TLSv1.2"}, `config ssl.enabled.protocols: "TLSv1.1" is not TLSv1.2 or TLSv1.3`},
+		{"weak suite", map[string]string{"security.protocol": "SSL", "ssl.cipher.suites": "TLS_RSA_WITH_RC4_128_SHA"}, "TLS_RSA_WITH_RC4_128_SHA is not a TLS 1.2 cipher suite Go offers"},
 		{"IAM profile option", map[string]string{"security.protocol": "SASL_SSL", "sasl.mechanism": "AWS_MSK_IAM", "sasl.jaas.config": `software.amazon.msk.auth.iam.IAMLoginModule required awsProfileName="prod";`},
 			"option awsProfileName of the AWS_MSK_IAM login module is not supported"},
 		{"IAM with another Java handler", map[string]string{"security.protocol": "SASL_SSL", "sasl.mechanism": "AWS_MSK_IAM", "sasl.client.callback.handler.class": "com.example.H"},

@@ -31,6 +31,8 @@ const (
 	KeystoreCertificateChain    = "ssl.keystore.certificate.chain"
 	KeystoreKey                 = "ssl.keystore.key"
 	EndpointIdentification      = "ssl.endpoint.identification.algorithm"
+	EnabledProtocols            = "ssl.enabled.protocols"
+	CipherSuites                = "ssl.cipher.suites"
 	SASLMechanism               = "sasl.mechanism"
 	SASLJAASConfig              = "sasl.jaas.config"
 	OAuthTokenEndpoint          = "sasl.oauthbearer.token.endpoint.url"
@@ -48,7 +50,7 @@ const (
 // share one connection (the engine's consumer and producer are one
 // franz-go client) must agree on each.
 var Keys = []string{SecurityProtocol, TruststoreLocation, TruststorePassword, TruststoreType, TruststoreCertificates,
-	KeystoreLocation, KeystorePassword, KeystoreType, KeyPassword, KeystoreCertificateChain, KeystoreKey, EndpointIdentification,
+	KeystoreLocation, KeystorePassword, KeystoreType, KeyPassword, KeystoreCertificateChain, KeystoreKey, EndpointIdentification, EnabledProtocols, CipherSuites,
 	SASLMechanism, SASLJAASConfig, OAuthTokenEndpoint, OAuthScope, OAuthClientID, OAuthClientSecret, LoginCallbackHandler, ClientCallbackHandler}
 
 // The security protocols.
@@ -78,6 +80,9 @@ func protocol(cfg config.Config) (string, error) {
 // ServerName per broker.
 func TLSConfig(cfg config.Config) (*tls.Config, error) {
 	tc := &tls.Config{MinVersion: tls.VersionTLS12}
+	if err := protocols(cfg, tc); err != nil {
+		return nil, err
+	}
 	roots, err := truststore(cfg)
 	if err != nil {
 		return nil, err
@@ -116,6 +121,55 @@ func TLSConfig(cfg config.Config) (*tls.Config, error) {
 		return nil, fmt.Errorf("config %s: %q is not https or empty (no hostname verification)", EndpointIdentification, alg)
 	}
 	return tc, nil
+}
+
+// protocols applies ssl.enabled.protocols (the TLS versions allowed) and
+// ssl.cipher.suites (the TLS 1.2 suites, by the IANA names Java uses too;
+// TLS 1.3's are fixed in Go) to tc.
+func protocols(cfg config.Config, tc *tls.Config) error {
+	if v := strings.TrimSpace(cfg.String(EnabledProtocols)); v != "" {
+		tc.MinVersion, tc.MaxVersion = 0, 0
+		for p := range strings.SplitSeq(v, ",") {
+			var ver uint16
+			switch strings.TrimSpace(p) {
+			case "TLSv1.2":
+				ver = tls.VersionTLS12
+			case "TLSv1.3":
+				ver = tls.VersionTLS13
+			case "":
+				continue
+			default:
+				return fmt.Errorf("config %s: %q is not TLSv1.2 or TLSv1.3, the versions stoatctl speaks", EnabledProtocols, strings.TrimSpace(p))
+			}
+			if tc.MinVersion == 0 || ver < tc.MinVersion {
+				tc.MinVersion = ver
+			}
+			if ver > tc.MaxVersion {
+				tc.MaxVersion = ver
+			}
+		}
+		if tc.MinVersion == 0 {
+			tc.MinVersion = tls.VersionTLS12
+		}
+	}
+	if v := strings.TrimSpace(cfg.String(CipherSuites)); v != "" {
+		ids := map[string]uint16{}
+		for _, c := range tls.CipherSuites() {
+			ids[c.Name] = c.ID
+		}
+		for name := range strings.SplitSeq(v, ",") {
+			name = strings.TrimSpace(name)
+			if name == "" {
+				continue
+			}
+			id, ok := ids[name]
+			if !ok {
+				return fmt.Errorf("config %s: %s is not a TLS 1.2 cipher suite Go offers (it refuses insecure ones)", CipherSuites, name)
+			}
+			tc.CipherSuites = append(tc.CipherSuites, id)
+		}
+	}
+	return nil
 }
 
 func storeType(cfg config.Config, key string) (string, error) {
