@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"regexp"
 	"slices"
 	"text/tabwriter"
 
@@ -94,6 +95,9 @@ Exit 1 when a key is refused.`,
 	return c
 }
 
+// keyError is an error that names its key first.
+var keyError = regexp.MustCompile(`^config ([a-z][a-z0-9._-]*)[^:]*: (.*)$`)
+
 // checkKeys gives every key of src its verdict: the catalogue's check,
 // then what the Kafka clients refuse when they read it. Errors of the
 // clients that name no one key are returned apart.
@@ -140,6 +144,14 @@ func checkKeys(src *configSources) ([]keyVerdict, []error) {
 				}
 			}
 			return
+		}
+		// The connection's errors name their key first ("config
+		// ssl.truststore.location: open ..."): that key is refused.
+		if m := keyError.FindStringSubmatch(err.Error()); m != nil {
+			if r, ok := byKey[m[1]]; ok {
+				r.Status, r.Reason = statusRefused, m[2]
+				return
+			}
 		}
 		general = append(general, err)
 	}

@@ -50,6 +50,9 @@ func TestConfigCheck(t *testing.T) {
 			"acks                       1              honoured",
 		}},
 		{"producer's connection differs", []string{"config", "check", path, "-X", "producer.sasl.mechanism=PLAIN"}, ExitFailure, nil},
+		{"a truststore that is not there", []string{"config", "check", path, "-X", "ssl.truststore.location=/nonexistent/trust.jks"}, ExitFailure, []string{
+			"ssl.truststore.location    /nonexistent/trust.jks  refused    open /nonexistent/trust.jks: no such file or directory",
+		}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

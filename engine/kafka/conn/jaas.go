@@ -27,7 +27,7 @@ const (
 )
 
 // ErrJAAS is the class of every ParseJAAS error.
-var ErrJAAS = errors.New("sasl.jaas.config")
+var ErrJAAS = errors.New("config sasl.jaas.config")
 
 // ParseJAAS reads a sasl.jaas.config value in Kafka's syntax:
 //
