@@ -50,13 +50,16 @@ func TestSecuredStart(t *testing.T) {
 		name    string
 		without string
 		want    string
+		extra   func(app string) []kfake.ACL
 	}{
-		{"all granted", "", ""},
-		{"no describe on the input", "in", "not authorized to describe topic in"},
-		{"no transactional id", "txn", "not authorized to write transactional id secured-txn-"},
-		{"no group", "group", "group secured-group"},
-		{"no internal topics", "intern", "secured-intern-stoatflow-watermark-changelog"},
-		{"no write on the output", "out", "not authorized to write topic out"},
+		{"all granted", "", "", nil},
+		{"no describe on the input", "in", "not authorized to describe topic in", nil},
+		{"no transactional id", "txn", "not authorized to write transactional id secured-txn-", nil},
+		{"no group", "group", "group secured-group", nil},
+		{"describe but no read on the group", "group", "not authorized to read group secured-group",
+			func(app string) []kfake.ACL { return allow(group, app, lit, D) }},
+		{"no internal topics", "intern", "secured-intern-stoatflow-watermark-changelog", nil},
+		{"no write on the output", "out", "not authorized to write topic out", nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -66,6 +69,9 @@ func TestSecuredStart(t *testing.T) {
 				if k != tc.without {
 					acls = append(acls, as...)
 				}
+			}
+			if tc.extra != nil {
+				acls = append(acls, tc.extra(app)...)
 			}
 			c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.EnableSASL(), kfake.EnableACLs(), kfake.Superuser("SCRAM-SHA-512", "admin", "admin-pw"),
 				kfake.User("SCRAM-SHA-512", "app", pw, acls...), kfake.SeedTopics(1, "in", "out"))
