@@ -51,15 +51,17 @@ func TestSecuredStart(t *testing.T) {
 		without string
 		want    string
 		extra   func(app string) []kfake.ACL
+		alos    bool
 	}{
-		{"all granted", "", "", nil},
-		{"no describe on the input", "in", "not authorized to describe topic in", nil},
-		{"no transactional id", "txn", "not authorized to write transactional id secured-txn-", nil},
-		{"no group", "group", "group secured-group", nil},
+		{"all granted", "", "", nil, false},
+		{"no describe on the input", "in", "not authorized to describe topic in", nil, false},
+		{"no transactional id", "txn", "not authorized to write transactional id secured-txn-", nil, false},
+		{"no group", "group", "group secured-group", nil, false},
 		{"describe but no read on the group", "group", "not authorized to read group secured-group",
-			func(app string) []kfake.ACL { return allow(group, app, lit, D) }},
-		{"no internal topics", "intern", "secured-intern-stoatflow-watermark-changelog", nil},
-		{"no write on the output", "out", "not authorized to write topic out", nil},
+			func(app string) []kfake.ACL { return allow(group, app, lit, D) }, false},
+		{"no internal topics", "intern", "secured-intern-stoatflow-watermark-changelog", nil, false},
+		{"no write on the output", "out", "not authorized to write topic out", nil, false},
+		{"no write on the output, at least once", "out", "not authorized to write topic out", nil, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -92,6 +94,9 @@ func TestSecuredStart(t *testing.T) {
 			}
 			conf := cfg(addr, app, "security.protocol", "SASL_PLAINTEXT", "sasl.mechanism", "SCRAM-SHA-512",
 				"sasl.jaas.config", `org.apache.kafka.common.security.scram.ScramLoginModule required username="app" password="`+pw+`";`)
+			if tc.alos {
+				conf["processing.guarantee"] = "at_least_once"
+			}
 			e := engine.New(inflate(), conf, engine.WithLogger(testLogger(t)))
 			done := make(chan error, 1)
 			rctx, stop := context.WithCancel(t.Context())
