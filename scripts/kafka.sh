@@ -95,13 +95,19 @@ props_of() {
 	esac
 }
 
-# free_port prints a loopback port nothing listens on, from the ephemeral
-# range's upper half. Bash's /dev/tcp connects to test it: a refused
+# free_port prints a loopback port nothing listens on, below the kernel's
+# ephemeral range (ip_local_port_range, 32768-60999 by default): a port
+# from that range can be handed to any other process's listener on port 0
+# (every embedded-broker test makes some) between this check and the
+# broker's bind, which made a secured start, four ports, fail three
+# attempts in a row. Bash's /dev/tcp connects to test it: a refused
 # connection means the port is free.
 free_port() {
-	local port
+	local port low=32768
+	read -r low _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || true
+	((low > 12000)) || die "the ephemeral port range starts at $low: no room below it for the broker's ports"
 	for _ in $(seq 200); do
-		port=$((40000 + RANDOM % 20000))
+		port=$((10000 + RANDOM % (low - 10000)))
 		if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
 			echo "$port"
 			return 0
