@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -153,5 +154,28 @@ func TestResolveProviders(t *testing.T) {
 				t.Errorf("got %v\nwant %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestSecuredClusterExamples: every properties example of "Connecting to
+// a secured cluster" parses and passes the check: no unknown key, no bad
+// value, nothing without effect.
+func TestSecuredClusterExamples(t *testing.T) {
+	blocks := strings.Split(clientSections, "```properties\n")[1:]
+	if len(blocks) < 4 {
+		t.Fatalf("%d examples, want the four of the docs", len(blocks))
+	}
+	for i, b := range blocks {
+		text, _, _ := strings.Cut(b, "```")
+		values, err := ParseProperties(fmt.Sprintf("example %d", i+1), []byte(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if values["security.protocol"] == "" || values["bootstrap.servers"] == "" {
+			t.Errorf("example %d sets no security.protocol or bootstrap.servers", i+1)
+		}
+		for _, p := range Check(values) {
+			t.Errorf("example %d: %s", i+1, p)
+		}
 	}
 }
