@@ -18,22 +18,22 @@ import (
 // honoured, or refused with the reason; none is dropped unsaid (the
 // catalogue marks those accepted without effect).
 const (
-	CompressionType         = "compression.type"
-	MaxRequestSize          = "max.request.size"
-	Acks                    = "acks"
-	EnableIdempotence       = "enable.idempotence"
-	LingerMs                = "linger.ms"
-	FetchMaxBytes           = "fetch.max.bytes"
-	MaxPartitionFetchBytes  = "max.partition.fetch.bytes"
-	FetchMinBytes           = "fetch.min.bytes"
-	FetchMaxWaitMs          = "fetch.max.wait.ms"
-	IsolationLevel          = "isolation.level"
-	EnableAutoCommit        = "enable.auto.commit"
-	ReplicationFactor       = "replication.factor"
-	DefaultMaxRequestSize   = 1 << 20
-	defaultLinger           = 10 * time.Millisecond
-	defaultFetchMaxWait     = 200 * time.Millisecond
-	franzMaxBrokerWriteByte = 100 << 20
+	CompressionType        = "compression.type"
+	MaxRequestSize         = "max.request.size"
+	Acks                   = "acks"
+	EnableIdempotence      = "enable.idempotence"
+	LingerMs               = "linger.ms"
+	FetchMaxBytes          = "fetch.max.bytes"
+	MaxPartitionFetchBytes = "max.partition.fetch.bytes"
+	FetchMinBytes          = "fetch.min.bytes"
+	FetchMaxWaitMs         = "fetch.max.wait.ms"
+	IsolationLevel         = "isolation.level"
+	EnableAutoCommit       = "enable.auto.commit"
+	ReplicationFactor      = "replication.factor"
+	DefaultMaxRequestSize  = 1 << 20
+	defaultLinger          = 10 * time.Millisecond
+	defaultFetchMaxWait    = 200 * time.Millisecond
+	franzBrokerWriteBytes  = 100 << 20 // franz-go's default BrokerMaxWriteBytes
 )
 
 // refuse is a key's refusal, as config check reports it.
@@ -92,7 +92,7 @@ func ProducerOptions(cfg config.Config) ([]kgo.Opt, error) {
 		return nil, err
 	}
 	opts = append(opts, kgo.ProducerBatchMaxBytes(int32(size)))
-	if size > franzMaxBrokerWriteByte-(1<<20) {
+	if size > franzBrokerWriteBytes-(1<<20) {
 		opts = append(opts, kgo.BrokerMaxWriteBytes(int32(min(int64(size)+(1<<20), 1<<31-1))))
 	}
 

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/stoatflow/stoatctl/engine/config"
 )
 
@@ -82,5 +84,21 @@ func TestApplyTopicSettings(t *testing.T) {
 		if _, err := ApplyTopicSettings(config.New(map[string]string{"replication.factor": bad}), specs); err == nil || !strings.Contains(err.Error(), "config replication.factor") {
 			t.Errorf("replication.factor=%s: err = %v", bad, err)
 		}
+	}
+}
+
+// TestLargeMaxRequestSize: a max.request.size above franz-go's 100 MiB
+// write limit raises that limit too, or franz-go refuses the client.
+func TestLargeMaxRequestSize(t *testing.T) {
+	for _, size := range []string{"1048576", "104857600", "209715200"} {
+		opts, err := ProducerOptions(config.New(map[string]string{"max.request.size": size}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cl, err := kgo.NewClient(append(opts, kgo.SeedBrokers("127.0.0.1:1"))...)
+		if err != nil {
+			t.Fatalf("max.request.size=%s: %v", size, err)
+		}
+		cl.Close()
 	}
 }
