@@ -8,8 +8,13 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/base64"
 	"encoding/pem"
+	"fmt"
+	"io"
 	"math/big"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -189,6 +194,27 @@ func TestSecuredKafka(t *testing.T) {
 		}
 	})
 
+	t.Run("OAUTHBEARER", func(t *testing.T) {
+		endpoint := tokenEndpoint(t, "stoat-client", "client-secret-789", "app")
+		var stdout, stderr bytes.Buffer
+		code := Run([]string{"topic", "read", "-t", "lines", "-b", b.SASLSSL, "-X", "security.protocol=SASL_SSL", "-X", "ssl.truststore.type=PEM",
+			"-X", "ssl.truststore.location=" + b.CAFile(), "-X", "sasl.mechanism=OAUTHBEARER", "-X", "sasl.oauthbearer.token.endpoint.url=" + endpoint,
+			"-X", `sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required clientId="stoat-client" clientSecret="client-secret-789" scope="kafka";`},
+			&stdout, &stderr)
+		if code != ExitOK || !strings.Contains(stdout.String(), "the cat the hat") {
+			t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, stdout.String(), stderr.String())
+		}
+		stdout.Reset()
+		stderr.Reset()
+		code = Run([]string{"topic", "list", "-b", b.SASLSSL, "-X", "security.protocol=SASL_SSL", "-X", "ssl.truststore.type=PEM",
+			"-X", "ssl.truststore.location=" + b.CAFile(), "-X", "sasl.mechanism=OAUTHBEARER", "-X", "sasl.oauthbearer.token.endpoint.url=" + endpoint,
+			"-X", `sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required clientId="stoat-client" clientSecret="wrong-secret-000";`},
+			&stdout, &stderr)
+		if code != ExitFailure || !strings.Contains(stderr.String(), "refused client stoat-client: HTTP 401") || strings.Contains(stderr.String(), "wrong-secret-000") {
+			t.Fatalf("a wrong client secret: exit %d\nstderr: %s", code, stderr.String())
+		}
+	})
+
 	t.Run("mutual TLS", func(t *testing.T) {
 		var stdout, stderr bytes.Buffer
 		code := Run([]string{"topic", "read", "-t", "lines", "-b", b.MTLS, "-X", "security.protocol=SSL", "-X", "ssl.truststore.type=PEM",
@@ -294,4 +320,26 @@ func badCertificates(t *testing.T, b *kafkatest.SecureBroker) (otherCAFile, expi
 	}
 	kder, _ := x509.MarshalPKCS8PrivateKey(ckey)
 	return otherCAFile, string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cder})), string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}))
+}
+
+// tokenEndpoint serves OAuth 2 client-credentials tokens for id and
+// secret: unsecured JWTs (alg none) naming sub, which the secured broker's
+// default validator takes.
+func tokenEndpoint(t *testing.T, id, secret, sub string) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u, p, ok := r.BasicAuth()
+		if !ok || u != id || p != secret || r.FormValue("grant_type") != "client_credentials" {
+			w.WriteHeader(http.StatusUnauthorized)
+			io.WriteString(w, `{"error":"invalid_client"}`)
+			return
+		}
+		now := time.Now().Unix()
+		enc := base64.RawURLEncoding
+		claims := fmt.Sprintf(`{"sub":%q,"iat":%d,"exp":%d,"scope":%q}`, sub, now, now+3600, r.FormValue("scope"))
+		token := enc.EncodeToString([]byte(`{"alg":"none"}`)) + "." + enc.EncodeToString([]byte(claims)) + "."
+		fmt.Fprintf(w, `{"access_token":%q,"token_type":"Bearer","expires_in":3600}`, token)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL + "/token"
 }

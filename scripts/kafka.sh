@@ -28,7 +28,8 @@
 #                     and the restarted broker registers afresh; stop and
 #                     status cover both. The folder remembers the mode.
 # --secure            a secured broker, as production clusters run: a
-#                     SASL_SSL listener (SCRAM-SHA-256 and -512; its address
+#                     SASL_SSL listener (SCRAM-SHA-256 and -512, and
+#                     OAUTHBEARER with unsecured tokens, sub the principal; its address
 #                     is the one printed), an SSL listener that requires a
 #                     client certificate (mTLS; address in bootstrap-mtls),
 #                     both with a certificate of a CA made here with openssl
@@ -266,9 +267,13 @@ write_secure_properties() {
 			ssl.truststore.location=$tls/ca.pem
 			listener.name.ssl.ssl.client.auth=required
 			ssl.principal.mapping.rules=RULE:^CN=([^,]*).*\$/\$1/,DEFAULT
-			sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512
+			sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER
 			listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
 			listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+			# OAUTHBEARER with Kafka's default validator of unsecured
+			# tokens (alg none): the principal is the token's sub claim.
+			# Tests only: a production broker validates signed tokens.
+			listener.name.sasl_ssl.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredLoginStringClaim_sub="admin";
 			authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer
 			super.users=User:admin;User:ANONYMOUS
 		EOF
