@@ -7,6 +7,7 @@ import (
 	"maps"
 	"regexp"
 	"slices"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -174,4 +175,28 @@ func checkKeys(src *configSources) ([]keyVerdict, []error) {
 		general = append(general, fmt.Errorf("config %s differs between the main consumer and the producer, which are one client in stoatctl's engine", k))
 	}
 	return rows, general
+}
+
+// clientRefusals is what the Kafka clients would refuse in src, as one
+// error, or nil: run checks it before it starts anything (an embedded
+// broker kept up for a configuration error would only be in the way).
+func clientRefusals(src *configSources) error {
+	rows, general := checkKeys(src)
+	var errs []string
+	for _, r := range rows {
+		if r.Status == statusRefused {
+			p := config.Problem{Kind: config.Invalid, Key: r.Key, Reason: r.Reason, Origin: r.Origin}
+			errs = append(errs, p.String())
+		}
+	}
+	for _, err := range general {
+		errs = append(errs, err.Error())
+	}
+	switch len(errs) {
+	case 0:
+		return nil
+	case 1:
+		return errors.New(errs[0])
+	}
+	return fmt.Errorf("%d configuration problems:\n  %s", len(errs), strings.Join(dedupe(errs), "\n  "))
 }

@@ -144,6 +144,12 @@ An address in use fails the start; --http off serves nothing.`,
 			if err := report.finish(c); err != nil {
 				return err
 			}
+			// What the Kafka clients would refuse (acks=1 under
+			// exactly-once, a truststore that does not open) fails here,
+			// before an embedded broker starts.
+			if err := clientRefusals(src); err != nil {
+				return err
+			}
 			if err := resolveProviders(src); err != nil {
 				return err
 			}

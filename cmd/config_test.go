@@ -42,6 +42,7 @@ var configTests = []struct {
 	{"config_check_properties", []string{"config", "check", "testdata/config/streams.properties"}, ExitOK},
 	{"config_check_json", []string{"config", "check", "testdata/config/streams.properties", "-o", "json"}, ExitOK},
 	{"run_strict_properties_file", []string{"run", "-t", "word-count", "-c", "testdata/config/typo.properties", "--strict"}, ExitUsage},
+	{"run_refused_client_key", []string{"run", "-t", "word-count", "-X", "acks=1", "-X", "ssl.truststore.location=testdata/config/none.jks", "-X", "security.protocol=SSL"}, ExitFailure},
 
 	{"run_strict_typo", []string{"run", "-t", "word-count", "-X", "num.stream.thread=4", "--strict"}, ExitUsage},
 	{"run_bad_value", []string{"run", "-t", "word-count", "-X", "num.stream.threads=four", "-X", "foo.bar=1"}, ExitUsage},
