@@ -385,6 +385,11 @@ func logEffectiveConfig(log *slog.Logger, src *configSources) {
 			!slices.ContainsFunc(k.ReadBy, func(c config.Component) bool { return c != config.TestDriver }) {
 			continue
 		}
+		if strings.HasPrefix(k.Name, "ssl.") || strings.HasPrefix(k.Name, "sasl.") {
+			// Their defaults (JKS, GSSAPI) say nothing unless
+			// security.protocol uses them, and then they are set.
+			continue
+		}
 		values[k.Name] = k.Default
 	}
 	var attrs []any
