@@ -30,7 +30,7 @@ naming the closest known key; under --strict it is an error (exit 2).`,
 		Args: cobra.ArbitraryArgs,
 		RunE: runGroup,
 	}
-	c.AddCommand(newConfigListCommand(), newConfigDescribeCommand())
+	c.AddCommand(newConfigListCommand(), newConfigDescribeCommand(), newConfigCheckCommand())
 	return c
 }
 
@@ -47,11 +47,16 @@ type keyView struct {
 	NoOp        bool              `json:"no_op,omitempty"`
 	AliasOf     string            `json:"alias_of,omitempty"`
 	Note        string            `json:"note,omitempty"`
+	Secret      bool              `json:"secret,omitempty"`
+	Clients     []string          `json:"clients,omitempty"`
 }
 
 func viewOf(k config.Key) keyView {
 	v := keyView{Name: k.Name, Type: string(k.Type), Values: k.Values, Aliases: k.Aliases, Default: k.Default,
-		Description: k.Description, NoOp: k.NoOp, AliasOf: k.AliasOf, Note: k.Note}
+		Description: k.Description, NoOp: k.NoOp, AliasOf: k.AliasOf, Note: k.Note, Secret: k.Secret}
+	for _, c := range k.Clients {
+		v.Clients = append(v.Clients, string(c))
+	}
 	if k.HasMin {
 		m := k.Min
 		v.Min = &m
@@ -149,6 +154,20 @@ func describeKey(w io.Writer, k config.Key) error {
 	row("description", k.Description)
 	if k.NoOp {
 		row("effect", "none yet: accepted and ignored")
+	}
+	if k.Secret {
+		row("secret", "yes: its value is never shown")
+	}
+	if len(k.Clients) > 0 {
+		var ps []string
+		for _, c := range k.Clients {
+			if c == config.Consumer {
+				ps = append(ps, "consumer., main.consumer., restore.consumer., global.consumer.")
+				continue
+			}
+			ps = append(ps, string(c)+".")
+		}
+		row("prefixes", strings.Join(ps, ", "))
 	}
 	row("alias of", k.AliasOf)
 	row("note", k.Note)

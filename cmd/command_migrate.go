@@ -23,6 +23,7 @@ import (
 func newMigrateCommand() *cobra.Command {
 	var (
 		from, to, topo, bootstrap string
+		configFile                string
 		maps, overrides           []string
 		emitFrontier, dryRun, yes bool
 		verifyOnly                bool
@@ -78,17 +79,31 @@ rocksdbjni jar. Offsets and event time still come from its committed offsets.`,
 			if err != nil {
 				return err
 			}
-			cfg := map[string]string{}
-			for k, v := range file.Config {
-				cfg[k] = v
+			src := topologyConfig(file)
+			if configFile != "" {
+				fromFile, err := config.LoadFile(configFile)
+				if err != nil {
+					return err
+				}
+				src.add(fromFile, configFileOrigin(configFile))
 			}
+			addEnvironment(src)
 			for _, o := range overrides {
 				k, v, err := config.ParseAssignment(o)
 				if err != nil {
 					return usageErrorf("-X %s", err)
 				}
-				cfg[k] = v
+				src.set(k, v, "flag -X")
 			}
+			var report configReport
+			report.check(src, false)
+			if err := report.finish(c); err != nil {
+				return err
+			}
+			if err := resolveProviders(src); err != nil {
+				return err
+			}
+			cfg := src.values
 			if to != "" {
 				cfg[config.ApplicationID] = to
 			}
@@ -116,7 +131,7 @@ rocksdbjni jar. Offsets and event time still come from its committed offsets.`,
 				return err
 			}
 			opts := migrate.Options{From: from, To: built.ApplicationID, Built: built, Seeds: strings.Split(cfg[config.BootstrapServers], ","),
-				ClientOpts: clientOpts, Map: mapping, EmitFrontier: emitFrontier, BatchRecords: batch, WaitForGroups: waitGroups,
+				ClientOpts: clientOpts, Config: conf, Map: mapping, EmitFrontier: emitFrontier, BatchRecords: batch, WaitForGroups: waitGroups,
 				StateDir: stateDir, RocksDBLibrary: rocksLib, Overrides: accept}
 			ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -175,6 +190,7 @@ rocksdbjni jar. Offsets and event time still come from its committed offsets.`,
 	f.StringVar(&to, "application-id", "", "our application `ID` (default: the topology's application-id)")
 	f.StringVarP(&topo, "topology", "t", "", "our `TOPOLOGY`: a YAML topology file or a bundled example name")
 	f.StringVarP(&bootstrap, "bootstrap-servers", "b", "", "Kafka `HOST:PORT` list")
+	f.StringVarP(&configFile, "config", "c", "", "read configuration from `FILE`: YAML, or a Java .properties file (security.protocol, ssl.*, sasl.*, ...)")
 	f.StringArrayVarP(&overrides, "set", "X", nil, "configuration `KEY=VALUE` (repeatable)")
 	f.StringArrayVar(&maps, "map", nil, "map a Kafka Streams store to ours: `KS_STORE=OUR_STORE` (repeatable)")
 	f.StringArrayVar(&accept.SkipStores, "skip-store", nil, "do not migrate Kafka Streams' store `KS_STORE`, accepting its problem: its state is lost, ours starts empty (repeatable)")

@@ -19,6 +19,7 @@ func newReplayRecordCommand() *cobra.Command {
 		bootstrap, from, to, topo, out, oldOut, recordsFile string
 		topics                                              []string
 		limit                                               int
+		client                                              clientFlags
 	)
 	c := &cobra.Command{
 		Use:   "record -b HOST:PORT -t TOPIC [-t TOPIC...]",
@@ -43,7 +44,10 @@ order.
 Keys, values and header values are written as strings when they are UTF-8,
 else as !!binary (base64). The fixture has no expect section:
 'stoatctl replay --update FILE' fills it in. The format is described in
-docs/fixtures.md.`,
+docs/fixtures.md.
+
+A secured cluster takes the Kafka client keys (security.protocol, ssl.*,
+sasl.*) from -c FILE (YAML, or a Java .properties file) and -X KEY=VALUE.`,
 		Example: `  stoatctl replay record -b localhost:9092 -t sentences --topology uppercase --out sentences.fixture.yaml
   stoatctl replay record -b localhost:9092 -t orders -t payments --from 2024-05-01T00:00:00Z --limit 1000 \
       --topology ./orders.yaml --out fixtures/orders/orders.fixture.yaml --records-file orders.jsonl`,
@@ -117,9 +121,12 @@ docs/fixtures.md.`,
 				}
 			}
 
+			if opts.Opts, err = client.connOptions(c); err != nil {
+				return err
+			}
 			rec, err := replay.Capture(c.Context(), opts)
 			if err != nil {
-				return err
+				return explainConn(err, "read", "topic "+strings.Join(opts.Topics, ", "))
 			}
 			var fixture, records bytes.Buffer
 			if recordsFile != "" {
@@ -167,6 +174,7 @@ docs/fixtures.md.`,
 	f.StringVar(&out, "out", "", "write the fixture to `FILE`, making its folder (default stdout)")
 	f.StringVarP(&oldOut, "output-file", "o", "", "deprecated: --out")
 	_ = f.MarkHidden("output-file")
+	client.add(c, "config", "c", false)
 	f.StringVar(&recordsFile, "records-file", "", "write the records to `FILE`, JSON Lines next to the fixture, instead of inline")
 	return c
 }

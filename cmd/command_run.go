@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"maps"
 	"net"
-	"net/url"
 	"os"
 	"os/signal"
 	"slices"
@@ -51,9 +50,15 @@ be read (the notice says how), and run then exits 1. The embedded broker's
 flags (--broker-port, --broker-data-dir, --partitions) are refused when a
 cluster is named, since no broker starts then.
 
-Configuration comes from the topology file, then -c FILE (YAML: Kafka
-Streams-style keys such as application.id, processing.guarantee,
-num.stream.threads, and the stoatflow.* keys), then -X KEY=VALUE, then -b.
+Configuration comes from the topology file, then -c FILE (YAML, or a Kafka
+Streams application's Java .properties file: keys such as application.id,
+processing.guarantee, num.stream.threads, security.protocol, sasl.*,
+ssl.*, the consumer./producer./admin./topic. prefixed keys, and the
+stoatflow.* keys), then the environment (STOATCTL_ and the key upper-cased,
+dots as underscores, hyphens as two: STOATCTL_SASL_JAAS_CONFIG), then
+-X KEY=VALUE, then -b. ${file:PATH:KEY},
+${env:NAME} and ${dir:DIR:FILE} in a value are resolved as Kafka's config
+providers resolve them; passwords and keys are never printed.
 Every key is checked against the catalogue (stoatctl config list) before
 anything starts: an unknown key is a warning naming the closest known key,
 an error under --strict (exit 2); a value that does not parse is an error.
@@ -112,8 +117,9 @@ An address in use fails the start; --http off serves nothing.`,
 				if err != nil {
 					return err
 				}
-				src.add(fromFile, fileOrigin("", configFile))
+				src.add(fromFile, configFileOrigin(configFile))
 			}
+			addEnvironment(src)
 			for _, o := range overrides {
 				k, v, err := config.ParseAssignment(o)
 				if err != nil {
@@ -136,6 +142,15 @@ An address in use fails the start; --http off serves nothing.`,
 			var report configReport
 			report.check(src, strict)
 			if err := report.finish(c); err != nil {
+				return err
+			}
+			// What the Kafka clients would refuse (acks=1 under
+			// exactly-once, a truststore that does not open) fails here,
+			// before an embedded broker starts.
+			if err := clientRefusals(src); err != nil {
+				return err
+			}
+			if err := resolveProviders(src); err != nil {
 				return err
 			}
 			cfg := src.values
@@ -183,7 +198,7 @@ An address in use fails the start; --http off serves nothing.`,
 	}
 	f := c.Flags()
 	f.StringVarP(&topo, "topology", "t", "", "run `TOPOLOGY`: a YAML topology file or a bundled example name")
-	f.StringVarP(&configFile, "config", "c", "", "read configuration from YAML `FILE`")
+	f.StringVarP(&configFile, "config", "c", "", "read configuration from `FILE`: YAML, or a Java .properties file")
 	f.StringVarP(&bootstrap, "bootstrap-server", "b", "", "connect to Kafka at `HOST:PORT[,...]` (default: an embedded broker)")
 	f.StringVar(&stateDir, "state-dir", "", "keep local state under `DIR` (state.dir)")
 	f.StringArrayVarP(&overrides, "set", "X", nil, "set configuration `KEY=VALUE`; repeatable")
@@ -370,17 +385,18 @@ func logEffectiveConfig(log *slog.Logger, src *configSources) {
 			!slices.ContainsFunc(k.ReadBy, func(c config.Component) bool { return c != config.TestDriver }) {
 			continue
 		}
+		if strings.HasPrefix(k.Name, "ssl.") || strings.HasPrefix(k.Name, "sasl.") {
+			// Their defaults (JKS, GSSAPI) say nothing unless
+			// security.protocol uses them, and then they are set.
+			continue
+		}
 		values[k.Name] = k.Default
 	}
 	var attrs []any
 	for _, k := range slices.Sorted(maps.Keys(values)) {
-		v := values[k]
-		if lk := strings.ToLower(k); strings.Contains(lk, "password") || strings.Contains(lk, "secret") || strings.Contains(lk, "user.info") {
-			v = "***"
-		} else if u, err := url.Parse(v); err == nil && u.User != nil {
-			// schema.registry.url may carry user:password@.
-			v = u.Redacted()
-		}
+		// Passwords, keys and credentials are hidden; a URL's password
+		// (schema.registry.url's user:password@) is cut.
+		v := config.Redact(k, values[k])
 		from := src.origin(k)
 		if from == "" {
 			from = "default"

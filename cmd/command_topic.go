@@ -23,6 +23,7 @@ import (
 type topicFlags struct {
 	bootstrap string
 	timeout   time.Duration
+	client    clientFlags
 }
 
 func newTopicCommand() *cobra.Command {
@@ -32,13 +33,16 @@ func newTopicCommand() *cobra.Command {
 		Short: "Create, list and read the topics of a Kafka cluster",
 		Long: `Create, list and read the topics of any Kafka cluster: Apache Kafka, or
 the embedded broker of stoatctl broker, whose default address is the
-default of -b.`,
+default of -b. A secured cluster takes the Kafka client keys
+(security.protocol, ssl.*, sasl.*) from --command-config FILE (YAML, or a
+Java .properties file, as Kafka's own tools take) and -X KEY=VALUE.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: runGroup,
 	}
 	pf := c.PersistentFlags()
 	pf.StringVarP(&f.bootstrap, "bootstrap-server", "b", net.JoinHostPort(broker.DefaultHost, strconv.Itoa(broker.DefaultPort)), "connect to Kafka at `HOST:PORT[,...]`")
 	pf.DurationVar(&f.timeout, "timeout", 30*time.Second, "give up when the cluster has not answered within `DURATION`")
+	f.client.add(c, "command-config", "", true)
 	_ = c.RegisterFlagCompletionFunc("bootstrap-server", cobra.NoFileCompletions)
 	c.AddCommand(newTopicCreateCommand(&f), newTopicListCommand(&f), newTopicReadCommand(&f))
 	return c
@@ -58,7 +62,11 @@ func (f *topicFlags) connect(c *cobra.Command) (*topics.Admin, context.Context, 
 	if f.timeout <= 0 {
 		return nil, nil, nil, usageErrorf("--timeout %s: want a positive duration", f.timeout)
 	}
-	adm, err := topics.Connect(seeds)
+	opts, err := f.client.connOptions(c)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	adm, err := topics.Connect(seeds, opts...)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -124,7 +132,7 @@ creates nothing.`,
 			case errors.Is(err, kerr.TopicAlreadyExists):
 				return fmt.Errorf("%w (--if-not-exists accepts an existing topic)", err)
 			default:
-				return err
+				return explainConn(err, "create", "topic "+spec.Name)
 			}
 			return format.Write(c.OutOrStdout(), res, func(w io.Writer) error {
 				what := "created topic"
@@ -170,7 +178,11 @@ leader and replicas. A named topic that does not exist is an error.`,
 			defer done()
 			list, err := adm.List(ctx, internal, args...)
 			if err != nil {
-				return err
+				what := "the topics"
+				if len(args) > 0 {
+					what = "topic " + strings.Join(args, ", ")
+				}
+				return explainConn(err, "describe", what)
 			}
 			if list == nil {
 				list = []topics.Topic{}

@@ -103,7 +103,7 @@ long as the topic is.`,
 			p := newMessagePrinter(c.OutOrStdout(), format.String(), follow)
 			if err := adm.Read(c.Context(), opts, p.print); err != nil {
 				p.flush(false)
-				return err
+				return explainConn(err, "read", "topic "+topic)
 			}
 			return p.flush(true)
 		},

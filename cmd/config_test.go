@@ -38,6 +38,11 @@ var configTests = []struct {
 	{"config_describe_json", []string{"config", "describe", "state.dir", "-o", "json"}, ExitOK},
 	{"config_describe_unknown", []string{"config", "describe", "num.stream.thread"}, ExitFailure},
 	{"config_describe_no_key", []string{"config", "describe"}, ExitUsage},
+	{"config_describe_secret", []string{"config", "describe", "sasl.jaas.config"}, ExitOK},
+	{"config_check_properties", []string{"config", "check", "testdata/config/streams.properties"}, ExitOK},
+	{"config_check_json", []string{"config", "check", "testdata/config/streams.properties", "-o", "json"}, ExitOK},
+	{"run_strict_properties_file", []string{"run", "-t", "word-count", "-c", "testdata/config/typo.properties", "--strict"}, ExitUsage},
+	{"run_refused_client_key", []string{"run", "-t", "word-count", "-X", "acks=1", "-X", "ssl.truststore.location=testdata/config/none.jks", "-X", "security.protocol=SSL"}, ExitFailure},
 
 	{"run_strict_typo", []string{"run", "-t", "word-count", "-X", "num.stream.thread=4", "--strict"}, ExitUsage},
 	{"run_bad_value", []string{"run", "-t", "word-count", "-X", "num.stream.threads=four", "-X", "foo.bar=1"}, ExitUsage},

@@ -114,10 +114,10 @@ func TestMigratePlanJSONShape(t *testing.T) {
 // fakeKafkaStreamsWordCount writes 20 words' counts (word wi counted i%5+1
 // times) to ks-counts-changelog in Kafka Streams' placement and layout, and
 // commits offsets 10 and 7 of lines with partition time 5000.
-func fakeKafkaStreamsWordCount(t *testing.T, addr string) {
+func fakeKafkaStreamsWordCount(t *testing.T, addr string, opts ...kgo.Opt) {
 	t.Helper()
 	ctx := context.Background()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.ManualPartitioner())}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/stoatflow/stoatctl/engine/config"
 	"github.com/stoatflow/stoatctl/engine/epochs"
 	"github.com/stoatflow/stoatctl/engine/kafka"
+	"github.com/stoatflow/stoatctl/engine/kafka/conn"
 	"github.com/stoatflow/stoatctl/engine/lane"
 	"github.com/stoatflow/stoatctl/engine/lanes"
 	"github.com/stoatflow/stoatctl/engine/processor"
@@ -61,7 +62,8 @@ func (c *committer) promise(rec *kgo.Record, err error) {
 	{
 		c.errMu.Lock()
 		if c.produceErr == nil {
-			c.produceErr = fmt.Errorf("produce to %s[%d]: %w", rec.Topic, rec.Partition, err)
+			// An ACL the principal lacks says so by name (conn.Explain).
+			c.produceErr = fmt.Errorf("produce to %s[%d]: %w", rec.Topic, rec.Partition, conn.Explain(err, "write", "topic "+rec.Topic))
 		}
 		c.errMu.Unlock()
 	}
@@ -198,9 +200,6 @@ func (e *RecordTooLargeError) Error() string {
 // refused too, rather than left for the broker to refuse.
 const (
 	recordOverhead = 256
-	// producerBatchMax is franz-go's default ProducerBatchMaxBytes, which
-	// the engine does not change: a record over it never leaves.
-	producerBatchMax = 1_000_012
 	// brokerMessageMax is Kafka's default message.max.bytes, for a
 	// topic whose max.message.bytes cannot be read.
 	brokerMessageMax = 1_048_588
@@ -246,7 +245,7 @@ func (r *runner) sinkLimit(ctx context.Context, topic string) int {
 			}
 		}
 	}
-	limit = min(limit, producerBatchMax)
+	limit = min(limit, r.s.maxRequest)
 	r.ptMu.Lock()
 	r.sinkLimits[topic] = limit
 	r.ptMu.Unlock()
@@ -257,7 +256,8 @@ func (r *runner) sinkLimit(ctx context.Context, topic string) int {
 // the epoch.
 func fatalProduceError(err error) bool {
 	var tooLarge *RecordTooLargeError
-	return errors.As(err, &tooLarge) || errors.Is(err, kerr.MessageTooLarge) || errors.Is(err, kerr.RecordListTooLarge)
+	// An authorization failure recurs too: retrying cannot grant the ACL.
+	return errors.As(err, &tooLarge) || errors.Is(err, kerr.MessageTooLarge) || errors.Is(err, kerr.RecordListTooLarge) || conn.Fatal(err)
 }
 
 // commitLoop commits epochs in order, each once its cut is known and every

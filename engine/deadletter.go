@@ -70,7 +70,7 @@ func (r *runner) readBack(ctx context.Context, origin task.Origin) (*kgo.Record,
 	defer cancel()
 	opts := append([]kgo.Opt{kgo.SeedBrokers(r.s.seeds...),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{origin.Topic: {origin.Partition: kgo.NewOffset().At(origin.Offset)}}),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted())}, r.s.dialOpts...)
+		kgo.FetchIsolationLevel(kgo.ReadCommitted())}, r.s.mainOpts...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, false, err

@@ -17,6 +17,7 @@ import (
 
 	"github.com/stoatflow/stoatctl/engine/config"
 	"github.com/stoatflow/stoatctl/engine/kafka"
+	"github.com/stoatflow/stoatctl/engine/kafka/conn"
 	"github.com/stoatflow/stoatctl/engine/metrics"
 	"github.com/stoatflow/stoatctl/engine/prom"
 	"github.com/stoatflow/stoatctl/engine/rest"
@@ -348,9 +349,15 @@ type settings struct {
 	minInterval     time.Duration
 	maxInterval     time.Duration
 	clientOpts      []kgo.Opt
-	// dialOpts are how every client connects (WithDialer), for clients
-	// made from the seeds alone; clientOpts include them.
-	dialOpts []kgo.Opt
+	// dialOpts are how a restore consumer connects (TLS, SASL,
+	// WithDialer), for clients made from the seeds alone; adminOpts,
+	// globalOpts and mainOpts are the admin's, the global consumer's and
+	// the main consumer's (each under its prefixes). clientOpts include
+	// the main consumer's.
+	dialOpts, adminOpts, globalOpts, mainOpts []kgo.Opt
+	// maxRequest is the producer's max.request.size: the largest record
+	// it sends.
+	maxRequest int
 	// metadataAge is retry.backoff.ms, the admin client's metadata min
 	// age: franz-go answers a metadata request from what it learnt within
 	// that age, 5 s by its default, and a source topic created just
@@ -367,11 +374,13 @@ type settings struct {
 
 func readSettings(c config.Config) (settings, error) {
 	var s settings
-	opts, err := kafka.ClientOptions(c)
-	if err != nil {
+	if err := s.connect(c, nil); err != nil {
 		return s, err
 	}
-	s.clientOpts = opts
+	var err error
+	if s.maxRequest, err = kafka.MaxRequestBytes(c); err != nil {
+		return s, err
+	}
 	s.appID = c.String(config.ApplicationID)
 	s.seeds = splitList(c.String(config.BootstrapServers))
 	g, err := c.OneOf(config.ProcessingGuarantee, kafka.ExactlyOnceV2, kafka.AtLeastOnce)
@@ -391,7 +400,11 @@ func readSettings(c config.Config) (settings, error) {
 		to  *int
 	}{{LaneQueueSize, 1024, &s.queue}, {CommitHeldRecords, 65536, &s.held}, {ChangelogCoalesceBytes, 4 << 20, &s.coalesceBytes}, {RestoreChunkRecords, 16384, &s.restoreChunk},
 		{RestoreRocksDBBatchBytes, 8 << 20, &s.restoreBatchBytes}, {RestoreFetchMaxBytes, 1 << 20, &s.restoreFetchBytes}, {BufferMemory, 32 << 20, &s.bufferMemory}} {
-		v, err := c.BoundedInt(k.key, k.def)
+		from := c
+		if k.key == BufferMemory {
+			from = c.ForClient(config.Producer)
+		}
+		v, err := from.BoundedInt(k.key, k.def)
 		if err != nil {
 			return s, err
 		}
@@ -450,6 +463,25 @@ func readSettings(c config.Config) (settings, error) {
 		}
 	}
 	return s, nil
+}
+
+// connect sets the options every client connects with, over dial when
+// it is not nil.
+func (s *settings) connect(c config.Config, dial conn.DialFunc) error {
+	opts, err := kafka.ClientOptionsDial(c, dial)
+	if err != nil {
+		return err
+	}
+	s.clientOpts = opts
+	for _, o := range []struct {
+		cl config.Client
+		to *[]kgo.Opt
+	}{{config.RestoreConsumer, &s.dialOpts}, {config.Admin, &s.adminOpts}, {config.GlobalConsumer, &s.globalOpts}, {config.MainConsumer, &s.mainOpts}} {
+		if *o.to, err = kafka.ConnOptions(c, o.cl, dial); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // nextInterval is the barrier cadence after a commit that took took: the

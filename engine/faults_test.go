@@ -142,7 +142,9 @@ func inflate() *topology.Topology {
 	b := dsl.NewBuilder()
 	dsl.MapValues(dsl.Stream(b, dsl.ConsumedWith(str, str), "in"), func(_, v string) string {
 		if v == "big" {
-			return strings.Repeat("x", 1_000_000)
+			// Over max.request.size's default (Kafka's 1048576 bytes)
+			// and the broker's message.max.bytes (1048588).
+			return strings.Repeat("x", 1_100_000)
 		}
 		return v
 	}).To("out", dsl.ProducedWith(str, str))

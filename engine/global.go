@@ -42,7 +42,7 @@ func (r *runner) startGlobal(ctx context.Context) (*globalRunner, error) {
 	if st == nil {
 		return nil, nil
 	}
-	g := &globalRunner{e: r.e, seeds: r.s.seeds, dial: r.s.dialOpts, next: map[string]kafka.Positions{}}
+	g := &globalRunner{e: r.e, seeds: r.s.seeds, dial: r.s.globalOpts, next: map[string]kafka.Positions{}}
 	for _, src := range st.Sources {
 		if src.Source.Pattern != nil {
 			return nil, fmt.Errorf("engine: global source %s reads a topic pattern, which the live engine does not support yet", src.Name)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/stoatflow/stoatctl/engine/config"
 	"github.com/stoatflow/stoatctl/engine/kafka"
+	"github.com/stoatflow/stoatctl/engine/kafka/conn"
 )
 
 // The instance identity. Under exactly-once an instance's transactional
@@ -179,10 +180,10 @@ func (r *runner) awaitGroup(ctx context.Context, single string) error {
 	clientID := kafka.DefaultClientID(r.e.cfg)
 	txnID, _ := kafka.TransactionalID(r.e.cfg)
 	session := 45 * time.Second
-	if ms, err := r.e.cfg.Int("session.timeout.ms", 0); err == nil && ms > 0 {
+	if ms, err := r.e.cfg.ForClient(config.MainConsumer).Int("session.timeout.ms", 0); err == nil && ms > 0 {
 		session = time.Duration(ms) * time.Millisecond
 	}
-	self := strings.TrimSpace(r.e.cfg.String("group.instance.id"))
+	self := strings.TrimSpace(r.e.cfg.ForClient(config.MainConsumer).String("group.instance.id"))
 	wait := session + 2*time.Second
 	start := time.Now()
 	logged := false
@@ -252,7 +253,7 @@ func (r *runner) groupMembers(ctx context.Context) ([]groupMember, error) {
 			break
 		}
 		if !transient(err) || time.Now().After(deadline) {
-			return nil, fmt.Errorf("engine: describe group %s: %w", r.s.appID, err)
+			return nil, fmt.Errorf("engine: describe group %s: %w", r.s.appID, conn.Explain(err, "describe", "group "+r.s.appID))
 		}
 		r.e.log.Debug("describe group: the coordinator is settling; retrying", "group", r.s.appID, "attempt", attempt, "err", err)
 		select {

@@ -19,6 +19,7 @@ import (
 	"github.com/stoatflow/stoatctl/engine/barrier"
 	"github.com/stoatflow/stoatctl/engine/config"
 	"github.com/stoatflow/stoatctl/engine/kafka"
+	"github.com/stoatflow/stoatctl/engine/kafka/conn"
 	"github.com/stoatflow/stoatctl/engine/lane"
 	"github.com/stoatflow/stoatctl/engine/processor"
 	"github.com/stoatflow/stoatctl/engine/task"
@@ -205,8 +206,9 @@ func (e *Engine) run(ctx context.Context) error {
 		return err
 	}
 	if e.opts.dial != nil {
-		s.dialOpts = []kgo.Opt{kgo.Dialer(e.opts.dial)}
-		s.clientOpts = append(s.clientOpts, s.dialOpts...)
+		if err := s.connect(e.cfg, e.opts.dial); err != nil {
+			return err
+		}
 	}
 	built, err := e.topo.Build(e.cfg)
 	if err != nil {
@@ -255,7 +257,7 @@ func (e *Engine) run(ctx context.Context) error {
 func (r *runner) connect(ctx context.Context) error {
 	e := r.e
 	admCl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(r.s.seeds...), kgo.RetryTimeout(30 * time.Second),
-		kgo.MetadataMinAge(r.s.metadataAge)}, r.s.dialOpts...)...)
+		kgo.MetadataMinAge(r.s.metadataAge)}, r.s.adminOpts...)...)
 	if err != nil {
 		return fmt.Errorf("engine: admin client: %w", err)
 	}
@@ -265,6 +267,11 @@ func (r *runner) connect(ctx context.Context) error {
 		details, err = r.adm.ListTopics(ctx, r.sources...)
 		if err == nil {
 			break
+		}
+		if conn.Fatal(err) {
+			// A wrong password or an untrusted certificate does not
+			// get better with retries.
+			return fmt.Errorf("engine: brokers %s: %w", strings.Join(r.s.seeds, ","), conn.Explain(err, "describe", "topic "+strings.Join(r.sources, ", ")))
 		}
 		if attempt >= 10 || ctx.Err() != nil {
 			return fmt.Errorf("engine: cannot reach the brokers %s: %w", strings.Join(r.s.seeds, ","), err)
@@ -289,6 +296,9 @@ func (r *runner) connect(ctx context.Context) error {
 	var missing []string
 	for _, t := range r.sources {
 		d, ok := details[t]
+		if ok && conn.Fatal(d.Err) {
+			return fmt.Errorf("engine: %w", conn.Explain(d.Err, "describe", "topic "+t))
+		}
 		if !ok || d.Err != nil {
 			missing = append(missing, t)
 			continue
@@ -346,8 +356,11 @@ func (r *runner) connect(ctx context.Context) error {
 	specs := kafka.InternalTopics(r.built, most)
 	specs = append(specs, kafka.TopicSpec{Name: r.stampTopic, Store: "stoatflow-watermark", Partitions: 1, ReplicationFactor: -1,
 		Configs: map[string]string{"cleanup.policy": kafka.PolicyCompact}})
+	if specs, err = kafka.ApplyTopicSettings(e.cfg, specs); err != nil {
+		return err
+	}
 	if err := kafka.EnsureTopics(ctx, r.adm, specs, r.s.createTopic); err != nil {
-		return fmt.Errorf("engine: internal topics: %w", err)
+		return fmt.Errorf("engine: internal topics: %w", conn.Explain(err, "create", "the internal topics"))
 	}
 	names := make([]string, len(specs))
 	for i, sp := range specs {
@@ -358,18 +371,19 @@ func (r *runner) connect(ctx context.Context) error {
 	opts := append(slices.Clone(r.s.clientOpts),
 		kgo.ConsumeTopics(r.sources...),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		// A partition's batch waits up to 10 ms (franz-go's default) for
-		// more records before it is sent: on a real broker, 5 ms made
-		// about a quarter more produce work for Kafka per record
-		// (docs/performance.md, 2026-12-03 16:10), and a transaction's
-		// end flushes without waiting, so commits are not held back.
-		kgo.ProducerLinger(10*time.Millisecond),
+		// A partition's batch waits linger.ms, 10 ms by default
+		// (kafka.ProducerOptions), for more records before it is sent:
+		// on a real broker, 5 ms made about a quarter more produce work
+		// for Kafka per record (docs/performance.md, 2026-12-03 16:10),
+		// and a transaction's end flushes without waiting, so commits are
+		// not held back.
 		kgo.MaxBufferedRecords(1<<20),
 		// What the committer produces waits here for the broker, at
 		// most buffer.memory bytes: a full buffer holds the committer,
 		// which holds the lanes (docs/engine.md, "Bounded memory").
 		kgo.MaxBufferedBytes(r.s.bufferMemory),
-		kgo.FetchMaxWait(200*time.Millisecond),
+		// fetch.max.wait.ms, 200 ms by default, is in clientOpts
+		// (kafka.ConsumerOptions).
 		// Fetched records are decoded into arrays the dispatcher gives
 		// back (dispatchMerged recycles each record it dispatched).
 		kgo.WithPools(&r.fetchPool),
@@ -378,7 +392,7 @@ func (r *runner) connect(ctx context.Context) error {
 		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { r.onAssign("revoked", m, false) }),
 		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { r.onAssign("lost", m, false) }),
 	)
-	groupOpts, err := groupOptions(r.e.cfg)
+	groupOpts, err := groupOptions(r.e.cfg.ForClient(config.MainConsumer))
 	if err != nil {
 		return err
 	}
@@ -403,7 +417,8 @@ func (r *runner) openSession(ctx context.Context) error {
 		// commit whose outcome is unknown, this also settles that
 		// transaction: the broker finishes or aborts it before it answers.
 		if _, _, err := r.cl.ProducerID(ctx); err != nil {
-			return fmt.Errorf("engine: initialise transactional producer: %w", err)
+			txnID, _ := kafka.TransactionalID(r.e.cfg)
+			return fmt.Errorf("engine: initialise transactional producer: %w", conn.Explain(err, "write", "transactional id "+txnID))
 		}
 	}
 	return nil
@@ -692,6 +707,16 @@ func (r *runner) pollAndDispatch(ctx context.Context) error {
 		}
 		if errors.Is(err, kgo.ErrClientClosed) {
 			fatal = err
+			return
+		}
+		if conn.Fatal(err) && fatal == nil {
+			// Retrying cannot grant an ACL: stop, naming what is
+			// missing. An error of no topic is the group's.
+			what := "group " + r.s.appID
+			if t != "" {
+				what = "topic " + t
+			}
+			fatal = fmt.Errorf("engine: %w", conn.Explain(err, "read", what))
 			return
 		}
 		r.e.log.Warn("fetch error", "topic", t, "partition", p, "err", err)

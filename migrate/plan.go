@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/stoatflow/stoatctl/engine/config"
 	"github.com/stoatflow/stoatctl/engine/dsl"
 	"github.com/stoatflow/stoatctl/engine/kafka"
 	"github.com/stoatflow/stoatctl/engine/serde"
@@ -23,6 +24,9 @@ import (
 
 // Options say what to migrate from and to.
 type Options struct {
+	// Config is the application's configuration: replication.factor and
+	// the topic. configs of the internal topics a run creates.
+	Config config.Config
 	// From is the Kafka Streams application id; To is ours.
 	From, To string
 	// Built is our topology, built with our configuration.

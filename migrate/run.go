@@ -92,6 +92,10 @@ func (s *session) run(ctx context.Context, p *Plan) (*Report, error) {
 	specs = append(specs,
 		kafka.TopicSpec{Name: StampTopic(o.To), Store: "stoatflow-watermark", Partitions: 1, ReplicationFactor: -1, Configs: map[string]string{"cleanup.policy": kafka.PolicyCompact}},
 		kafka.TopicSpec{Name: MarkerTopic(o.To), Store: "stoatflow-migrate", Partitions: 1, ReplicationFactor: -1, Configs: map[string]string{"cleanup.policy": kafka.PolicyCompact}})
+	specs, err := kafka.ApplyTopicSettings(o.Config, specs)
+	if err != nil {
+		return nil, err
+	}
 	if err := kafka.EnsureTopics(ctx, s.adm, specs, true); err != nil {
 		return nil, fmt.Errorf("migrate: our internal topics: %w", err)
 	}

@@ -5,7 +5,7 @@
 # Maven brings from Maven Central (interop/pom.xml), on free loopback ports,
 # with its data in a folder of its own.
 #
-#   scripts/kafka.sh start [--split] [--watch PID]
+#   scripts/kafka.sh start [--split|--secure] [--watch PID]
 #                                          format, start, wait, print the bootstrap address
 #   scripts/kafka.sh status                print the address and PID(s); exit 1 unless all run
 #   scripts/kafka.sh stop                  stop what this script started, remove its folder
@@ -27,6 +27,21 @@
 #                     (broker.session.timeout.ms=3000 here, 9000 by default)
 #                     and the restarted broker registers afresh; stop and
 #                     status cover both. The folder remembers the mode.
+# --secure            a secured broker, as production clusters run: a
+#                     SASL_SSL listener (SCRAM-SHA-256 and -512, and
+#                     OAUTHBEARER with unsecured tokens, sub the principal; its address
+#                     is the one printed), an SSL listener that requires a
+#                     client certificate (mTLS; address in bootstrap-mtls),
+#                     both with a certificate of a CA made here with openssl
+#                     (tls/ca.pem, tls/ca.key), and the StandardAuthorizer:
+#                     super user admin, every other principal needs ACLs.
+#                     SCRAM users are created when the log dir is formatted:
+#                     admin, app and noacl, with the passwords in users
+#                     (name=password lines); tls/app.pem and tls/app.key are
+#                     a client certificate for CN=app, whose principal the
+#                     mTLS listener maps to User:app. Inter-broker and
+#                     controller traffic stays on loopback PLAINTEXT
+#                     listeners whose ANONYMOUS principal is a super user.
 #
 # The folder holds server.properties (the broker's, or the combined node's),
 # the log dirs (data/), broker.log (earlier incarnations' logs as
@@ -81,13 +96,19 @@ props_of() {
 	esac
 }
 
-# free_port prints a loopback port nothing listens on, from the ephemeral
-# range's upper half. Bash's /dev/tcp connects to test it: a refused
+# free_port prints a loopback port nothing listens on, below the kernel's
+# ephemeral range (ip_local_port_range, 32768-60999 by default): a port
+# from that range can be handed to any other process's listener on port 0
+# (every embedded-broker test makes some) between this check and the
+# broker's bind, which made a secured start, four ports, fail three
+# attempts in a row. Bash's /dev/tcp connects to test it: a refused
 # connection means the port is free.
 free_port() {
-	local port
+	local port low=32768
+	read -r low _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || true
+	((low > 12000)) || die "the ephemeral port range starts at $low: no room below it for the broker's ports"
 	for _ in $(seq 200); do
-		port=$((40000 + RANDOM % 20000))
+		port=$((10000 + RANDOM % (low - 10000)))
 		if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
 			echo "$port"
 			return 0
@@ -200,9 +221,107 @@ write_split_properties() {
 	} >"$DIR/server.properties"
 }
 
+# SECURE_USERS are the SCRAM users --secure creates, name=password.
+SECURE_USERS=(admin=admin-secret-4b1 app=app-secret-7c2 noacl=noacl-secret-9d3)
+
+# make_pki writes the secured broker's CA, its certificate and a client
+# certificate (CN=app) into $DIR/tls, with openssl: RSA keys, PKCS#8 and
+# unencrypted, as Kafka's PEM keystores read them.
+make_pki() {
+	local tls=$DIR/tls
+	mkdir -p "$tls"
+	openssl req -x509 -newkey rsa:2048 -nodes -keyout "$tls/ca.key" -out "$tls/ca.pem" -days 3 \
+		-subj /CN=stoatctl-test-ca >/dev/null 2>&1 || die "openssl could not make the test CA"
+	local name ext
+	for name in broker app; do
+		ext="subjectAltName=IP:127.0.0.1,DNS:localhost"
+		[[ $name == app ]] && ext="extendedKeyUsage=clientAuth"
+		openssl req -newkey rsa:2048 -nodes -keyout "$tls/$name.key" -out "$tls/$name.csr" -subj "/CN=$name" >/dev/null 2>&1 ||
+			die "openssl could not make the $name key"
+		openssl x509 -req -in "$tls/$name.csr" -CA "$tls/ca.pem" -CAkey "$tls/ca.key" -CAcreateserial -days 3 \
+			-extfile <(echo "$ext") -out "$tls/$name.pem" >/dev/null 2>&1 || die "openssl could not sign the $name certificate"
+	done
+	# Kafka's PEM keystore file: the key, then the certificate chain.
+	cat "$tls/broker.key" "$tls/broker.pem" >"$tls/broker-keystore.pem"
+}
+
+# write_secure_properties writes the secured node's properties: SASL_SSL
+# on port, mTLS on mport, the inter-broker listener on iport.
+write_secure_properties() {
+	local port=$1 cport=$2 mport=$3 iport=$4 tls=$DIR/tls
+	{
+		cat <<-EOF
+			# Written by scripts/kafka.sh --secure: one node, broker and controller.
+			process.roles=broker,controller
+			node.id=1
+			controller.quorum.bootstrap.servers=127.0.0.1:$cport
+			listeners=SASL_SSL://127.0.0.1:$port,SSL://127.0.0.1:$mport,INTERNAL://127.0.0.1:$iport,CONTROLLER://127.0.0.1:$cport
+			advertised.listeners=SASL_SSL://127.0.0.1:$port,SSL://127.0.0.1:$mport,INTERNAL://127.0.0.1:$iport
+			controller.listener.names=CONTROLLER
+			inter.broker.listener.name=INTERNAL
+			listener.security.protocol.map=SASL_SSL:SASL_SSL,SSL:SSL,INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT
+			log.dirs=$DIR/data
+			ssl.keystore.type=PEM
+			ssl.keystore.location=$tls/broker-keystore.pem
+			ssl.truststore.type=PEM
+			ssl.truststore.location=$tls/ca.pem
+			listener.name.ssl.ssl.client.auth=required
+			ssl.principal.mapping.rules=RULE:^CN=([^,]*).*\$/\$1/,DEFAULT
+			sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER
+			listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+			listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+			# OAUTHBEARER with Kafka's default validator of unsecured
+			# tokens (alg none): the principal is the token's sub claim.
+			# Tests only: a production broker validates signed tokens.
+			listener.name.sasl_ssl.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredLoginStringClaim_sub="admin";
+			authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer
+			super.users=User:admin;User:ANONYMOUS
+		EOF
+		common_properties
+	} >"$DIR/server.properties"
+}
+
+# start_secure starts the --secure broker.
+start_secure() {
+	command -v openssl >/dev/null 2>&1 || need_pkg openssl || die "--secure needs openssl for its certificates"
+	java_cmd 1g
+	local port cport mport iport cluster attempt scram=() u
+	for u in "${SECURE_USERS[@]}"; do
+		scram+=(--add-scram "SCRAM-SHA-512=[name=${u%%=*},password=${u#*=}]" --add-scram "SCRAM-SHA-256=[name=${u%%=*},password=${u#*=}]")
+	done
+	for attempt in 1 2 3; do
+		rm -rf "$DIR"
+		mkdir -p "$DIR/data"
+		make_pki
+		printf '%s\n' "${SECURE_USERS[@]}" >"$DIR/users"
+		# Four distinct ports: Kafka refuses two listeners on one.
+		port=$(free_port)
+		cport=$(free_port)
+		while [[ $cport == "$port" ]]; do cport=$(free_port); done
+		mport=$(free_port)
+		while [[ $mport == "$port" || $mport == "$cport" ]]; do mport=$(free_port); done
+		iport=$(free_port)
+		while [[ $iport == "$port" || $iport == "$cport" || $iport == "$mport" ]]; do iport=$(free_port); done
+		write_secure_properties "$port" "$cport" "$mport" "$iport"
+		cluster=$("${JAVA[@]}" kafka.tools.StorageTool random-uuid)
+		"${JAVA[@]}" kafka.tools.StorageTool format --standalone -t "$cluster" "${scram[@]}" \
+			-c "$DIR/server.properties" >"$DIR/format.log" 2>&1 ||
+			{ cat "$DIR/format.log" >&2; die "formatting the secured broker's log dir failed"; }
+		if launch broker "$port" "${JAVA[@]}"; then
+			echo "127.0.0.1:$mport" >"$DIR/bootstrap-mtls"
+			watchdog
+			cat "$DIR/bootstrap"
+			return 0
+		fi
+		note "a port of the broker was taken before it bound it (attempt $attempt of 3); trying other ports"
+	done
+	die "the secured broker could not bind its ports in three attempts (log: $DIR/broker.log)"
+}
+
 # Options of start and restart, parsed by parse_args into these globals.
 WATCH=""
 SPLIT=""
+SECURE=""
 
 # parse_args reads --watch PID (start and restart) and --split (start
 # only); $1 names the command for the error.
@@ -215,6 +334,11 @@ parse_args() {
 		--split)
 			[[ $cmd == start ]] || die "kafka.sh $cmd: --split is an option of start (the folder remembers the mode)"
 			SPLIT=1
+			shift
+			;;
+		--secure)
+			[[ $cmd == start ]] || die "kafka.sh $cmd: --secure is an option of start"
+			SECURE=1
 			shift
 			;;
 		*) die "kafka.sh $cmd: unknown argument $1" ;;
@@ -240,8 +364,13 @@ start() {
 		cat "$DIR/bootstrap"
 		return 0
 	fi
+	[[ -n $SPLIT && -n $SECURE ]] && die "kafka.sh start: --split and --secure do not go together"
 	if [[ -n $SPLIT ]]; then
 		start_split
+		return
+	fi
+	if [[ -n $SECURE ]]; then
+		start_secure
 		return
 	fi
 	java_cmd 1g

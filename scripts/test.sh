@@ -48,6 +48,10 @@ setup() {
 	# rules and the engine's /metrics; without it those checks skip on a
 	# developer's machine and fail under CI.
 	need_pkg prometheus || note "promtool is missing: the rules step and the /metrics check will skip, or fail under CI"
+	# openssl makes the CA and the certificates of the secured real broker
+	# (scripts/kafka.sh start --secure), which the real tier's
+	# TestSecuredKafka runs against; a broker that cannot start fails it.
+	need_pkg openssl || note "openssl is missing: the secured real-Kafka tests will fail"
 	# Confluent's Python client, the independent client the in-repo schema
 	# registry is held to; its test fails under CI without it.
 	STOATCTL_PYTHON=$(confluent_python) && export STOATCTL_PYTHON ||
@@ -126,6 +130,8 @@ fuzz_smoke() {
 # The real-Kafka tier: the tests written for both brokers
 # (internal/kafkatest.Start) run again, against real Apache Kafka 4.4
 # brokers that scripts/kafka.sh starts for them; the rest skip there.
+# cmd's TestSecuredKafka starts a secured broker of its own
+# (kafkatest.Secure: SASL_SSL, mTLS, ACLs) and fails if it cannot.
 # Tests that share a broker run one at a time (-p 1), because each test
 # clears it first. There are two brokers, each with a share of about the
 # same length: engine, then replay and cmd, on one (about 8 min); migrate,
@@ -165,7 +171,7 @@ real_kafka_tier() {
 		rc=0
 		go test -count=1 -timeout 30m ./engine/ || rc=$?
 		go test -count=1 -run '^(TestCapture|TestRecorded)' ./replay/ || rc=$?
-		go test -count=1 -run '^(TestRunOnEmbeddedBrokerWithKcat|TestRunThreeInstancesWithKcat|TestReplayRecordThenReplay|TestTopicRead|TestTopicReadFollow|TestReplayRecordOut)$' ./cmd/ || rc=$?
+		go test -count=1 -run '^(TestRunOnEmbeddedBrokerWithKcat|TestRunThreeInstancesWithKcat|TestReplayRecordThenReplay|TestTopicRead|TestTopicReadFollow|TestReplayRecordOut|TestSecuredKafka)$' ./cmd/ || rc=$?
 		exit "$rc"
 	) || rc=$?
 	wait "$mpid" || mrc=$?

@@ -58,6 +58,10 @@ func Baseline(ctx context.Context, seeds []string, in, out, group string, exactl
 		// refresh, at most every 5 s by franz-go's default, which would
 		// make the ceiling a stall now and then on Apache Kafka.
 		kgo.MetadataMinAge(kafka.DefaultRetryBackoff),
+		// As the engine's producer: uncompressed batches, Kafka
+		// Streams' compression.type default (franz-go's own is snappy),
+		// so that the ratio compares the same bytes on the wire.
+		kgo.ProducerBatchCompression(kgo.NoCompression()),
 	}
 	l := &loop{start: time.Now(), n: n}
 	opts = append(opts, kgo.OnPartitionsAssigned(func(context.Context, *kgo.Client, map[string][]int32) {

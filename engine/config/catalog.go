@@ -108,6 +108,17 @@ type Key struct {
 	AliasOf string
 	// Note is a longer remark for config describe and the docs.
 	Note string
+	// Secret says the value is never shown (Redact): a password, a key,
+	// credentials.
+	Secret bool
+	// Clients are the Kafka clients that read the key, which may
+	// therefore carry their prefix (producer.compression.type); none for
+	// a key no client prefix applies to.
+	Clients []Client
+	// NotRestoreOrGlobal says the restore and global consumers do not
+	// read the key, though other consumers do: they read with fetches of
+	// their own (stoatflow.restore.fetch-max-bytes).
+	NotRestoreOrGlobal bool
 }
 
 var (
@@ -146,8 +157,9 @@ var strategyClasses = func() map[string]string {
 	return m
 }()
 
-// catalogue is every key stoatctl reads, sorted by name.
-var catalogue = sortedKeys([]Key{
+// catalogue is every key stoatctl reads, sorted by name: the core's and
+// engine's here, the Kafka clients' in catalog_client.go.
+var catalogue = sortedKeys(append([]Key{
 	{Name: ApplicationID, Type: TypeString, Description: "names the application: the consumer group, the prefix of internal topics and transactional ids",
 		ReadBy: []Component{Core, LiveEngine, KafkaClient}, Note: "a topology file sets it with application-id; the test driver uses test-driver when it is missing"},
 	{Name: keyAutoOffsetReset, Type: TypeEnum, Values: []string{"earliest", "latest", "none"}, Default: "earliest",
@@ -159,7 +171,7 @@ var catalogue = sortedKeys([]Key{
 	{Name: keyBasicAuthSource, Type: TypeEnum, Values: []string{"URL", "USER_INFO"}, Default: "URL",
 		Description: "where the schema registry's basic-auth credentials are: in the URL (user:password@host) or in basic.auth.user.info", ReadBy: []Component{Core}},
 	{Name: keyBasicAuthUserInfo, Type: TypeString, Description: "the schema registry's basic-auth credentials, user:password, when basic.auth.credentials.source is USER_INFO",
-		ReadBy: []Component{Core}, Note: "logged as ***"},
+		ReadBy: []Component{Core}, Secret: true, Note: "never shown: logs and config output print [hidden]"},
 	{Name: keyKeySubjectStrategy, Type: TypeEnum, Values: strategies, Aliases: strategyClasses, Default: "TopicNameStrategy",
 		Description: "the subject an Avro key schema is registered under: <topic>-key, the record's full name, or <topic>-<full name>", ReadBy: []Component{Core}},
 	{Name: keySchemaRegistryURL, Type: TypeString, Description: "the Confluent-compatible schema registry Avro serdes fetch writer schemas from by id, and register sink schemas with (one http(s) URL)",
@@ -284,7 +296,7 @@ var catalogue = sortedKeys([]Key{
 		ReadBy: []Component{Core, TestDriver}, AliasOf: TimerLaneAffinitySampledCheck, Note: "the full key wins when both are set"},
 	{Name: TopologyOptimization, Type: TypeString, Description: "Kafka Streams' topology optimization; accepted and ignored", ReadBy: []Component{Core},
 		NoOp: true, Note: "stoatctl applies no optimizations; the topology runs as built"},
-})
+}, clientKeys...))
 
 func sortedKeys(ks []Key) []Key {
 	slices.SortFunc(ks, func(a, b Key) int { return strings.Compare(a.Name, b.Name) })

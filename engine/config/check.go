@@ -83,11 +83,28 @@ func Check(values map[string]string) []Problem {
 	var out []Problem
 	for _, name := range slices.Sorted(maps.Keys(values)) {
 		v := values[name]
-		k, ok := byKeyName[name]
+		if isProviderKey(name) || (strings.HasPrefix(name, TopicPrefix) && len(name) > len(TopicPrefix)) {
+			// Providers are checked when they resolve; topic configs by
+			// the broker that creates the topics.
+			continue
+		}
+		prefix, base := SplitClientKey(name)
+		k, ok := byKeyName[base]
 		if !ok {
 			p := Problem{Kind: Unknown, Key: name, Value: v}
-			p.Suggestion, _ = Closest(name)
+			if s, near := Closest(base); near {
+				p.Suggestion = prefix + s
+			}
 			out = append(out, p)
+			continue
+		}
+		if prefix != "" && !slices.Contains(k.Clients, family(prefix)) {
+			out = append(out, Problem{Kind: Ignored, Key: name, Value: v, Reason: k.notForClient(prefix)})
+			continue
+		}
+		if k.NotRestoreOrGlobal && (prefix == "restore.consumer." || prefix == "global.consumer.") {
+			out = append(out, Problem{Kind: Ignored, Key: name, Value: v,
+				Reason: "the " + strings.TrimSuffix(prefix, ".") + " reads with fetches of its own (stoatflow.restore.fetch-max-bytes), not " + base})
 			continue
 		}
 		if reason := k.invalid(v); reason != "" {
@@ -103,6 +120,18 @@ func Check(values map[string]string) []Problem {
 		}
 	}
 	return out
+}
+
+// notForClient says why a key under prefix has no effect.
+func (k *Key) notForClient(prefix string) string {
+	if len(k.Clients) == 0 {
+		return fmt.Sprintf("%s is not a Kafka client key; set it without the prefix %s", k.Name, prefix)
+	}
+	var names []string
+	for _, c := range k.Clients {
+		names = append(names, string(c))
+	}
+	return fmt.Sprintf("the %s does not read %s, a key of the %s", strings.TrimSuffix(prefix, "."), k.Name, strings.Join(names, " and "))
 }
 
 // invalid says why v is not a value of k, or "".

@@ -10,6 +10,21 @@
 // one; a value that does not parse for its type), and docs/configuration.md
 // is generated from it.
 //
+// Terms of the Kafka clients' keys:
+//   - A client prefix (consumer., main.consumer., restore.consumer.,
+//     global.consumer., producer., admin.) sets a key for those clients
+//     only, over the unprefixed key, the more specific prefix winning, as
+//     Kafka Streams applies them; Config.ForClient is one client's view.
+//     topic. prefixes the topic configs of the internal topics.
+//   - A secret is a value never shown (passwords, keys, sasl.jaas.config,
+//     client secrets): Secret says which keys hold one, Redact hides it.
+//   - A config provider reference, ${file:PATH:KEY}, ${env:NAME} or
+//     ${dir:DIR:FILE}, is replaced by what it names when a configuration is
+//     loaded (ResolveProviders), as Kafka's FileConfigProvider,
+//     EnvVarConfigProvider and DirectoryConfigProvider do.
+//   - A -c file is YAML, or a Java properties file (ParseProperties) when
+//     its name ends in .properties.
+//
 // Precedence (flag, -X, environment, file, default) is applied by the
 // command layer; this package stores the merged result.
 package config

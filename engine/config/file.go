@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 )
 
-// LoadFile reads a YAML configuration file: a mapping of keys to scalar
-// values, such as
+// LoadFile reads a configuration file: a Java properties file when its name
+// ends in .properties (ParseProperties), as a Kafka Streams team has one,
+// else a YAML mapping of keys to scalar values, such as
 //
 //	application.id: orders
 //	bootstrap.servers: localhost:9092
@@ -26,7 +28,23 @@ func LoadFile(path string) (map[string]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("config file: %w", err)
 	}
+	if IsProperties(path) {
+		return ParseProperties(path, data)
+	}
 	return Parse(path, data)
+}
+
+// IsProperties says LoadFile reads the file at path as Java properties.
+func IsProperties(path string) bool { return strings.HasSuffix(path, ".properties") }
+
+// FileKeyLines is the line of each key of a configuration file LoadFile
+// reads, by the file's kind: KeyLines for YAML, PropertyLines for
+// properties.
+func FileKeyLines(path string, data []byte) map[string]int {
+	if IsProperties(path) {
+		return PropertyLines(data)
+	}
+	return KeyLines(data)
 }
 
 // Parse is LoadFile over bytes already read; name is used in errors.

@@ -18,7 +18,8 @@ func Markdown() string {
 Every key stoatctl reads, from the topology file's ` + "`config:`" + ` block, a ` + "`-c`" + `
 file, ` + "`-X KEY=VALUE`" + `, a fixture's ` + "`driver: config:`" + ` block, or the map given to
 ` + "`engine.New`" + ` and ` + "`testdriver.New`" + `. ` + "`stoatctl config list`" + ` prints the same
-table and ` + "`stoatctl config describe KEY`" + ` one key in full.
+table, ` + "`stoatctl config describe KEY`" + ` one key in full, and ` + "`stoatctl config check FILE`" + `
+what a configuration file's keys do, key by key.
 
 ` + "`stoatctl run`" + `, ` + "`stoatctl replay`" + ` and ` + "`stoatctl topology validate`" + ` check the
 configuration before they start anything:
@@ -60,6 +61,7 @@ value counts as unset.
 		}
 		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n", k.Name, k.TypeText(), def, k.ReadByText(), desc)
 	}
+	b.WriteString(clientSections)
 	b.WriteString("\n## Notes\n\n")
 	for _, k := range catalogue {
 		if k.Note == "" && len(k.Aliases) == 0 && !k.HasMin {
@@ -89,3 +91,108 @@ func aliasText(k Key) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// clientSections are the docs of the Kafka clients' keys: prefixes,
+// providers, secrets, and connecting to a secured cluster.
+const clientSections = `
+## Kafka client keys
+
+Every command that talks to Kafka (` + "`run`" + `, ` + "`migrate`" + `, ` + "`topic`" + `, ` + "`replay record`" + `)
+connects with the same keys: ` + "`run`" + ` and ` + "`migrate`" + ` from the topology file, ` + "`-c FILE`" + `
+and ` + "`-X`" + `; ` + "`topic`" + ` from ` + "`--command-config FILE`" + ` and ` + "`-X`" + `; ` + "`replay record`" + ` from
+` + "`-c FILE`" + ` and ` + "`-X`" + `. Each also reads the environment, between the file and ` + "`-X`" + `:
+` + "`STOATCTL_`" + ` and the key upper-cased, dots as underscores and hyphens as two
+(` + "`STOATCTL_SASL_JAAS_CONFIG`" + `, ` + "`STOATCTL_PRODUCER_COMPRESSION_TYPE`" + `,
+` + "`STOATCTL_STOATFLOW_COMMIT__BARRIER_INTERVAL__MS`" + `). A file whose name ends in ` + "`.properties`" + ` is read as a Java
+properties file (` + "`key=value`" + `, ` + "`key: value`" + `, ` + "`#`" + ` and ` + "`!`" + ` comments, backslash
+continuations and escapes), so a Kafka Streams application's file works as it
+is; any other file is YAML. ` + "`stoatctl config check FILE`" + ` says key by key what is
+honoured, what has no effect, what is refused and why, and what is unknown.
+
+**Prefixes.** As in Kafka Streams, ` + "`consumer.`" + `, ` + "`main.consumer.`" + `, ` + "`restore.consumer.`" + `,
+` + "`global.consumer.`" + `, ` + "`producer.`" + ` and ` + "`admin.`" + ` set a key for those clients only,
+over the unprefixed key (` + "`main.consumer.`" + ` over ` + "`consumer.`" + ` over none). ` + "`topic.KEY`" + `
+sets topic config KEY on every internal topic the application creates (a
+changelog's own ` + "`cleanup.policy`" + ` wins). The engine's main consumer and its
+producer are one franz-go client: a connection key (` + "`security.protocol`" + `, ` + "`ssl.*`" + `,
+` + "`sasl.*`" + `) that differs between them is refused.
+
+**Config providers.** ` + "`${file:/path/secrets.properties:password}`" + `, ` + "`${env:NAME}`" + ` and
+` + "`${dir:/run/secrets:name}`" + ` in any value are resolved when the configuration is
+loaded, as Kafka's FileConfigProvider, EnvVarConfigProvider and
+DirectoryConfigProvider resolve them (` + "`config.providers`" + ` may declare them, as in
+Kafka; undeclared, they are known as file, env and dir).
+
+**Secrets.** The values of passwords, keys, ` + "`sasl.jaas.config`" + ` and client secrets
+(every key marked secret below, and any unknown key whose name says password,
+secret or credential) are never printed: the start's effective configuration,
+` + "`config check`" + ` and error messages show ` + "`[hidden]`" + ` or name the key only.
+
+**Failures.** A wrong password, a CA the client does not trust, an expired
+certificate or a listener speaking another protocol fails the command at once
+with the cause; a principal without an ACL the start needs (describe and read
+the source topics, create the internal topics, write with the transactional
+id, read as the group) fails with the resource and the operation named.
+
+## Connecting to a secured cluster
+
+The embedded broker (` + "`stoatctl run`" + ` without ` + "`-b`" + `, ` + "`stoatctl broker`" + `) speaks PLAINTEXT
+only and listens on loopback; it is for development and is not meant to be
+exposed. Real clusters take the keys below, in a properties file passed with
+` + "`-c`" + ` (` + "`--command-config`" + ` for ` + "`topic`" + `).
+
+Confluent Cloud (API key and secret):
+
+` + "```properties" + `
+bootstrap.servers=pkc-xxxxx.europe-west1.gcp.confluent.cloud:9092
+security.protocol=SASL_SSL
+sasl.mechanism=PLAIN
+sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="${env:CC_API_KEY}" password="${env:CC_API_SECRET}";
+replication.factor=3
+` + "```" + `
+
+Amazon MSK with IAM (credentials from ` + "`AWS_ACCESS_KEY_ID`" + `, ` + "`AWS_SECRET_ACCESS_KEY`" + `,
+` + "`AWS_SESSION_TOKEN`" + `):
+
+` + "```properties" + `
+bootstrap.servers=b-1.mycluster.xxxxxx.kafka.eu-west-1.amazonaws.com:9098
+security.protocol=SASL_SSL
+sasl.mechanism=AWS_MSK_IAM
+sasl.jaas.config=software.amazon.msk.auth.iam.IAMLoginModule required;
+sasl.client.callback.handler.class=software.amazon.msk.auth.iam.IAMClientCallbackHandler
+` + "```" + `
+
+Amazon MSK with SCRAM:
+
+` + "```properties" + `
+bootstrap.servers=b-1.mycluster.xxxxxx.kafka.eu-west-1.amazonaws.com:9096
+security.protocol=SASL_SSL
+sasl.mechanism=SCRAM-SHA-512
+sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="app" password="${file:/etc/stoat/secrets.properties:password}";
+` + "```" + `
+
+A self-run SASL_SSL cluster with its own CA and, for mutual TLS, a client
+certificate:
+
+` + "```properties" + `
+bootstrap.servers=kafka-1.internal:9093
+security.protocol=SASL_SSL
+ssl.truststore.type=PKCS12
+ssl.truststore.location=/etc/kafka/truststore.p12
+ssl.truststore.password=${env:TRUSTSTORE_PASSWORD}
+ssl.keystore.type=PKCS12
+ssl.keystore.location=/etc/kafka/client.p12
+ssl.keystore.password=${env:KEYSTORE_PASSWORD}
+sasl.mechanism=SCRAM-SHA-256
+sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="wordcount" password="${env:KAFKA_PASSWORD}";
+` + "```" + `
+
+OAUTHBEARER gets tokens from ` + "`sasl.oauthbearer.token.endpoint.url`" + ` with the client
+credentials of the JAAS options ` + "`clientId`" + `, ` + "`clientSecret`" + ` and ` + "`scope`" + ` (or the
+` + "`sasl.oauthbearer.client.credentials.*`" + ` keys), and refreshes each token after 80%
+of its life; ` + "`extension_NAME`" + ` options are sent as SASL extensions. A login
+module option stoatctl does not read (IAMLoginModule's ` + "`awsProfileName`" + ` or
+` + "`awsRoleArn`" + `, an unsecured JWT's claims) is refused rather than ignored; SCRAM's
+` + "`tokenauth=\"true\"`" + ` (delegation tokens) is read. GSSAPI (Kerberos) is not
+supported.
+`

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/stoatflow/stoatctl/engine/config"
+	"github.com/stoatflow/stoatctl/engine/kafka/conn"
 )
 
 // Keys this package reads besides those engine/config names.
@@ -69,6 +70,12 @@ const (
 // and partitions are assigned cooperative-sticky. Errors name the key at
 // fault.
 func ClientOptions(cfg config.Config) ([]kgo.Opt, error) {
+	return ClientOptionsDial(cfg, nil)
+}
+
+// ClientOptionsDial is ClientOptions with the connections made over dial
+// (conn.Options).
+func ClientOptionsDial(cfg config.Config, dial conn.DialFunc) ([]kgo.Opt, error) {
 	seeds, err := bootstrapServers(cfg)
 	if err != nil {
 		return nil, err
@@ -90,6 +97,22 @@ func ClientOptions(cfg config.Config) ([]kgo.Opt, error) {
 		kgo.Balancers(kgo.CooperativeStickyBalancer()),
 		kgo.DisableAutoCommit(),
 	}
+	// One franz-go client is both the main consumer and the producer, so
+	// the two must connect alike.
+	consumer, producer := cfg.ForClient(config.MainConsumer), cfg.ForClient(config.Producer)
+	if k := conn.Differ(consumer, producer); k != "" {
+		return nil, fmt.Errorf("config %s differs between the main consumer and the producer (a main.consumer., consumer. or producer. prefix): stoatctl's engine consumes and produces through one client, which connects one way", k)
+	}
+	connOpts, err := conn.Options(consumer, dial)
+	if err != nil {
+		return nil, err
+	}
+	opts = append(opts, connOpts...)
+	consumerOpts, err := ConsumerOptions(cfg, config.MainConsumer)
+	if err != nil {
+		return nil, err
+	}
+	opts = append(opts, consumerOpts...)
 
 	// A produce retry waits for a metadata refresh, and franz-go's own
 	// floor between refreshes is 5 s: one CONCURRENT_TRANSACTIONS right
@@ -101,7 +124,7 @@ func ClientOptions(cfg config.Config) ([]kgo.Opt, error) {
 	}
 	opts = append(opts, kgo.MetadataMinAge(time.Duration(backoff)*time.Millisecond))
 
-	reset, err := resetOffsets(cfg)
+	reset, err := resetOffsets(consumer)
 	if err != nil {
 		return nil, err
 	}
@@ -111,6 +134,11 @@ func ClientOptions(cfg config.Config) ([]kgo.Opt, error) {
 	if err != nil {
 		return nil, err
 	}
+	prodOpts, err := ProducerOptions(cfg)
+	if err != nil {
+		return nil, err
+	}
+	opts = append(opts, prodOpts...)
 	if guarantee == ExactlyOnceV2 {
 		txnID, err := TransactionalID(cfg)
 		if err != nil {
@@ -120,8 +148,8 @@ func ClientOptions(cfg config.Config) ([]kgo.Opt, error) {
 			kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 			kgo.TransactionalID(txnID),
 		)
-		if cfg.IsSet(TransactionTimeoutMs) {
-			ms, err := cfg.BoundedInt(TransactionTimeoutMs, 0)
+		if producer.IsSet(TransactionTimeoutMs) {
+			ms, err := producer.BoundedInt(TransactionTimeoutMs, 0)
 			if err != nil {
 				return nil, err
 			}

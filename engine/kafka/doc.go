@@ -1,5 +1,7 @@
 // Package kafka is the engine's side of Kafka that is not record
-// processing: how a configuration becomes franz-go client options, which
+// processing: how a configuration becomes franz-go client options (the
+// producer's and consumers' settings under Kafka Streams' client prefixes
+// here, the connection's TLS and SASL in engine/kafka/conn), which
 // internal topics a topology needs and whether a cluster has them right,
 // and the metadata committed with source offsets.
 //
