@@ -766,9 +766,14 @@ func TestKafkaStreamsRefusals(t *testing.T) {
 	topics["lines"] = 1
 	addr := kafkatest.Start(t, topics)
 	first, _ := clicks(inputHour)
-	ks := startKS(t, j, addr, m, "ks", "", how{})
+	// An application id of its own: Kafka Streams' members do not leave
+	// their group when they close, so the group of the application
+	// stopped here stays until its session times out, and a later test
+	// could not commit offsets for the same group ("ks") until then.
+	const app = "ks-refusals"
+	ks := startKS(t, j, addr, m, app, "", how{})
 	interop.Produce(t, addr, first)
-	interop.AwaitConsumed(t, addr, "ks", m.Topics(), ks.Out)
+	interop.AwaitConsumed(t, addr, app, m.Topics(), ks.Out)
 	ks.Stop(t)
 	interop.Produce(t, addr, []interop.Record{{Topic: "lines", Key: "l", Value: "a b", Timestamp: inputHour}})
 	adm := kadm.NewClient(client(t, addr))
@@ -793,7 +798,7 @@ func TestKafkaStreamsRefusals(t *testing.T) {
 		}, []string{migrate.ProblemRetention}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := migrate.Run(context.Background(), migrate.Options{From: "ks", To: "ours", Built: tc.ours(t), Seeds: []string{addr}, EmitFrontier: true})
+			_, err := migrate.Run(context.Background(), migrate.Options{From: app, To: "ours", Built: tc.ours(t), Seeds: []string{addr}, EmitFrontier: true})
 			var refusal *migrate.RefusalError
 			if !errors.As(err, &refusal) {
 				t.Fatalf("err = %v, want a refusal", err)
