@@ -4,10 +4,12 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stoatflow/stoatctl/engine/dsl"
 	"github.com/stoatflow/stoatctl/engine/metrics"
 	"github.com/stoatflow/stoatctl/engine/serde"
+	"github.com/stoatflow/stoatctl/engine/window"
 )
 
 // ksGlobalInputs pipes the inputs of Kafka Streams'
@@ -222,5 +224,37 @@ func TestGlobalTableJoinKafkaStreams(t *testing.T) {
 				t.Fatalf("dropped for a null key: %d, want %d", got, tc.dropped)
 			}
 		})
+	}
+}
+
+// TestGlobalTableRecordKeepsTime checks that a global table's record
+// does not move event time, as in Kafka Streams, whose global thread never
+// touches a task's stream time: a stream record behind a later-stamped
+// global update is still counted into its window ([0, 10), count 2), not
+// dropped as late. Under an engine.EventTime the live engine's watermark
+// ignores global records too (engine/eventtime.go), so a fixture's
+// `replay --engine` run agrees with the driver here.
+func TestGlobalTableRecordKeepsTime(t *testing.T) {
+	str := serde.String()
+	b := dsl.NewBuilder()
+	dsl.GlobalTable(b, "g", dsl.ConsumedWith(str, str))
+	dsl.CountWindowed(dsl.Stream(b, dsl.ConsumedWith(str, str), "s").GroupByKey().
+		WindowedBy(window.TimeWindowsOfSizeAndGrace(10*time.Millisecond, 0)))
+	d := tjDriver(t, b)
+	for i, s := range []struct {
+		in        tjIn
+		watermark int64
+	}{
+		{tjPut("s", "a", "x", 5), 5},
+		{tjPut("g", "k", "v", 100), 5},
+		{tjPut("s", "a", "y", 6), 6},
+	} {
+		tjPipe(t, d, s.in)
+		if got := d.Watermark(); got != s.watermark {
+			t.Fatalf("step %d: watermark %d, want %d", i, got, s.watermark)
+		}
+		if got := d.Metrics().Value(metrics.DroppedRecords, "reason", metrics.ReasonLateWindow); got != 0 {
+			t.Fatalf("step %d: %d late drops, want none", i, got)
+		}
 	}
 }
