@@ -116,10 +116,11 @@ func (et *EventTime) Watermark() int64 {
 // updated the global stores, so a record produced after the settle
 // returns is looked up in a table that holds every update before it. A
 // reset (a rebalance, an aborted epoch, a restart) rewinds the wait: the
-// records are dispatched again from the committed offsets. Work that writes at every barrier
-// keeps a settle from ending: a wall-clock punctuator on a wall clock that
-// moves by itself (give the engine a manual one with WithWallClock), or
-// records that keep coming from another producer.
+// records are dispatched again from the committed offsets. Work that
+// writes at every barrier keeps a settle from ending: a wall-clock
+// punctuator on a wall clock that moves by itself (give the engine a
+// manual one with WithWallClock), or records that keep coming from
+// another producer.
 func (et *EventTime) Settle(ctx context.Context, ends map[string]map[int32]int64) error {
 	w := &settleWait{ends: ends, done: make(chan error, 1)}
 	et.mu.Lock()
