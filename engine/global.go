@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -28,6 +29,12 @@ type globalRunner struct {
 	dial   []kgo.Opt
 	// next is the offset to read next, per topic and partition.
 	next map[string]kafka.Positions
+	// applied mirrors next for the dispatcher, which reads it while the
+	// runner follows: an EventTime's settle waits until the records it
+	// produced to a global topic are in the stores (appliedTo). Its shape
+	// is fixed before the bootstrap, so only the counters move and no
+	// lock is taken (the dispatcher reads it under EventTime.mu).
+	applied map[string]map[int32]*atomic.Int64
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -42,7 +49,8 @@ func (r *runner) startGlobal(ctx context.Context) (*globalRunner, error) {
 	if st == nil {
 		return nil, nil
 	}
-	g := &globalRunner{e: r.e, seeds: r.s.seeds, dial: r.s.globalOpts, next: map[string]kafka.Positions{}}
+	g := &globalRunner{e: r.e, seeds: r.s.seeds, dial: r.s.globalOpts, next: map[string]kafka.Positions{},
+		applied: map[string]map[int32]*atomic.Int64{}}
 	for _, src := range st.Sources {
 		if src.Source.Pattern != nil {
 			return nil, fmt.Errorf("engine: global source %s reads a topic pattern, which the live engine does not support yet", src.Name)
@@ -62,10 +70,12 @@ func (r *runner) startGlobal(ctx context.Context) (*globalRunner, error) {
 			continue
 		}
 		from := kafka.Positions{}
+		applied := map[int32]*atomic.Int64{}
 		for p := range d.Partitions {
 			from[p] = kafka.LogStart
+			applied[p] = new(atomic.Int64)
 		}
-		g.next[t] = from
+		g.next[t], g.applied[t] = from, applied
 	}
 	if len(missing) > 0 {
 		slices.Sort(missing)
@@ -114,9 +124,34 @@ func (g *globalRunner) process(rec *kgo.Record) error {
 	if err := g.task.Process(&in); err != nil {
 		return err
 	}
-	g.next[rec.Topic][rec.Partition] = rec.Offset + 1
+	g.moved(rec.Topic, rec.Partition, rec.Offset+1)
 	g.e.addStats(func(s *Stats) { s.GlobalRecords++ })
 	return nil
+}
+
+// moved records that partition p of topic is applied up to next.
+func (g *globalRunner) moved(topic string, p int32, next int64) {
+	g.next[topic][p] = next
+	if a := g.applied[topic][p]; a != nil {
+		a.Store(next)
+	}
+}
+
+// appliedTo says whether topic is a global topic (global) and, if so,
+// whether partition p of it is applied up to end, the offset after the
+// last record wanted (reached). A partition added to the topic after the
+// start is never read (docs/engine.md), so it is never reached. Safe to
+// call from any goroutine.
+func (g *globalRunner) appliedTo(topic string, p int32, end int64) (reached, global bool) {
+	if g == nil {
+		return false, false
+	}
+	ps, global := g.applied[topic]
+	if !global {
+		return false, false
+	}
+	a := ps[p]
+	return a != nil && a.Load() >= end, true
 }
 
 // readToEnd processes every global topic from where it stands to its end
@@ -128,7 +163,7 @@ func (g *globalRunner) readToEnd(ctx context.Context) error {
 			return fmt.Errorf("topic %s: %w", t, err)
 		}
 		for p, end := range ends {
-			g.next[t][p] = end
+			g.moved(t, p, end)
 		}
 	}
 	return nil

@@ -72,9 +72,10 @@ func (c metaConfig) settings() map[string]string {
 // must give the same output, so each run of the suite checks another
 // corner of the matrix; the seed is logged and -seed N replays the same
 // draw. Fixtures that move time by hand (advance-watermark,
-// advance-wall-clock) run step by step under an engine.EventTime, settled
-// after every step, with the watermark driven the same way in every
-// configuration: the driver's (metamorphic_time_test.go).
+// advance-wall-clock) or write a global table's topic run step by step
+// under an engine.EventTime, settled after every step, with the watermark
+// driven the same way in every configuration: the driver's
+// (metamorphic_time_test.go).
 func TestMetamorphic(t *testing.T) {
 	kafkatest.Parallel(t)
 	if testing.Short() {
@@ -102,7 +103,7 @@ func TestMetamorphic(t *testing.T) {
 		switch {
 		case skip != "":
 			t.Logf("%s: %s", path, skip)
-		case tc.movesTime():
+		case tc.settled():
 			timed = append(timed, tc)
 		default:
 			cases = append(cases, metaCase{ref: "fixture:" + path, ex: tc.ex})

@@ -44,6 +44,8 @@ type timedCase struct {
 	f     *replay.Fixture
 	ex    examples.Example
 	steps []timedStep
+	// global is a global table's topic the fixture writes, "" for none.
+	global string
 }
 
 // timedStep is one step. A record step names its input in ex.Inputs; an
@@ -55,6 +57,12 @@ type timedStep struct {
 	ts    int64
 	wall  int64
 }
+
+// settled says the fixture must run step by step, settled after every
+// step: it moves time by hand, or writes a global table's topic, which the
+// engine reads apart from its dispatcher, so that only a settle orders a
+// table update before the stream records of the steps after it.
+func (tc timedCase) settled() bool { return tc.movesTime() || tc.global != "" }
 
 // movesTime says the fixture moves time by hand.
 func (tc timedCase) movesTime() bool {

@@ -62,7 +62,8 @@ var appSeq atomic.Int64
 // largest event time dispatched or advanced to); an advance-wall-clock
 // step moves the engine's injected wall clock; a commit-barrier step is a
 // barrier. After every step the engine is settled (its records dispatched,
-// everything they and the watermark made due emitted and committed), and
+// or applied to the global stores when written to a global table's topic,
+// and everything they and the watermark made due emitted and committed), and
 // the output topics are read committed up to their ends, so each output
 // record has the step that wrote it. At the end the engine stops, which
 // commits a final barrier (a final flush).

@@ -59,6 +59,8 @@ func JoinGlobal[K, V, GK, GV, VR any](s KStream[K, V], g GlobalKTable[GK, GV], k
 // LeftJoinGlobal is JoinGlobal that also keeps records g has no value for,
 // or whose selected key is null: the joiner then gets GV's zero value
 // (Kafka Streams passes null; use a pointer GV to tell the cases apart).
+// Keeping a null selected key is Kafka Streams' rule since 4.1
+// (KAFKA-19208); from 2.7 to 4.0 it dropped such records.
 func LeftJoinGlobal[K, V, GK, GV, VR any](s KStream[K, V], g GlobalKTable[GK, GV], keySelector func(K, V) GK, joiner func(K, V, GV) VR, named ...Named) KStream[K, VR] {
 	return streamGlobalJoin(s, g, keySelector, joiner, true, named)
 }
