@@ -61,16 +61,7 @@ func TestStopWhileProducesHangUnderBackPressure(t *testing.T) {
 	eventually(t, 60*time.Second, func() string { return "the hole did not open" }, hole.Load)
 	// Long enough for every queue to fill behind the hanging commit.
 	time.Sleep(3 * time.Second)
-	start := time.Now()
-	stopped := make(chan error, 1)
-	go func() { stopped <- stop() }()
-	select {
-	case err := <-stopped:
-		t.Logf("stopped in %v: %v", time.Since(start).Round(time.Millisecond), err)
-	case <-time.After(8 * time.Second):
-		logGoroutines(t)
-		t.Fatalf("Run still running %v after the stop, its commit hanging under back-pressure (state %v)", time.Since(start).Round(time.Second), e.State())
-	}
+	stopsWithinDeadline(t, e, stop, "its commit hanging under back-pressure")
 	once.Do(func() { close(release) })
 }
 
@@ -132,15 +123,6 @@ func TestStopAfterRebalanceWhileProducesHang(t *testing.T) {
 	// hangs (franz-go's session lets a revocation through only between
 	// transactions).
 	time.Sleep(4 * time.Second)
-	start := time.Now()
-	stopped := make(chan error, 1)
-	go func() { stopped <- stop() }()
-	select {
-	case err := <-stopped:
-		t.Logf("stopped in %v: %v", time.Since(start).Round(time.Millisecond), err)
-	case <-time.After(8 * time.Second):
-		logGoroutines(t)
-		t.Fatalf("Run still running %v after the stop, rebalanced while its commit hangs (state %v)", time.Since(start).Round(time.Second), e.State())
-	}
+	stopsWithinDeadline(t, e, stop, "rebalanced while its commit hangs")
 	once.Do(func() { close(release) })
 }
