@@ -236,10 +236,10 @@ func TestRebalanceRestoresOnlyMovedTasks(t *testing.T) {
 		func() bool { return len(a.Assignment()["in"]) == parts })
 	produce(t, addr, "in", in)
 	readCommitted(t, addr, "out", keys, 60*time.Second)
-	// Everything read is committed, locally too: the rebalance below
-	// meets no epoch in flight.
-	waitUntil(10*time.Second, func() bool { return a.Stats().Records >= keys })
-	time.Sleep(time.Second)
+	// Everything read is committed, locally too (the committer writes an
+	// epoch's RocksDB layers before it counts the epoch's records): the
+	// rebalance below meets no epoch in flight.
+	eventually(t, 10*time.Second, func() string { return "the input is not all committed" }, func() bool { return a.Stats().Records >= keys })
 	before := a.Stats().Restored
 	perPartition := changelogRecords(t, addr, "moved-counts-changelog", parts)
 
