@@ -588,7 +588,8 @@ func (r *runner) loop(ctx context.Context) error {
 		}
 		if !r.e.paused.Load() {
 			if err := r.pollAndDispatch(ctx); err != nil {
-				if ctx.Err() != nil || r.genStopped() {
+				// A barrier cut within the poll fails as one cut here.
+				if ctx.Err() != nil || errors.Is(err, context.Canceled) || r.genStopped() {
 					continue
 				}
 				return err
@@ -795,18 +796,31 @@ func (r *runner) dispatchMerged(fetches kgo.Fetches) error {
 	}
 	r.caughtUp = caughtUp
 	// The counters and the cut offsets say what was dispatched, also
-	// when a dispatch fails part way; they are written once a poll, not
-	// once a record (nothing reads them while this runs).
+	// when a dispatch fails part way; they are written before a barrier
+	// is cut and once the poll is done, not once a record.
 	all := slices.Clone(heads)
-	defer func() {
+	note := func() {
 		for _, h := range all {
 			h.count.Add(h.n)
 			if h.n > 0 && h.next > h.cut[h.partition] {
 				h.cut[h.partition] = h.next
 			}
+			h.n = 0
 		}
-	}()
-	for len(heads) > 0 {
+	}
+	defer note()
+	for i := 1; len(heads) > 0; i++ {
+		if i%cutCheckEvery == 0 && r.barrierDue() {
+			// A poll can hold far more than one epoch's worth (a
+			// backlog at start): the barrier is cut between its
+			// records, not after the last of them, so that an epoch
+			// ends within its interval however long the poll takes
+			// to dispatch (issue 37).
+			note()
+			if err := r.maybeBarrier(false); err != nil {
+				return err
+			}
+		}
 		var h *mergeHead
 		var rec *kgo.Record
 		var ts int64
@@ -944,6 +958,17 @@ func (r *runner) watermarkNow() int64 {
 func hasKey[K comparable, V any](m map[K]V, k K) bool {
 	_, ok := m[k]
 	return ok
+}
+
+// cutCheckEvery is how many records the dispatcher hands out between two
+// looks at whether a barrier is due within a poll.
+const cutCheckEvery = 64
+
+// barrierDue says, cheaply, that maybeBarrier may cut now: no epoch in
+// flight and the minimum interval passed. maybeBarrier decides.
+func (r *runner) barrierDue() bool {
+	r.cutter.Commit(r.committedEpoch.Load())
+	return !r.cutter.InFlight() && r.sinceBarrier() >= r.s.minInterval
 }
 
 // interval is the current barrier cadence.

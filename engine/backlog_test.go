@@ -1,0 +1,71 @@
+package engine_test
+
+import (
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stoatflow/stoatctl/engine"
+	"github.com/stoatflow/stoatctl/engine/dsl"
+	"github.com/stoatflow/stoatctl/engine/serde"
+	"github.com/stoatflow/stoatctl/engine/topology"
+)
+
+// slowUppercase is uppercase with a processor that takes d per record: a
+// slow join, a call to a service.
+func slowUppercase(d time.Duration) *topology.Topology {
+	str := serde.String()
+	b := dsl.NewBuilder()
+	dsl.MapValues(dsl.Stream(b, dsl.ConsumedWith(str, str), "in"), func(_, v string) string {
+		time.Sleep(d)
+		return "<" + v + ">"
+	}).To("out", dsl.ProducedWith(str, str))
+	return b.Topology()
+}
+
+// TestBacklogCommitsInBoundedEpochs: an engine started with a backlog
+// that one poll returns whole, and lanes slow to process it, commits it
+// in many epochs as it goes, not in one at the end: the dispatcher cuts
+// barriers between a poll's records, and a lane's producers queue only
+// about one barrier interval of its work (issue 37: a join on RocksDB
+// held its first epoch past transaction.timeout.ms, forever).
+//
+// 3000 records at 2 ms each over 2 lanes is about 3 s of work; with a
+// 200 ms interval that is a dozen epochs or more. Without the cut within
+// a poll the backlog commits in one epoch; with it, but with the lanes'
+// full queues of 1024 records (2 s of work each) ahead of every barrier,
+// in two or three.
+func TestBacklogCommitsInBoundedEpochs(t *testing.T) {
+	const n = 3000
+	addr := startBroker(t, map[string]int32{"in": 1, "out": 1})
+	in := make([]kv, n)
+	for i := range in {
+		in[i] = kv{Key: "k" + strconv.Itoa(i%97), Value: strconv.Itoa(i)}
+	}
+	produce(t, addr, "in", in)
+	e, stop := runEngine(t, slowUppercase(2*time.Millisecond), cfg(addr, "backlog", "num.stream.threads", "2",
+		engine.BarrierIntervalMs, "200", engine.BarrierMinIntervalMs, "100"))
+	// Every commit that carried records, as the records committed so far.
+	var steps []int64
+	last := int64(0)
+	eventually(t, 60*time.Second, func() string { return "the backlog did not commit: " + strconv.FormatInt(last, 10) + " records" }, func() bool {
+		if r := e.Stats().Records; r != last {
+			steps = append(steps, r)
+			last = r
+		}
+		return last >= n
+	})
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("records committed after each commit seen: %v", steps)
+	if len(steps) < 6 {
+		t.Errorf("the backlog of %d records committed in %d steps (%v), want at least 6", n, len(steps), steps)
+	}
+	if steps[0] > n/4 {
+		t.Errorf("the first commit carried %d of %d records, want at most a quarter", steps[0], n)
+	}
+	if got := readCommitted(t, addr, "out", n, 30*time.Second); len(got) != n {
+		t.Fatalf("%d records out, want %d", len(got), n)
+	}
+}
