@@ -48,13 +48,6 @@ var errCommitUnknown = errors.New("transaction outcome unknown")
 // is taken over again and again: another instance runs with it.
 var ErrFenced = errors.New("transactional id fenced by another instance")
 
-// A fence now and then is a broker aborting the transaction itself; more
-// than maxFenced within fencedWindow is another instance with the same id.
-const (
-	maxFenced    = 3
-	fencedWindow = time.Minute
-)
-
 // maxUncertainCommits bounds the commits in a row whose outcome is
 // unknown before the engine gives up with the last error.
 const maxUncertainCommits = 8
@@ -117,8 +110,9 @@ type runner struct {
 	// committedAtRecovery is Stats.Committed at the last of them.
 	uncertain           int
 	committedAtRecovery int64
-	// fenced are the times of the recent fences (recoverSession).
-	fenced     []time.Time
+	// fence judges the fencings recoverSession meets: a broker's
+	// restart or another instance.
+	fence      fenceRule
 	cutOffsets map[string]map[int32]int64
 	partTimes  map[watermark.Partition]int64
 	dispatched int64
@@ -387,6 +381,9 @@ func (r *runner) connect(ctx context.Context) error {
 		// Fetched records are decoded into arrays the dispatcher gives
 		// back (dispatchMerged recycles each record it dispatched).
 		kgo.WithPools(&r.fetchPool),
+		// A fencing right after a broker connection failed is a
+		// restart's, not another instance's (fenceRule).
+		kgo.WithHooks(brokerTroubleHook{&r.fence}),
 		kgo.WithLogger(kafka.Logger(r.e.log.With("instance", r.e.cfg.String(kafka.InstanceID)))),
 		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { r.onAssign("assigned", m, true) }),
 		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { r.onAssign("revoked", m, false) }),
@@ -624,17 +621,19 @@ func (r *runner) recoverSession(ctx context.Context, cause error) error {
 		r.uncertain, r.committedAtRecovery = 0, c
 	}
 	if errors.Is(cause, kerr.ProducerFenced) || errors.Is(cause, kerr.InvalidProducerEpoch) {
-		now := time.Now()
-		r.fenced = append(slices.DeleteFunc(r.fenced, func(t time.Time) bool { return now.Sub(t) > fencedWindow }), now)
-		if len(r.fenced) >= maxFenced {
+		twin, afterTrouble, times := r.fence.judge(time.Now())
+		if afterTrouble {
+			r.e.log.Warn("fenced after a broker connection failed: the brokers restarted or the transaction coordinator moved, not another instance; reconnecting", "err", cause)
+		}
+		if twin {
 			id, _ := kafka.TransactionalID(r.e.cfg)
 			holder := r.holderOf(ctx)
 			if holder == "" {
 				holder = "no other member of the group has this instance's client id, so a producer outside the group, or an instance with another client.id"
 			}
-			r.e.log.Error("fenced again and again; another producer uses this transactional id", "transactional.id", id, "times", len(r.fenced), "within", fencedWindow, "holder", holder)
+			r.e.log.Error("fenced again and again; another producer uses this transactional id", "transactional.id", id, "times", times, "within", fencedWindow, "holder", holder)
 			return fmt.Errorf("engine: %w: fenced %d times within %s: another producer uses transactional id %s (%s); give each instance its own %s: %w",
-				ErrFenced, len(r.fenced), fencedWindow, id, holder, kafka.InstanceID, cause)
+				ErrFenced, times, fencedWindow, id, holder, kafka.InstanceID, cause)
 		}
 	}
 	r.uncertain++
