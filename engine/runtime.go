@@ -110,6 +110,9 @@ type runner struct {
 	// committedAtRecovery is Stats.Committed at the last of them.
 	uncertain           int
 	committedAtRecovery int64
+	// tableTopics are the assigned topics read as tables, whose
+	// partitions take no part in the watermark.
+	tableTopics map[string]bool
 	// fence judges the fencings recoverSession meets: a broker's
 	// restart or another instance.
 	fence      fenceRule
@@ -930,6 +933,9 @@ func (r *runner) watermarkNow() int64 {
 	// A partition the dispatcher read records from is active, even when
 	// none of them raised its event time (old timestamps).
 	for t, ps := range r.cutOffsets {
+		if r.tableTopics[t] {
+			continue
+		}
 		for p, o := range ps {
 			wp := watermark.Partition{Topic: t, Partition: p}
 			if o != r.activeOffsets[wp] {
@@ -1248,13 +1254,20 @@ func (r *runner) resetOnce(ctx context.Context) error {
 	r.knownPartTimes = map[watermark.Partition]int64{}
 	r.ptMu.Unlock()
 	r.tracker = watermark.NewTracker(r.idleness())
+	r.tableTopics = map[string]bool{}
 	now := r.e.opts.wall()
 	set := map[string]map[int32]kgo.EpochOffset{}
 	for t, ps := range assigned {
 		src, _ := r.built.SourceNodeFor(t)
+		// A table's partitions take no part in the watermark
+		// (topology.SourceSpec.Table).
+		table := src != nil && src.Source != nil && src.Source.Table
+		r.tableTopics[t] = table
 		for _, p := range ps {
 			wp := watermark.Partition{Topic: t, Partition: p}
-			r.tracker.Register(wp, r.built.Watermark(src), now)
+			if !table {
+				r.tracker.Register(wp, r.built.Watermark(src), now)
+			}
 			c, ok := committed[t][p]
 			if !ok {
 				continue
@@ -1265,7 +1278,7 @@ func (r *runner) resetOnce(ctx context.Context) error {
 			}
 			set[t][p] = kgo.EpochOffset{Epoch: -1, Offset: c.offset}
 			r.cutOffsets[t][p] = c.offset
-			if c.partitionTime >= 0 {
+			if c.partitionTime >= 0 && !table {
 				r.tracker.Seed(wp, c.partitionTime)
 				r.partTimes[wp] = c.partitionTime
 				r.ptMu.Lock()

@@ -72,7 +72,9 @@ func Table[K, V any](b *Builder, topic string, consumed Consumed[K, V], material
 	if source == "" {
 		source = b.t.GeneratedName(sourcePrefix)
 	}
-	b.t.AddSource(source, consumed.Spec(topic))
+	spec := consumed.Spec(topic)
+	spec.Table = true
+	b.t.AddSource(source, spec)
 	name := b.t.GeneratedName(tableSourcePrefix)
 	ks, vs := orSerde(m.keySerde, consumed.KeySerde()), orSerde(m.valueSerde, consumed.ValueSerde())
 	meta := &tableMeta{store: storeName}
