@@ -1,0 +1,203 @@
+package migrate_test
+
+import (
+	"context"
+	"encoding/binary"
+	"maps"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/stoatflow/stoatctl/engine/kafka"
+	"github.com/stoatflow/stoatctl/internal/kafkatest"
+	"github.com/stoatflow/stoatctl/migrate"
+)
+
+const joinYAML = `application-id: ours
+sources:
+  orders: {topic: orders, key-serde: string, value-serde: string, watermark: {strategy: monotonous}}
+  payments: {topic: payments, key-serde: string, value-serde: string, watermark: {strategy: monotonous}}
+pipelines:
+  p:
+    from: orders
+    steps:
+      - JOIN: {with: payments, window: 10s, grace: 5s, joiner: 'left + "+" + (right ?? "null")', store: pairs}
+      - to: {topic: paired, key-serde: string, value-serde: string}
+`
+
+// ksJoinRecord is one record of a Kafka Streams join store's changelog.
+type ksJoinRecord struct {
+	store      string
+	key, value []byte
+	ts         int64
+}
+
+// ksWindowKey lays out a join side's window store key as Kafka Streams'
+// WindowKeySchema.toStoreKeyBinary: key, timestamp, sequence number.
+func ksWindowKey(key string, ts int64, seq int32) []byte {
+	return binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint64([]byte(key), uint64(ts)), uint32(seq))
+}
+
+// ksOuterKey lays out a TimestampedKeyAndJoinSide of the left side.
+func ksOuterKey(key string, ts int64) []byte {
+	return append(append(binary.BigEndian.AppendUint64(nil, uint64(ts)), 1), key...)
+}
+
+// ksOuterValue lays out ListValueStore's list of one left LeftOrRightValue.
+func ksOuterValue(v string) []byte {
+	b := binary.BigEndian.AppendUint32([]byte{1}, 1)
+	b = binary.BigEndian.AppendUint32(b, uint32(1+len(v)))
+	return append(append(b, 1), v...)
+}
+
+// TestJoinCutover lays out the state Kafka Streams leaves of an inner and
+// a left join (orders with payments, 10 s windows, 5 s grace,
+// StreamJoined.withStoreName("pairs")) stopped mid-window, migrates it,
+// and runs our engine over what follows. Before the cutover Kafka Streams
+// paired o1 with p1 and emitted o2's null-join (both gone from the shared
+// store); o4's window closed at its stream time (40 s) before it looked
+// again, so its null-join is pending; o3, o7 and o10 wait, and p8 waits
+// on the other side. After the cutover p3 pairs with o3 and o8 with p8
+// (pairs straddling the cutover), and time moves on to 70 s: every
+// result Kafka Streams left running would give after the cutover comes
+// once, and none it gave before.
+func TestJoinCutover(t *testing.T) {
+	orders := []struct {
+		key string
+		ts  int64
+	}{{"o1", 1_000}, {"o2", 2_000}, {"o4", 24_000}, {"o3", 30_000}, {"o7", 32_000}, {"o10", 40_000}}
+	payments := []struct {
+		key, value string
+		ts         int64
+	}{{"o1", "p1", 3_000}, {"o8", "p8", 36_000}, {"zz", "pz", 39_000}}
+	for _, tc := range []struct {
+		op, other, shared string
+		// waiting and pending are the plan's null-join counts.
+		waiting, pending int64
+		want             map[string]string
+	}{
+		{op: "join", other: "pairs-other-join-store",
+			want: map[string]string{"o3": "o3-a+p3", "o8": "o8-a+p8"}},
+		{op: "left-join", other: "pairs-outer-other-join-store", shared: "pairs-left-shared-join-store",
+			waiting: 4, pending: 1,
+			want: map[string]string{"o3": "o3-a+p3", "o8": "o8-a+p8", "o4": "o4-a+null", "o7": "o7-a+null", "o10": "o10-a+null"}},
+	} {
+		t.Run(tc.op, func(t *testing.T) {
+			addr := kafkatest.Start(t, map[string]int32{"orders": 1, "payments": 1, "paired": 1})
+			ctx := context.Background()
+			adm := kadm.NewClient(client(t, addr))
+
+			// Kafka Streams' changelogs, in the order it wrote them.
+			var ks []ksJoinRecord
+			for i, o := range orders {
+				ks = append(ks, ksJoinRecord{"pairs-this-join-store", ksWindowKey(o.key, o.ts, int32(i+1)), []byte(o.key + "-a"), o.ts})
+			}
+			for i, p := range payments {
+				ks = append(ks, ksJoinRecord{tc.other, ksWindowKey(p.key, p.ts, int32(i+1)), []byte(p.value), p.ts})
+			}
+			if tc.shared != "" {
+				for _, o := range orders {
+					ks = append(ks, ksJoinRecord{tc.shared, ksOuterKey(o.key, o.ts), ksOuterValue(o.key + "-a"), o.ts})
+				}
+				// o1 matched by p1 at 3 s, o2 emitted at 24 s: deleted.
+				ks = append(ks, ksJoinRecord{tc.shared, ksOuterKey("o1", 1_000), nil, 3_000},
+					ksJoinRecord{tc.shared, ksOuterKey("o2", 2_000), nil, 24_000})
+			}
+			for _, store := range []string{"pairs-this-join-store", tc.other} {
+				kafkatest.CreateTopic(t, adm, "ks-"+store+"-changelog", 1, map[string]*string{"cleanup.policy": ptr("compact,delete"), "retention.ms": ptr(strconv.Itoa(25_000 + 24*3_600_000))})
+			}
+			if tc.shared != "" {
+				kafkatest.CreateTopic(t, adm, "ks-"+tc.shared+"-changelog", 1, map[string]*string{"cleanup.policy": ptr("compact")})
+			}
+			var recs []*kgo.Record
+			for _, r := range ks {
+				recs = append(recs, &kgo.Record{Topic: "ks-" + r.store + "-changelog", Key: r.key, Value: r.value, Timestamp: time.UnixMilli(r.ts)})
+			}
+			produceTo(t, addr, recs...)
+
+			// What Kafka Streams read, and its committed offsets with
+			// the partition times.
+			var in []*kgo.Record
+			for _, o := range orders {
+				in = append(in, &kgo.Record{Topic: "orders", Key: []byte(o.key), Value: []byte(o.key + "-a"), Timestamp: time.UnixMilli(o.ts)})
+			}
+			for _, p := range payments {
+				in = append(in, &kgo.Record{Topic: "payments", Key: []byte(p.key), Value: []byte(p.value), Timestamp: time.UnixMilli(p.ts)})
+			}
+			produceTo(t, addr, in...)
+			var offs kadm.Offsets
+			for topic, at := range map[string]struct{ n, pt int64 }{"orders": {int64(len(orders)), 40_000}, "payments": {int64(len(payments)), 39_000}} {
+				md, _ := kafka.TopicPartitionMetadata{PartitionTime: at.pt}.Encode()
+				offs.Add(kadm.Offset{Topic: topic, Partition: 0, At: at.n, LeaderEpoch: -1, Metadata: md})
+			}
+			if _, err := adm.CommitOffsets(ctx, "ks", offs); err != nil {
+				t.Fatal(err)
+			}
+
+			f, built := loadFile(t, replaceOp(joinYAML, tc.op))
+			rep, err := migrate.Run(ctx, migrate.Options{From: "ks", To: "ours", Built: built, Seeds: []string{addr}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var np *migrate.NullJoinPlan
+			for _, sp := range rep.Plan.Stores {
+				if sp.NullJoins != nil {
+					np = sp.NullJoins
+				}
+			}
+			switch {
+			case tc.shared == "" && np != nil:
+				t.Errorf("an inner join counts null-joins: %+v", np)
+			case tc.shared != "" && (np == nil || np.Waiting != tc.waiting || np.Pending != tc.pending):
+				t.Errorf("null-joins %+v: want %d waiting, %d pending", np, tc.waiting, tc.pending)
+			}
+			if want := map[bool]int{false: 2, true: 3}[tc.shared != ""]; len(rep.Plan.Stores) != want {
+				t.Errorf("stores translated: %d", len(rep.Plan.Stores))
+			}
+
+			stop := runFile(t, f, addr, "ours")
+			// p3 is out of order (38 s, behind the payments' 39 s) and
+			// still within o3's window, which the restored store holds.
+			produceTo(t, addr,
+				&kgo.Record{Topic: "payments", Key: []byte("o3"), Value: []byte("p3"), Timestamp: time.UnixMilli(38_000)},
+				&kgo.Record{Topic: "orders", Key: []byte("o8"), Value: []byte("o8-a"), Timestamp: time.UnixMilli(41_000)},
+				&kgo.Record{Topic: "orders", Key: []byte("o9"), Value: []byte("o9-a"), Timestamp: time.UnixMilli(70_000)},
+				&kgo.Record{Topic: "payments", Key: []byte("zz"), Value: []byte("pz2"), Timestamp: time.UnixMilli(70_000)},
+			)
+			got := map[string]string{}
+			out := client(t, addr, kgo.ConsumeTopics("paired"), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+			poll := func(d time.Duration) {
+				pctx, cancel := context.WithTimeout(ctx, d)
+				defer cancel()
+				out.PollFetches(pctx).EachRecord(func(r *kgo.Record) {
+					if prev, dup := got[string(r.Key)]; dup {
+						t.Errorf("%s emitted again: %q, before %q", r.Key, r.Value, prev)
+					}
+					got[string(r.Key)] = string(r.Value)
+				})
+			}
+			for deadline := time.Now().Add(20 * time.Second); len(got) < len(tc.want) && time.Now().Before(deadline); {
+				poll(time.Second)
+			}
+			// A second emission would show within a few barriers.
+			poll(time.Second)
+			stop()
+			if !maps.Equal(got, tc.want) {
+				t.Fatalf("after the cutover we emitted %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// replaceOp puts the join operation into joinYAML.
+func replaceOp(yaml, op string) string {
+	for i := 0; i+4 <= len(yaml); i++ {
+		if yaml[i:i+4] == "JOIN" {
+			return yaml[:i] + op + yaml[i+4:]
+		}
+	}
+	return yaml
+}
