@@ -60,15 +60,16 @@ func ksOuterValue(v string) []byte {
 // paired o1 with p1 and emitted o2's null-join (both gone from the shared
 // store); o4's window closed at its stream time (40 s) before it looked
 // again, so its null-join is pending; o3, o7 and o10 wait, and p8 waits
-// on the other side. After the cutover p3 pairs with o3 and o8 with p8
-// (pairs straddling the cutover), and time moves on to 70 s: every
+// on the other side. After the cutover p3 pairs with o3 (and o31-o33
+// with theirs) and o8 with p8 (pairs straddling the cutover), on an
+// engine of three lanes, and time moves on to 70 s: every
 // result Kafka Streams left running would give after the cutover comes
 // once, and none it gave before.
 func TestJoinCutover(t *testing.T) {
 	orders := []struct {
 		key string
 		ts  int64
-	}{{"o1", 1_000}, {"o2", 2_000}, {"o4", 24_000}, {"o3", 30_000}, {"o7", 32_000}, {"o10", 40_000}}
+	}{{"o1", 1_000}, {"o2", 2_000}, {"o4", 24_000}, {"o3", 30_000}, {"o31", 30_000}, {"o32", 30_500}, {"o33", 31_000}, {"o7", 32_000}, {"o10", 40_000}}
 	payments := []struct {
 		key, value string
 		ts         int64
@@ -80,10 +81,10 @@ func TestJoinCutover(t *testing.T) {
 		want             map[string]string
 	}{
 		{op: "join", other: "pairs-other-join-store",
-			want: map[string]string{"o3": "o3-a+p3", "o8": "o8-a+p8"}},
+			want: map[string]string{"o3": "o3-a+p3", "o31": "o31-a+p31", "o32": "o32-a+p32", "o33": "o33-a+p33", "o8": "o8-a+p8"}},
 		{op: "left-join", other: "pairs-outer-other-join-store", shared: "pairs-left-shared-join-store",
-			waiting: 4, pending: 1,
-			want: map[string]string{"o3": "o3-a+p3", "o8": "o8-a+p8", "o4": "o4-a+null", "o7": "o7-a+null", "o10": "o10-a+null"}},
+			waiting: 7, pending: 1,
+			want: map[string]string{"o3": "o3-a+p3", "o31": "o31-a+p31", "o32": "o32-a+p32", "o33": "o33-a+p33", "o8": "o8-a+p8", "o4": "o4-a+null", "o7": "o7-a+null", "o10": "o10-a+null"}},
 	} {
 		t.Run(tc.op, func(t *testing.T) {
 			addr := kafkatest.Start(t, map[string]int32{"orders": 1, "payments": 1, "paired": 1})
@@ -158,11 +159,18 @@ func TestJoinCutover(t *testing.T) {
 				t.Errorf("stores translated: %d", len(rep.Plan.Stores))
 			}
 
-			stop := runFile(t, f, addr, "ours")
+			// Three lanes: a record of the restored stores in a lane
+			// that does not own its key would miss its partner there
+			// (a pair lost), or, unmatched in the shared store, be
+			// emitted as a null-join beside its pair.
+			stop := runFileLanes(t, f, addr, "ours", 3)
 			// p3 is out of order (38 s, behind the payments' 39 s) and
 			// still within o3's window, which the restored store holds.
 			produceTo(t, addr,
 				&kgo.Record{Topic: "payments", Key: []byte("o3"), Value: []byte("p3"), Timestamp: time.UnixMilli(38_000)},
+				&kgo.Record{Topic: "payments", Key: []byte("o31"), Value: []byte("p31"), Timestamp: time.UnixMilli(38_000)},
+				&kgo.Record{Topic: "payments", Key: []byte("o32"), Value: []byte("p32"), Timestamp: time.UnixMilli(38_500)},
+				&kgo.Record{Topic: "payments", Key: []byte("o33"), Value: []byte("p33"), Timestamp: time.UnixMilli(39_000)},
 				&kgo.Record{Topic: "orders", Key: []byte("o8"), Value: []byte("o8-a"), Timestamp: time.UnixMilli(41_000)},
 				&kgo.Record{Topic: "orders", Key: []byte("o9"), Value: []byte("o9-a"), Timestamp: time.UnixMilli(70_000)},
 				&kgo.Record{Topic: "payments", Key: []byte("zz"), Value: []byte("pz2"), Timestamp: time.UnixMilli(70_000)},
