@@ -3,8 +3,11 @@ package migrate_test
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"maps"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,14 +69,6 @@ func ksOuterValue(v string) []byte {
 // result Kafka Streams left running would give after the cutover comes
 // once, and none it gave before.
 func TestJoinCutover(t *testing.T) {
-	orders := []struct {
-		key string
-		ts  int64
-	}{{"o1", 1_000}, {"o2", 2_000}, {"o4", 24_000}, {"o3", 30_000}, {"o31", 30_000}, {"o32", 30_500}, {"o33", 31_000}, {"o7", 32_000}, {"o10", 40_000}}
-	payments := []struct {
-		key, value string
-		ts         int64
-	}{{"o1", "p1", 3_000}, {"o8", "p8", 36_000}, {"zz", "pz", 39_000}}
 	for _, tc := range []struct {
 		op, other, shared string
 		// waiting and pending are the plan's null-join counts.
@@ -89,55 +84,7 @@ func TestJoinCutover(t *testing.T) {
 		t.Run(tc.op, func(t *testing.T) {
 			addr := kafkatest.Start(t, map[string]int32{"orders": 1, "payments": 1, "paired": 1})
 			ctx := context.Background()
-			adm := kadm.NewClient(client(t, addr))
-
-			// Kafka Streams' changelogs, in the order it wrote them.
-			var ks []ksJoinRecord
-			for i, o := range orders {
-				ks = append(ks, ksJoinRecord{"pairs-this-join-store", ksWindowKey(o.key, o.ts, int32(i+1)), []byte(o.key + "-a"), o.ts})
-			}
-			for i, p := range payments {
-				ks = append(ks, ksJoinRecord{tc.other, ksWindowKey(p.key, p.ts, int32(i+1)), []byte(p.value), p.ts})
-			}
-			if tc.shared != "" {
-				for _, o := range orders {
-					ks = append(ks, ksJoinRecord{tc.shared, ksOuterKey(o.key, o.ts), ksOuterValue(o.key + "-a"), o.ts})
-				}
-				// o1 matched by p1 at 3 s, o2 emitted at 24 s: deleted.
-				ks = append(ks, ksJoinRecord{tc.shared, ksOuterKey("o1", 1_000), nil, 3_000},
-					ksJoinRecord{tc.shared, ksOuterKey("o2", 2_000), nil, 24_000})
-			}
-			for _, store := range []string{"pairs-this-join-store", tc.other} {
-				kafkatest.CreateTopic(t, adm, "ks-"+store+"-changelog", 1, map[string]*string{"cleanup.policy": ptr("compact,delete"), "retention.ms": ptr(strconv.Itoa(25_000 + 24*3_600_000))})
-			}
-			if tc.shared != "" {
-				kafkatest.CreateTopic(t, adm, "ks-"+tc.shared+"-changelog", 1, map[string]*string{"cleanup.policy": ptr("compact")})
-			}
-			var recs []*kgo.Record
-			for _, r := range ks {
-				recs = append(recs, &kgo.Record{Topic: "ks-" + r.store + "-changelog", Key: r.key, Value: r.value, Timestamp: time.UnixMilli(r.ts)})
-			}
-			produceTo(t, addr, recs...)
-
-			// What Kafka Streams read, and its committed offsets with
-			// the partition times.
-			var in []*kgo.Record
-			for _, o := range orders {
-				in = append(in, &kgo.Record{Topic: "orders", Key: []byte(o.key), Value: []byte(o.key + "-a"), Timestamp: time.UnixMilli(o.ts)})
-			}
-			for _, p := range payments {
-				in = append(in, &kgo.Record{Topic: "payments", Key: []byte(p.key), Value: []byte(p.value), Timestamp: time.UnixMilli(p.ts)})
-			}
-			produceTo(t, addr, in...)
-			var offs kadm.Offsets
-			for topic, at := range map[string]struct{ n, pt int64 }{"orders": {int64(len(orders)), 40_000}, "payments": {int64(len(payments)), 39_000}} {
-				md, _ := kafka.TopicPartitionMetadata{PartitionTime: at.pt}.Encode()
-				offs.Add(kadm.Offset{Topic: topic, Partition: 0, At: at.n, LeaderEpoch: -1, Metadata: md})
-			}
-			if _, err := adm.CommitOffsets(ctx, "ks", offs); err != nil {
-				t.Fatal(err)
-			}
-
+			layKSJoin(t, addr, tc.other, tc.shared)
 			f, built := loadFile(t, replaceOp(joinYAML, tc.op))
 			rep, err := migrate.Run(ctx, migrate.Options{From: "ks", To: "ours", Built: built, Seeds: []string{addr}})
 			if err != nil {
@@ -200,6 +147,74 @@ func TestJoinCutover(t *testing.T) {
 	}
 }
 
+// Kafka Streams' input to the join before the cutover (ksOrders: key and
+// time, valued key+"-a"; ksPayments).
+var ksOrders = []struct {
+	key string
+	ts  int64
+}{{"o1", 1_000}, {"o2", 2_000}, {"o4", 24_000}, {"o3", 30_000}, {"o31", 30_000}, {"o32", 30_500}, {"o33", 31_000}, {"o7", 32_000}, {"o10", 40_000}}
+
+var ksPayments = []struct {
+	key, value string
+	ts         int64
+}{{"o1", "p1", 3_000}, {"o8", "p8", 36_000}, {"zz", "pz", 39_000}}
+
+// layKSJoin lays out what Kafka Streams leaves of the join of ksOrders
+// with ksPayments (TestJoinCutover says what): its stores' changelogs
+// ("pairs-this-join-store", other, and shared unless ""), its input, and
+// its committed offsets with the partition times.
+func layKSJoin(t *testing.T, addr, other, shared string) {
+	t.Helper()
+	ctx := context.Background()
+	adm := kadm.NewClient(client(t, addr))
+	// Kafka Streams' changelogs, in the order it wrote them.
+	var ks []ksJoinRecord
+	for i, o := range ksOrders {
+		ks = append(ks, ksJoinRecord{"pairs-this-join-store", ksWindowKey(o.key, o.ts, int32(i+1)), []byte(o.key + "-a"), o.ts})
+	}
+	for i, p := range ksPayments {
+		ks = append(ks, ksJoinRecord{other, ksWindowKey(p.key, p.ts, int32(i+1)), []byte(p.value), p.ts})
+	}
+	if shared != "" {
+		for _, o := range ksOrders {
+			ks = append(ks, ksJoinRecord{shared, ksOuterKey(o.key, o.ts), ksOuterValue(o.key + "-a"), o.ts})
+		}
+		// o1 matched by p1 at 3 s, o2 emitted at 24 s: deleted.
+		ks = append(ks, ksJoinRecord{shared, ksOuterKey("o1", 1_000), nil, 3_000},
+			ksJoinRecord{shared, ksOuterKey("o2", 2_000), nil, 24_000})
+	}
+	for _, store := range []string{"pairs-this-join-store", other} {
+		kafkatest.CreateTopic(t, adm, "ks-"+store+"-changelog", 1, map[string]*string{"cleanup.policy": ptr("compact,delete"), "retention.ms": ptr(strconv.Itoa(25_000 + 24*3_600_000))})
+	}
+	if shared != "" {
+		kafkatest.CreateTopic(t, adm, "ks-"+shared+"-changelog", 1, map[string]*string{"cleanup.policy": ptr("compact")})
+	}
+	var recs []*kgo.Record
+	for _, r := range ks {
+		recs = append(recs, &kgo.Record{Topic: "ks-" + r.store + "-changelog", Key: r.key, Value: r.value, Timestamp: time.UnixMilli(r.ts)})
+	}
+	produceTo(t, addr, recs...)
+
+	// What Kafka Streams read, and its committed offsets with the
+	// partition times.
+	var in []*kgo.Record
+	for _, o := range ksOrders {
+		in = append(in, &kgo.Record{Topic: "orders", Key: []byte(o.key), Value: []byte(o.key + "-a"), Timestamp: time.UnixMilli(o.ts)})
+	}
+	for _, p := range ksPayments {
+		in = append(in, &kgo.Record{Topic: "payments", Key: []byte(p.key), Value: []byte(p.value), Timestamp: time.UnixMilli(p.ts)})
+	}
+	produceTo(t, addr, in...)
+	var offs kadm.Offsets
+	for topic, at := range map[string]struct{ n, pt int64 }{"orders": {int64(len(ksOrders)), 40_000}, "payments": {int64(len(ksPayments)), 39_000}} {
+		md, _ := kafka.TopicPartitionMetadata{PartitionTime: at.pt}.Encode()
+		offs.Add(kadm.Offset{Topic: topic, Partition: 0, At: at.n, LeaderEpoch: -1, Metadata: md})
+	}
+	if _, err := adm.CommitOffsets(ctx, "ks", offs); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // replaceOp puts the join operation into joinYAML.
 func replaceOp(yaml, op string) string {
 	for i := 0; i+4 <= len(yaml); i++ {
@@ -208,4 +223,60 @@ func replaceOp(yaml, op string) string {
 		}
 	}
 	return yaml
+}
+
+// TestJoinStoresRefused: a join's stores mapped onto stores of ours of
+// another role, or holding a record that is not Kafka Streams' layout, are
+// refused before anything is written, each naming its store (and the
+// record by topic, partition and offset).
+func TestJoinStoresRefused(t *testing.T) {
+	type problem struct{ code, subject string }
+	for _, tc := range []struct {
+		name          string
+		other, shared string
+		op            string
+		mapping       map[string]string
+		corrupt       bool
+		want          []problem
+		says          string
+	}{
+		{name: "side store onto our shared store", other: "pairs-other-join-store", op: "left-join",
+			mapping: map[string]string{"pairs-other-join-store": "pairs-left-shared-join-store"},
+			want:    []problem{{migrate.ProblemStoreKind, "pairs-other-join-store"}, {migrate.ProblemStoreUnfed, "pairs-outer-other-join-store"}},
+			says:    "store pairs-other-join-store: our store pairs-left-shared-join-store holds a left/outer join's unmatched records, and Kafka Streams' store pairs-other-join-store is not such a store (by its name)"},
+		{name: "shared store onto a side store", other: "pairs-outer-other-join-store", shared: "pairs-left-shared-join-store", op: "join",
+			mapping: map[string]string{"pairs-left-shared-join-store": "pairs-other-join-store"},
+			want:    []problem{{migrate.ProblemStoreKind, "pairs-left-shared-join-store"}, {migrate.ProblemStoreUnmapped, "pairs-outer-other-join-store"}},
+			says:    "store pairs-left-shared-join-store: a left/outer join's store of unmatched records, and our store pairs-other-join-store is not one (a window store)"},
+		{name: "a record not in the shared store's layout", other: "pairs-outer-other-join-store", shared: "pairs-left-shared-join-store", op: "left-join",
+			corrupt: true,
+			want:    []problem{{migrate.ProblemRecord, "pairs-left-shared-join-store"}},
+			says:    "store pairs-left-shared-join-store: ks-pairs-left-shared-join-store-changelog[0] offset 11 (store pairs-left-shared-join-store): not a left/outer join's unmatched record: list strategy flag 111"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			addr := kafkatest.Start(t, map[string]int32{"orders": 1, "payments": 1, "paired": 1})
+			layKSJoin(t, addr, tc.other, tc.shared)
+			if tc.corrupt {
+				// A plain value where the list should be.
+				produceTo(t, addr, &kgo.Record{Topic: "ks-" + tc.shared + "-changelog", Key: ksOuterKey("o9", 41_000), Value: []byte("o9-a, plain"), Timestamp: time.UnixMilli(41_000)})
+			}
+			_, built := loadFile(t, replaceOp(joinYAML, tc.op))
+			_, err := migrate.Run(context.Background(), migrate.Options{From: "ks", To: "ours", Built: built, Seeds: []string{addr}, Map: tc.mapping})
+			var refusal *migrate.RefusalError
+			if !errors.As(err, &refusal) {
+				t.Fatalf("got %v, want a refusal", err)
+			}
+			var got []problem
+			for _, p := range refusal.Problems {
+				got = append(got, problem{p.Code, p.Subject})
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("problems %v, want %v", got, tc.want)
+			}
+			if !strings.Contains(err.Error(), tc.says) {
+				t.Errorf("refusal %q does not say %q", err, tc.says)
+			}
+			assertNothingWritten(t, kadm.NewClient(client(t, addr)))
+		})
+	}
 }
