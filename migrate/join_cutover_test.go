@@ -27,7 +27,7 @@ pipelines:
   p:
     from: orders
     steps:
-      - JOIN: {with: payments, window: 10s, grace: 5s, joiner: 'left + "+" + (right ?? "null")', store: pairs}
+      - JOIN: {with: payments, window: 10s, grace: 5s, joiner: '(left ?? "null") + "+" + (right ?? "null")', store: pairs}
       - to: {topic: paired, key-serde: string, value-serde: string}
 `
 
@@ -44,20 +44,29 @@ func ksWindowKey(key string, ts int64, seq int32) []byte {
 	return binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint64([]byte(key), uint64(ts)), uint32(seq))
 }
 
-// ksOuterKey lays out a TimestampedKeyAndJoinSide of the left side.
-func ksOuterKey(key string, ts int64) []byte {
-	return append(append(binary.BigEndian.AppendUint64(nil, uint64(ts)), 1), key...)
+// ksSide is the side byte of Kafka Streams' TimestampedKeyAndJoinSide and
+// LeftOrRightValue.
+func ksSide(left bool) byte {
+	if left {
+		return 1
+	}
+	return 0
 }
 
-// ksOuterValue lays out ListValueStore's list of one left LeftOrRightValue.
-func ksOuterValue(v string) []byte {
+// ksOuterKey lays out a TimestampedKeyAndJoinSide.
+func ksOuterKey(key string, ts int64, left bool) []byte {
+	return append(append(binary.BigEndian.AppendUint64(nil, uint64(ts)), ksSide(left)), key...)
+}
+
+// ksOuterValue lays out ListValueStore's list of one LeftOrRightValue.
+func ksOuterValue(v string, left bool) []byte {
 	b := binary.BigEndian.AppendUint32([]byte{1}, 1)
 	b = binary.BigEndian.AppendUint32(b, uint32(1+len(v)))
-	return append(append(b, 1), v...)
+	return append(append(b, ksSide(left)), v...)
 }
 
-// TestJoinCutover lays out the state Kafka Streams leaves of an inner and
-// a left join (orders with payments, 10 s windows, 5 s grace,
+// TestJoinCutover lays out the state Kafka Streams leaves of an inner, a
+// left and an outer join (orders with payments, 10 s windows, 5 s grace,
 // StreamJoined.withStoreName("pairs")) stopped mid-window, migrates it,
 // and runs our engine over what follows. Before the cutover Kafka Streams
 // paired o1 with p1 and emitted o2's null-join (both gone from the shared
@@ -70,21 +79,26 @@ func ksOuterValue(v string) []byte {
 // once, and none it gave before.
 func TestJoinCutover(t *testing.T) {
 	for _, tc := range []struct {
-		op, other, shared string
+		op, this, other, shared string
 		// waiting and pending are the plan's null-join counts.
 		waiting, pending int64
 		want             map[string]string
 	}{
-		{op: "join", other: "pairs-other-join-store",
+		{op: "join", this: "pairs-this-join-store", other: "pairs-other-join-store",
 			want: map[string]string{"o3": "o3-a+p3", "o31": "o31-a+p31", "o32": "o32-a+p32", "o33": "o33-a+p33", "o8": "o8-a+p8"}},
-		{op: "left-join", other: "pairs-outer-other-join-store", shared: "pairs-left-shared-join-store",
+		{op: "left-join", this: "pairs-this-join-store", other: "pairs-outer-other-join-store", shared: "pairs-left-shared-join-store",
 			waiting: 7, pending: 1,
 			want: map[string]string{"o3": "o3-a+p3", "o31": "o31-a+p31", "o32": "o32-a+p32", "o33": "o33-a+p33", "o8": "o8-a+p8", "o4": "o4-a+null", "o7": "o7-a+null", "o10": "o10-a+null"}},
+		// The outer join also keeps the unmatched payments (right side):
+		// p8, matched by o8 after the cutover, and pz, which never is.
+		{op: "outer-join", this: "pairs-outer-this-join-store", other: "pairs-outer-other-join-store", shared: "pairs-outer-shared-join-store",
+			waiting: 9, pending: 1,
+			want: map[string]string{"o3": "o3-a+p3", "o31": "o31-a+p31", "o32": "o32-a+p32", "o33": "o33-a+p33", "o8": "o8-a+p8", "o4": "o4-a+null", "o7": "o7-a+null", "o10": "o10-a+null", "zz": "null+pz"}},
 	} {
 		t.Run(tc.op, func(t *testing.T) {
 			addr := kafkatest.Start(t, map[string]int32{"orders": 1, "payments": 1, "paired": 1})
 			ctx := context.Background()
-			layKSJoin(t, addr, tc.other, tc.shared)
+			layKSJoin(t, addr, tc.this, tc.other, tc.shared, tc.op == "outer-join")
 			f, built := loadFile(t, replaceOp(joinYAML, tc.op))
 			rep, err := migrate.Run(ctx, migrate.Options{From: "ks", To: "ours", Built: built, Seeds: []string{addr}})
 			if err != nil {
@@ -102,8 +116,13 @@ func TestJoinCutover(t *testing.T) {
 			case tc.shared != "" && (np == nil || np.Waiting != tc.waiting || np.Pending != tc.pending):
 				t.Errorf("null-joins %+v: want %d waiting, %d pending", np, tc.waiting, tc.pending)
 			}
-			if want := map[bool]int{false: 2, true: 3}[tc.shared != ""]; len(rep.Plan.Stores) != want {
-				t.Errorf("stores translated: %d", len(rep.Plan.Stores))
+			var stores []string
+			for _, sp := range rep.Plan.Stores {
+				stores = append(stores, sp.Source)
+			}
+			want := slices.Sorted(slices.Values(slices.DeleteFunc([]string{tc.this, tc.other, tc.shared}, func(s string) bool { return s == "" })))
+			if slices.Sort(stores); !slices.Equal(stores, want) {
+				t.Errorf("stores translated %v, want %v", stores, want)
 			}
 
 			// Three lanes: a record of the restored stores in a lane
@@ -161,29 +180,36 @@ var ksPayments = []struct {
 
 // layKSJoin lays out what Kafka Streams leaves of the join of ksOrders
 // with ksPayments (TestJoinCutover says what): its stores' changelogs
-// ("pairs-this-join-store", other, and shared unless ""), its input, and
-// its committed offsets with the partition times.
-func layKSJoin(t *testing.T, addr, other, shared string) {
+// (this, other, and shared unless ""; in it the unmatched payments too
+// when rightOuter), its input, and its committed offsets with the
+// partition times.
+func layKSJoin(t *testing.T, addr, this, other, shared string, rightOuter bool) {
 	t.Helper()
 	ctx := context.Background()
 	adm := kadm.NewClient(client(t, addr))
 	// Kafka Streams' changelogs, in the order it wrote them.
 	var ks []ksJoinRecord
 	for i, o := range ksOrders {
-		ks = append(ks, ksJoinRecord{"pairs-this-join-store", ksWindowKey(o.key, o.ts, int32(i+1)), []byte(o.key + "-a"), o.ts})
+		ks = append(ks, ksJoinRecord{this, ksWindowKey(o.key, o.ts, int32(i+1)), []byte(o.key + "-a"), o.ts})
 	}
 	for i, p := range ksPayments {
 		ks = append(ks, ksJoinRecord{other, ksWindowKey(p.key, p.ts, int32(i+1)), []byte(p.value), p.ts})
 	}
 	if shared != "" {
 		for _, o := range ksOrders {
-			ks = append(ks, ksJoinRecord{shared, ksOuterKey(o.key, o.ts), ksOuterValue(o.key + "-a"), o.ts})
+			ks = append(ks, ksJoinRecord{shared, ksOuterKey(o.key, o.ts, true), ksOuterValue(o.key+"-a", true), o.ts})
+		}
+		if rightOuter {
+			// p1 found o1 when it came; p8 and pz wait.
+			for _, p := range ksPayments[1:] {
+				ks = append(ks, ksJoinRecord{shared, ksOuterKey(p.key, p.ts, false), ksOuterValue(p.value, false), p.ts})
+			}
 		}
 		// o1 matched by p1 at 3 s, o2 emitted at 24 s: deleted.
-		ks = append(ks, ksJoinRecord{shared, ksOuterKey("o1", 1_000), nil, 3_000},
-			ksJoinRecord{shared, ksOuterKey("o2", 2_000), nil, 24_000})
+		ks = append(ks, ksJoinRecord{shared, ksOuterKey("o1", 1_000, true), nil, 3_000},
+			ksJoinRecord{shared, ksOuterKey("o2", 2_000, true), nil, 24_000})
 	}
-	for _, store := range []string{"pairs-this-join-store", other} {
+	for _, store := range []string{this, other} {
 		kafkatest.CreateTopic(t, adm, "ks-"+store+"-changelog", 1, map[string]*string{"cleanup.policy": ptr("compact,delete"), "retention.ms": ptr(strconv.Itoa(25_000 + 24*3_600_000))})
 	}
 	if shared != "" {
@@ -255,10 +281,10 @@ func TestJoinStoresRefused(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			addr := kafkatest.Start(t, map[string]int32{"orders": 1, "payments": 1, "paired": 1})
-			layKSJoin(t, addr, tc.other, tc.shared)
+			layKSJoin(t, addr, "pairs-this-join-store", tc.other, tc.shared, false)
 			if tc.corrupt {
 				// A plain value where the list should be.
-				produceTo(t, addr, &kgo.Record{Topic: "ks-" + tc.shared + "-changelog", Key: ksOuterKey("o9", 41_000), Value: []byte("o9-a, plain"), Timestamp: time.UnixMilli(41_000)})
+				produceTo(t, addr, &kgo.Record{Topic: "ks-" + tc.shared + "-changelog", Key: ksOuterKey("o9", 41_000, true), Value: []byte("o9-a, plain"), Timestamp: time.UnixMilli(41_000)})
 			}
 			_, built := loadFile(t, replaceOp(joinYAML, tc.op))
 			_, err := migrate.Run(context.Background(), migrate.Options{From: "ks", To: "ours", Built: built, Seeds: []string{addr}, Map: tc.mapping})
