@@ -68,7 +68,8 @@
 //
 // A stream-stream join's stores (both sides' window stores, and a left or
 // outer join's shared store of unmatched records, JoinOuter) are translated
-// from their changelogs like any other store (join.go): their state at the
+// like any other store, from their changelogs or the state directory
+// (join.go): their state at the
 // cutover is the emit frontier, since Kafka Streams deletes an unmatched
 // record once its null-join is emitted, and emits a pair when the second
 // of its records arrives. A null-join pending at the cutover (its window

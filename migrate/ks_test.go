@@ -833,7 +833,8 @@ var joinMirrors = []interop.Mirror{
 // stores and the left join's store of unmatched records) are translated,
 // and what we write after the cutover is, key by key, what Kafka Streams
 // left running wrote over the second half: no pair lost or doubled, no
-// null-join emitted twice or lost.
+// null-join emitted twice or lost. The left join is cut over a second
+// time from Kafka Streams' state directory, its changelogs deleted.
 func TestKafkaStreamsCutoverJoins(t *testing.T) {
 	j := kafkaStreams(t)
 	in, err := interop.ReadFile(j.Path("testdata", "stream-stream-join.jsonl"))
@@ -847,11 +848,24 @@ func TestKafkaStreamsCutoverJoins(t *testing.T) {
 			before[r.Key] = true
 		}
 	}
-	for _, m := range joinMirrors {
-		t.Run(m.Name, func(t *testing.T) {
-			c := runCutover(t, j, m, first, second, how{})
+	for _, tc := range []struct {
+		m            interop.Mirror
+		fromStateDir bool
+	}{{m: joinMirrors[0]}, {m: joinMirrors[1]}, {m: joinMirrors[1], fromStateDir: true}} {
+		m := tc.m
+		name := m.Name
+		if tc.fromStateDir {
+			name += "/from-state-dir"
+		}
+		t.Run(name, func(t *testing.T) {
+			c := runCutover(t, j, m, first, second, how{fromStateDir: tc.fromStateDir})
 			if !c.report.Verify.OK || c.report.Translated == 0 {
 				t.Fatalf("report: %+v", c.report)
+			}
+			for _, sp := range c.plan.Stores {
+				if (sp.StateDir != "") != tc.fromStateDir {
+					t.Errorf("store %s read from the state directory %q", sp.Source, sp.StateDir)
+				}
 			}
 			stores := map[string]migrate.Kind{}
 			for _, sp := range c.plan.Stores {

@@ -473,10 +473,6 @@ func (s *session) plan(ctx context.Context) (*Plan, error) {
 		for _, store := range slices.Sorted(maps.Keys(sd.stores)) {
 			seen[store] = true
 			t := topology.ChangelogTopic(o.From, store)
-			if joinStoreRole(store) != "" {
-				s.joinStoreProblem(store, t)
-				continue
-			}
 			ours, info, ok, err := s.mapStore(p, used, store, t)
 			if err != nil {
 				return nil, err
@@ -662,20 +658,6 @@ func (s *session) unmappedProblem(store, topic string) {
 	s.problems = append(s.problems, Problem{Code: ProblemStoreUnmapped, Subject: store,
 		Message: fmt.Sprintf("store %s (%s): our topology has no store %s; map it with --map %s=OUR_STORE", store, topic, store, store),
 		Loses:   fmt.Sprintf("the state of Kafka Streams' store %s", store)})
-}
-
-// joinStoreProblem refuses a stream-stream join's store in a state
-// directory: those are translated from their changelogs only (join.go).
-// The store of ours of the same name (or --map), if any, counts as fed by
-// it: skipping it starts ours empty.
-func (s *session) joinStoreProblem(store, topic string) {
-	pr := Problem{Code: ProblemJoinStore, Subject: store,
-		Message: fmt.Sprintf("store %s: a stream-stream join's store is not read from a state directory; migrate it from its changelog %s", store, topic),
-		Loses:   "the join results of records before the cutover with records after it, and the null-joins of unmatched records before it"}
-	if ours, ok := s.ourStoreName(store); ok {
-		s.refusedStores[store] = ours
-	}
-	s.problems = append(s.problems, pr)
 }
 
 // ourStoreName is the store of ours Kafka Streams' store maps to, by
@@ -1026,7 +1008,9 @@ func (s *session) planStoreOffline(ctx context.Context, p *Plan, st *ksStore, ou
 	if err != nil || sp.kindProblem() {
 		return sp, err
 	}
-	if st.segmented != (sp.Kind != KeyValue) {
+	// A join's shared store is a key-value store of lists there.
+	keyValue := sp.Kind == KeyValue || sp.Kind == JoinOuter
+	if st.segmented == keyValue {
 		what := "a key-value store (rocksdb/" + st.name + ")"
 		if st.segmented {
 			what = "a segmented (window or session) store"
@@ -1034,14 +1018,18 @@ func (s *session) planStoreOffline(ctx context.Context, p *Plan, st *ksStore, ou
 		sp.problem(ProblemStoreKind, nil, "store %s: %s in the state directory, and our store %s is a %s store", st.name, what, ours, info.Builder.Kind())
 		return sp, nil
 	}
-	r := &storeReader{st: st, kind: sp.Kind, topic: topic, plainTime: streamTime(meta), lib: s.sd.lib}
+	kind := sp.Kind
+	if kind == JoinOuter {
+		kind = KeyValue
+	}
+	r := &storeReader{st: st, kind: kind, topic: topic, plainTime: streamTime(meta), lib: s.sd.lib}
 	_, r.timeOrdered = s.opts.Built.Stores[ours+"-emitfrontier"]
 	if w, ok := info.Builder.(windowed); ok && st.segmented {
 		r.interval = segmentInterval(w.Retention())
 	}
 	sp.reader = r
 	var live map[int32]map[string]Entry
-	if sp.Frontier != nil {
+	if sp.Frontier != nil || sp.Kind == JoinOuter {
 		live = map[int32]map[string]Entry{}
 	}
 	for _, part := range slices.Sorted(maps.Keys(st.tasks)) {
@@ -1060,7 +1048,7 @@ func (s *session) planStoreOffline(ctx context.Context, p *Plan, st *ksStore, ou
 				if live[part] == nil {
 					live[part] = map[string]Entry{}
 				}
-				live[part][string(e.Key)] = Entry{Start: e.Start, End: e.End, Timestamp: e.Timestamp}
+				live[part][string(e.Key)] = Entry{Start: e.Start, End: e.End, Timestamp: e.Timestamp, Left: e.Left, Waiting: e.Waiting}
 			}
 			return nil
 		}); err != nil {
@@ -1078,7 +1066,11 @@ func (s *session) planStoreOffline(ctx context.Context, p *Plan, st *ksStore, ou
 		}
 		sp.Partitions = append(sp.Partitions, pp)
 	}
-	sp.liveWindows = live
+	if sp.Kind == JoinOuter {
+		sp.NullJoins = planNullJoins(live, sp.outerClose, meta)
+	} else {
+		sp.liveWindows = live
+	}
 	if sp.check != nil {
 		sp.check.setStreamTime(maxPartitionTime(meta))
 	}
