@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/stoatflow/stoatctl/engine/kafka"
+	"github.com/stoatflow/stoatctl/internal/golden"
 	"github.com/stoatflow/stoatctl/internal/kafkatest"
 	"github.com/stoatflow/stoatctl/migrate"
 )
@@ -100,7 +101,19 @@ func TestJoinCutover(t *testing.T) {
 			ctx := context.Background()
 			layKSJoin(t, addr, tc.this, tc.other, tc.shared, tc.op == "outer-join")
 			f, built := loadFile(t, replaceOp(joinYAML, tc.op))
-			rep, err := migrate.Run(ctx, migrate.Options{From: "ks", To: "ours", Built: built, Seeds: []string{addr}})
+			opts := migrate.Options{From: "ks", To: "ours", Built: built, Seeds: []string{addr}}
+			// The plan as --dry-run prints it: the stores and the
+			// null-joins waiting and pending.
+			p, err := migrate.MakePlan(ctx, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var b strings.Builder
+			if err := p.WriteText(&b); err != nil {
+				t.Fatal(err)
+			}
+			golden.Check(t, "./migrate", "testdata/"+tc.op+"-plan.golden", b.String())
+			rep, err := migrate.Run(ctx, opts)
 			if err != nil {
 				t.Fatal(err)
 			}
