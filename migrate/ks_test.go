@@ -817,17 +817,19 @@ func TestKafkaStreamsRefusals(t *testing.T) {
 }
 
 // joinMirrors are the runner's stream-stream joins (orders with payments
-// within 10 s, grace 5 s), kept for TestKafkaStreamsCutoverJoins; both
-// read testdata/stream-stream-join.jsonl.
+// within 10 s, grace 5 s: inner, left, outer), kept for
+// TestKafkaStreamsCutoverJoins; all read testdata/stream-stream-join.jsonl.
 var joinMirrors = []interop.Mirror{
 	{Name: "stream-stream-join", Ours: "topologies/stream-stream-join.yaml", Phases: [][]string{{"orders", "payments"}},
 		Outputs: []interop.Output{{Topic: "orders-paid", Key: interop.String, Value: interop.String}}},
 	{Name: "stream-stream-left-join", Ours: "topologies/stream-stream-left-join.yaml", Phases: [][]string{{"orders", "payments"}},
 		Outputs: []interop.Output{{Topic: "orders-paid", Key: interop.String, Value: interop.String}}},
+	{Name: "stream-stream-outer-join", Ours: "topologies/stream-stream-outer-join.yaml", Phases: [][]string{{"orders", "payments"}},
+		Outputs: []interop.Output{{Topic: "orders-paid", Key: interop.String, Value: interop.String}}},
 }
 
-// TestKafkaStreamsCutoverJoins cuts an inner and a left stream-stream join
-// over mid-window: orders of the first half paid in the second make pairs
+// TestKafkaStreamsCutoverJoins cuts an inner, a left and an outer
+// stream-stream join over mid-window: orders of the first half paid in the second make pairs
 // across the cutover, and orders of the first half left unpaid have their
 // null-joins emitted after it. The join's stores (both sides' window
 // stores and the left join's store of unmatched records) are translated,
@@ -851,7 +853,7 @@ func TestKafkaStreamsCutoverJoins(t *testing.T) {
 	for _, tc := range []struct {
 		m            interop.Mirror
 		fromStateDir bool
-	}{{m: joinMirrors[0]}, {m: joinMirrors[1]}, {m: joinMirrors[1], fromStateDir: true}} {
+	}{{m: joinMirrors[0]}, {m: joinMirrors[1]}, {m: joinMirrors[2]}, {m: joinMirrors[1], fromStateDir: true}} {
 		m := tc.m
 		name := m.Name
 		if tc.fromStateDir {
@@ -872,8 +874,11 @@ func TestKafkaStreamsCutoverJoins(t *testing.T) {
 				stores[sp.Source] = sp.Kind
 			}
 			want := map[string]migrate.Kind{"pairs-this-join-store": migrate.Window, "pairs-other-join-store": migrate.Window}
-			if m.Name == "stream-stream-left-join" {
+			switch m.Name {
+			case "stream-stream-left-join":
 				want = map[string]migrate.Kind{"pairs-this-join-store": migrate.Window, "pairs-outer-other-join-store": migrate.Window, "pairs-left-shared-join-store": migrate.JoinOuter}
+			case "stream-stream-outer-join":
+				want = map[string]migrate.Kind{"pairs-outer-this-join-store": migrate.Window, "pairs-outer-other-join-store": migrate.Window, "pairs-outer-shared-join-store": migrate.JoinOuter}
 			}
 			if !maps.Equal(stores, want) {
 				t.Errorf("stores translated %v, want %v", stores, want)
