@@ -829,10 +829,11 @@ var joinMirrors = []interop.Mirror{
 }
 
 // TestKafkaStreamsCutoverJoins cuts an inner, a left and an outer
-// stream-stream join over mid-window: orders of the first half paid in the second make pairs
-// across the cutover, and orders of the first half left unpaid have their
-// null-joins emitted after it. The join's stores (both sides' window
-// stores and the left join's store of unmatched records) are translated,
+// stream-stream join over mid-window: orders of the first half paid in
+// the second make pairs across the cutover, and orders of the first half
+// left unpaid (and, for the outer join, payments with no order) have
+// their null-joins emitted after it. The join's stores (both sides'
+// window stores and the shared store of unmatched records) are translated,
 // and what we write after the cutover is, key by key, what Kafka Streams
 // left running wrote over the second half: no pair lost or doubled, no
 // null-join emitted twice or lost. The left join is cut over a second
