@@ -110,6 +110,8 @@ type runner struct {
 	// committedAtRecovery is Stats.Committed at the last of them.
 	uncertain           int
 	committedAtRecovery int64
+	// purge deletes what was committed of the repartition topics.
+	purge *purger
 	// tableTopics are the assigned topics read as tables, whose
 	// partitions take no part in the watermark.
 	tableTopics map[string]bool
@@ -259,9 +261,16 @@ func (r *runner) connect(ctx context.Context) error {
 		return fmt.Errorf("engine: admin client: %w", err)
 	}
 	r.adm = kadm.NewClient(admCl)
+	// Repartition topics are the engine's to create, once the topics
+	// they take their partition count from are known.
+	repartition := map[string]bool{}
+	for _, rp := range r.built.Repartitions {
+		repartition[rp.Topic] = true
+	}
+	external := slices.DeleteFunc(slices.Clone(r.sources), func(t string) bool { return repartition[t] })
 	var details kadm.TopicDetails
 	for attempt := 0; ; attempt++ {
-		details, err = r.adm.ListTopics(ctx, r.sources...)
+		details, err = r.adm.ListTopics(ctx, external...)
 		if err == nil {
 			break
 		}
@@ -292,6 +301,9 @@ func (r *runner) connect(ctx context.Context) error {
 	r.partitions = map[string]int32{}
 	var missing []string
 	for _, t := range r.sources {
+		if repartition[t] {
+			continue
+		}
 		d, ok := details[t]
 		if ok && conn.Fatal(d.Err) {
 			return fmt.Errorf("engine: %w", conn.Explain(d.Err, "describe", "topic "+t))
@@ -331,6 +343,16 @@ func (r *runner) connect(ctx context.Context) error {
 	}
 	if len(missing) > 0 {
 		return &MissingTopicError{Topics: missing, Hint: "create it first, or check bootstrap.servers"}
+	}
+	if err := r.ensureRepartitionTopics(ctx); err != nil {
+		return err
+	}
+	topics := make([]string, len(r.built.Repartitions))
+	for i, rp := range r.built.Repartitions {
+		topics[i] = rp.Topic
+	}
+	if r.purge, err = newPurger(r.adm, topics, e.cfg, e.log.Warn); err != nil {
+		return err
 	}
 	if err := checkCopartitioned(r.built, r.partitions); err != nil {
 		return err
@@ -455,7 +477,7 @@ func groupOptions(c config.Config) ([]kgo.Opt, error) {
 func (r *runner) singleInstanceReason() string {
 	if len(r.built.Boundaries) > 0 {
 		bs := slices.Sorted(maps.Keys(r.built.Boundaries))
-		return fmt.Sprintf("the topology re-keys in memory at %s; run one instance until repartition topics are supported", strings.Join(bs, ", "))
+		return fmt.Sprintf("the topology re-keys in memory at %s; run one instance, or set %s=%s on every instance to re-key through repartition topics", strings.Join(bs, ", "), config.TopologyRekey, config.RekeyTopic)
 	}
 	if r.built.EventTime {
 		return "the topology closes windows on event time, and its watermark floor and emit frontiers are kept per application, not per partition, so a second instance could emit a closed window again; run one instance"
