@@ -39,7 +39,9 @@ func TestRekeyThroughTopicOnTwoInstances(t *testing.T) {
 	owned := func(name string, e *engine.Engine, topic string, n int) []int32 {
 		t.Helper()
 		var ps []int32
-		eventually(t, 60*time.Second, func() string { return fmt.Sprintf("instance %s runs %s partitions %v, want %d of them", name, topic, ps, n) },
+		eventually(t, 60*time.Second, func() string {
+			return fmt.Sprintf("instance %s runs %s partitions %v, want %d of them", name, topic, ps, n)
+		},
 			func() bool { ps = e.Assignment()[topic]; return len(ps) == n })
 		return ps
 	}
