@@ -970,5 +970,5 @@ func (c *compiler) suppressStep(st *step) (flow, bool) {
 	if !ok {
 		return nil, false
 	}
-	return t.suppress(s, name), true
+	return t.suppress(s, name, st.what, until == "barrier"), true
 }
