@@ -137,3 +137,30 @@ func TestEngineSuppressedTableJoin(t *testing.T) {
 		})
 	}
 }
+
+// TestEngineForeignKeyJoin runs the order-customers fixture, a
+// foreign-key left join, through the driver and through the live engine
+// on one and on four lanes: subscriptions cross to the lane of the
+// customer they name, responses back to the lane of their order, and
+// every row is the driver's (as Kafka Streams'
+// KTableKTableForeignKeyJoinIntegrationTest expects them), not merely in
+// timing.
+func TestEngineForeignKeyJoin(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the engine; skipped with -short")
+	}
+	kafkatest.EmbeddedOnly(t)
+	addr := kafkatest.Start(t, nil)
+	const path = fixturesDir + "/order-customers/rows.fixture.yaml"
+	if d := replay.RunFile(path); d.Status != replay.Pass {
+		t.Fatalf("driver: %s, want pass\n%s", d.Status, report(t, d))
+	}
+	for _, lanes := range []int{1, 4} {
+		t.Run(fmt.Sprintf("lanes=%d", lanes), func(t *testing.T) {
+			r := replay.RunEngineFile(context.Background(), path, replay.EngineOptions{Bootstrap: addr, Lanes: lanes, StepTimeout: 20 * time.Second})
+			if r.Status != replay.Pass {
+				t.Errorf("engine: %s, want pass\n%s", r.Status, report(t, r))
+			}
+		})
+	}
+}

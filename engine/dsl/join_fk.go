@@ -371,6 +371,13 @@ func (p *fkSend[K, V, KO, VO, VR]) Process(rec processor.Erased) error {
 			return err
 		}
 	}
+	if newFK != nil {
+		// A foreign key that does not serialize fails the record before
+		// anything leaves for the resolver.
+		if _, err := p.c.serializeForeignKey(newFK); err != nil {
+			return err
+		}
+	}
 	subs, answerNull, dropped, err := p.instructions(oldFK, newFK, ch.New != nil)
 	if err != nil {
 		return err

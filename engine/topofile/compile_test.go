@@ -242,6 +242,35 @@ pipelines:
 		},
 	},
 	{
+		// Kafka Streams' KTableKTableForeignKeyJoinIntegrationTest
+		// .doJoinFromRightThenDeleteRightEntity (inner join), written as a
+		// file, up to the delete (these inputs hold no nulls; the DSL's
+		// tests and fixtures/order-customers delete); the output is every
+		// record, in order.
+		name: "foreign-key-join",
+		yaml: head + `
+tables:
+  left: {topic: left, value-serde: string}
+  right: {topic: right, value-serde: string}
+pipelines:
+  j:
+    from: left
+    steps:
+      - join-foreign-key: {with: right, key: 'split(value, "|")[1]', joiner: '"(" + left + "," + right + ")"', value-serde: string}
+      - to-stream
+      - to: {topic: out, value-serde: string}
+`,
+		inputs: []input{
+			{"left", "lhs1", "lhsValue1|rhs1", 0}, {"left", "lhs2", "lhsValue2|rhs2", 1}, {"left", "lhs3", "lhsValue3|rhs1", 2},
+			{"right", "rhs1", "rhsValue1", 3}, {"right", "rhs2", "rhsValue2", 4}, {"right", "rhs3", "rhsValue3", 5},
+		},
+		topic: "out", codec: codec{"string", "string"},
+		want: []out{
+			{"lhs1", "(lhsValue1|rhs1,rhsValue1)", 3}, {"lhs3", "(lhsValue3|rhs1,rhsValue1)", 3},
+			{"lhs2", "(lhsValue2|rhs2,rhsValue2)", 4},
+		},
+	},
+	{
 		name: "repartition-peek-values-serde-conversion",
 		yaml: head + `
 sources:
