@@ -191,7 +191,7 @@ func fkJoin[K, V, KO, VO, VR any](t KTable[K, V], other KTable[KO, VO], foreignK
 	b.t.AddProcessor(n.receive, func() processor.Untyped { return &fkReceive[K, V, KO, VO, VR]{c: c} }, n.regSource)
 	b.t.AddProcessor(n.joinForeign, func() processor.Untyped { return &fkJoinForeign[K, V, KO, VO, VR]{c: c} }, n.receive)
 	b.t.AddProcessor(n.foreignJoin, func() processor.Untyped { return &fkForeignJoin[K, V, KO, VO, VR]{c: c} }, other.node)
-	b.t.AddStateStore(state.KeyValueStoreBuilder(n.store, serde.Bytes(), serde.Bytes(), state.Default()), n.receive, n.foreignJoin)
+	b.t.AddStateStore(fkSubscriptionStore{state.KeyValueStoreBuilder(n.store, serde.Bytes(), serde.Bytes(), state.Default())}, n.receive, n.foreignJoin)
 	connectLookup(n.joinForeign, other)
 	b.t.AddBoundary(n.respSink, n.respSource, n.respTopic, serde.Erase(keys), fkResponseSerde{inner: serde.Erase(foreignValues)}, n.joinForeign, n.foreignJoin)
 	b.t.Copartition(n.joinForeign, append([]string{n.regSource}, other.sources...)...)
@@ -199,7 +199,7 @@ func fkJoin[K, V, KO, VO, VR any](t KTable[K, V], other KTable[KO, VO], foreignK
 	// The resolver's side, keyed like the left table.
 	meta := &tableMeta{store: n.resultStore}
 	b.t.AddProcessor(n.resolver, func() processor.Untyped { return &fkResolve[K, V, KO, VO, VR]{c: c} }, n.respSource, n.primSource)
-	b.t.AddStateStore(state.TimestampedKeyValueStoreBuilder(n.primStore, keys, values, state.Default()), n.resolver)
+	b.t.AddStateStore(fkPrimaryStore[K, V]{state.TimestampedKeyValueStoreBuilder(n.primStore, keys, values, state.Default())}, n.resolver)
 	b.t.AddProcessor(n.result, func() processor.Untyped {
 		return &fkResult[K, VR]{meta: meta, serdes: []any{resultKeys, resultValues}}
 	}, n.resolver)
@@ -207,6 +207,30 @@ func fkJoin[K, V, KO, VO, VR any](t KTable[K, V], other KTable[KO, VO], foreignK
 	b.t.Copartition(n.resolver, n.respSource, n.primSource)
 	return KTable[K, VR]{b: b, node: n.result, keySerde: ks, valueSerde: vs, meta: meta, sources: []string{n.respSource, n.primSource}}
 }
+
+// ForeignKeyJoinStore is implemented by the store builders of a
+// foreign-key join's own state (topology.StoreInfo.Builder), for tools
+// that copy state from elsewhere: Kafka Streams' subscription store has
+// another value layout, and its resolver keeps no copy of the left table,
+// so a migration must not fill them from Kafka Streams' changelogs. The
+// join's result store is an ordinary table store and does not implement
+// it.
+type ForeignKeyJoinStore interface {
+	// ForeignKeyJoinRole is "subscription" or "primary".
+	ForeignKeyJoinRole() string
+}
+
+type fkSubscriptionStore struct {
+	*state.KeyValueBuilder[[]byte, []byte]
+}
+
+func (fkSubscriptionStore) ForeignKeyJoinRole() string { return "subscription" }
+
+type fkPrimaryStore[K, V any] struct {
+	*state.TimestampedKeyValueBuilder[K, V]
+}
+
+func (fkPrimaryStore[K, V]) ForeignKeyJoinRole() string { return "primary" }
 
 // nilErr is err when cond holds.
 func nilErr(cond bool, err error) error {
