@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/stoatflow/stoatctl/engine/dsl"
+	"github.com/stoatflow/stoatctl/engine/metrics"
 	"github.com/stoatflow/stoatctl/engine/serde"
 	"github.com/stoatflow/stoatctl/testdriver"
 )
@@ -246,9 +247,10 @@ func TestForeignKeyJoinKafkaStreams(t *testing.T) {
 	})
 }
 
-// fkNullableTopology is fkTopology's left join with a nullable foreign
-// key (the right table keyed by *string), extract giving it.
-func fkNullableTopology(extract func(string) *string) *dsl.Builder {
+// fkNullableTopology is fkTopology's join (left or inner) with a nullable
+// foreign key (the right table keyed by *string), extract giving it,
+// materialized in "store".
+func fkNullableTopology(left bool, extract func(string) *string) *dsl.Builder {
 	str := serde.String()
 	ptr := serde.Pointer(str)
 	b := dsl.NewBuilder()
@@ -260,8 +262,21 @@ func fkNullableTopology(extract func(string) *string) *dsl.Builder {
 		}
 		return "(" + l + "," + *r + ")"
 	}
-	dsl.TableLeftJoinForeignKey(lt, rt, extract, joiner, dsl.MaterializedAs[string, string]("store")).ToStream().To("out", dsl.ProducedWith(str, str))
+	join := dsl.TableJoinForeignKey[string, string, *string, *string, string]
+	if left {
+		join = dsl.TableLeftJoinForeignKey[string, string, *string, *string, string]
+	}
+	join(lt, rt, extract, joiner, dsl.MaterializedAs[string, string]("store")).ToStream().To("out", dsl.ProducedWith(str, str))
 	return b
+}
+
+// fkSplitNull is the extractor of shouldEmitRecordWhenOldAndNewFkDiffer:
+// the part after "|", null for "returnNull".
+func fkSplitNull(v string) *string {
+	if fk := strings.Split(v, "|")[1]; fk != "returnNull" {
+		return &fk
+	}
+	return nil
 }
 
 // TestForeignKeyLeftJoinNullForeignKeyKafkaStreams transcribes Kafka
@@ -274,7 +289,7 @@ func fkNullableTopology(extract func(string) *string) *dsl.Builder {
 func TestForeignKeyLeftJoinNullForeignKeyKafkaStreams(t *testing.T) {
 	const subscriptions = "KTABLE-FK-JOIN-SUBSCRIPTION-STATE-STORE-0000000010"
 	t.Run("shouldEmitRecordOnNullForeignKeyForLeftJoins", func(t *testing.T) {
-		d := tjDriver(t, fkNullableTopology(func(string) *string { return nil }))
+		d := tjDriver(t, fkNullableTopology(true, func(string) *string { return nil }))
 		tjPipe(t, d, tjPut("left", "lhs1", "lhsValue1|rhs1", 0))
 		want := fkKV("lhs1", "(lhsValue1|rhs1,null)")
 		if got := tjRead(t, d, "out"); len(got) != 1 || got[0].Value != want["lhs1"] {
@@ -285,12 +300,7 @@ func TestForeignKeyLeftJoinNullForeignKeyKafkaStreams(t *testing.T) {
 		}
 	})
 	t.Run("shouldEmitRecordWhenOldAndNewFkDiffer", func(t *testing.T) {
-		d := tjDriver(t, fkNullableTopology(func(v string) *string {
-			if fk := strings.Split(v, "|")[1]; fk != "returnNull" {
-				return &fk
-			}
-			return nil
-		}))
+		d := tjDriver(t, fkNullableTopology(true, fkSplitNull))
 		subs, err := testdriver.KeyValueStore[[]byte, []byte](d, subscriptions)
 		if err != nil {
 			t.Fatal(err)
@@ -373,5 +383,28 @@ func TestForeignKeyJoinRecords(t *testing.T) {
 			}
 			tjRun(t, tjDriver(t, fkTopology(left, "")), steps)
 		})
+	}
+}
+
+// TestForeignKeyInnerJoinInstructions pins the inner join's instructions
+// as Kafka Streams' SubscriptionSendProcessorSupplier has them since
+// KAFKA-16407 (4.1) and apache/kafka#20605: a value whose foreign key
+// becomes null deletes the row it had (and is dropped, counted as
+// null_key); one whose foreign key was null and now names a row joins it;
+// an update keeping a foreign key that has no match forwards nothing, not
+// even a tombstone (the old value had no row either).
+func TestForeignKeyInnerJoinInstructions(t *testing.T) {
+	d := tjDriver(t, fkNullableTopology(false, fkSplitNull))
+	tjRun(t, d, []tjStep{
+		{in: []tjIn{tjPut("right", "rhs1", "R1", 0), tjPut("left", "lhs1", "a|rhs1", 1)}, want: []tjRec{tjVal("lhs1", "(a|rhs1,R1)", 1)}},
+		{in: []tjIn{tjPut("left", "lhs1", "b|returnNull", 2)}, want: []tjRec{tjNull("lhs1", 2)}},
+		{in: []tjIn{tjPut("left", "lhs1", "c|rhs1", 3)}, want: []tjRec{tjVal("lhs1", "(c|rhs1,R1)", 3)}},
+		{in: []tjIn{tjPut("left", "lhs2", "x|rhs9", 4), tjPut("left", "lhs2", "y|rhs9", 5)}},
+		// Moving to another foreign key without a match: a tombstone,
+		// since the old one may have joined.
+		{in: []tjIn{tjPut("left", "lhs2", "z|rhs8", 6)}, want: []tjRec{tjNull("lhs2", 6)}},
+	})
+	if got := d.Metrics().Value(metrics.DroppedRecords, "reason", metrics.ReasonNullKey); got != 1 {
+		t.Fatalf("null_key drops %v, want 1", got)
 	}
 }
