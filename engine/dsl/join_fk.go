@@ -642,31 +642,27 @@ func (p *fkForeignJoin[K, V, KO, VO, VR]) Process(rec processor.Erased) error {
 		return err
 	}
 	prefix := fkPrefix(fk)
-	type answer struct{ pk, hash []byte }
-	var answers []answer
 	it, err := p.store.PrefixScan(prefix)
 	if err != nil {
 		return fmt.Errorf("subscription store %s: %w", p.c.names.store, err)
 	}
+	defer it.Close()
+	// Each answer leaves as it is read, so that a foreign key named by
+	// many keys holds nothing in memory; the answers cross a boundary and
+	// never write this store.
 	for it.Next() {
 		hash, err := decodeFKStored(it.Value())
 		if err != nil {
-			it.Close()
 			return fmt.Errorf("subscription store %s: key %x: %w", p.c.names.store, it.Key(), err)
 		}
-		answers = append(answers, answer{pk: slices.Clone(it.Key()[len(prefix):]), hash: hash})
-	}
-	err = it.Err()
-	it.Close()
-	if err != nil {
-		return fmt.Errorf("subscription store %s: %w", p.c.names.store, err)
-	}
-	for _, a := range answers {
-		pk, err := p.c.keys.Deserialize(p.c.names.regTopic+"-pk", a.pk)
+		pk, err := p.c.keys.Deserialize(p.c.names.regTopic+"-pk", slices.Clone(it.Key()[len(prefix):]))
 		if err != nil {
 			return fmt.Errorf("deserialize key with serde %s: %w", p.c.keys.Name(), err)
 		}
-		p.ctx.Forward(processor.Erased{Key: pk, Value: fkResponse{hash: a.hash, foreign: ch.New}, Timestamp: rec.Timestamp, Headers: rec.Headers})
+		p.ctx.Forward(processor.Erased{Key: pk, Value: fkResponse{hash: hash, foreign: ch.New}, Timestamp: rec.Timestamp, Headers: rec.Headers})
+	}
+	if err := it.Err(); err != nil {
+		return fmt.Errorf("subscription store %s: %w", p.c.names.store, err)
 	}
 	return nil
 }
