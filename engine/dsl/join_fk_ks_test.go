@@ -408,3 +408,25 @@ func TestForeignKeyInnerJoinInstructions(t *testing.T) {
 		t.Fatalf("null_key drops %v, want 1", got)
 	}
 }
+
+// TestForeignKeyJoinOfDerivedTables: both sides may be tables without a
+// store of their own. The right side is looked up through the table it
+// derives from (a filter: a row that no longer passes is a delete); the
+// left side's changes carry their old values, from which the
+// subscriptions are worked out.
+func TestForeignKeyJoinOfDerivedTables(t *testing.T) {
+	str := serde.String()
+	b := dsl.NewBuilder()
+	lt := dsl.MapTableValues(dsl.Table(b, "left", dsl.ConsumedWith(str, str)), func(_, v string) string { return strings.ToUpper(v) })
+	rt := dsl.Table(b, "right", dsl.ConsumedWith(str, str)).Filter(func(_, v string) bool { return !strings.HasPrefix(v, "hidden") })
+	extract := func(v string) string { return strings.ToLower(strings.Split(v, "|")[1]) }
+	dsl.TableJoinForeignKey(lt, rt, extract, func(l, r string) string { return "(" + l + "," + r + ")" }).ToStream().To("out", dsl.ProducedWith(str, str))
+	tjRun(t, tjDriver(t, b), []tjStep{
+		{in: []tjIn{tjPut("right", "rhs1", "R1", 0), tjPut("left", "lhs1", "a|rhs1", 1)}, want: []tjRec{tjVal("lhs1", "(A|RHS1,R1)", 1)}},
+		// The filter turns the right row into a delete: the row goes.
+		{in: []tjIn{tjPut("right", "rhs1", "hidden", 2)}, want: []tjRec{tjNull("lhs1", 2)}},
+		// A left update looks the right row up through the filter: none.
+		{in: []tjIn{tjPut("left", "lhs1", "b|rhs1", 3)}},
+		{in: []tjIn{tjPut("right", "rhs1", "R1b", 4)}, want: []tjRec{tjVal("lhs1", "(B|RHS1,R1b)", 4)}},
+	})
+}
