@@ -101,7 +101,29 @@ var errNilForeignKey = errors.New("nil foreign key extractor")
 // (else default.key.serde) serializes foreign keys and must be the serde
 // other's topic is partitioned by.
 func TableJoinForeignKey[K, V, KO, VO, VR any](t KTable[K, V], other KTable[KO, VO], foreignKey func(V) KO, joiner func(V, VO) VR, opts ...TableOption) KTable[K, VR] {
+	return fkJoin(t, other, valueOnly[K](foreignKey), joiner, false, opts)
+}
+
+// TableJoinForeignKeyWithKey is TableJoinForeignKey with an extractor that
+// also sees t's key, as Kafka Streams' ForeignKeyExtractor.fromBiFunction
+// (KIP-1104).
+func TableJoinForeignKeyWithKey[K, V, KO, VO, VR any](t KTable[K, V], other KTable[KO, VO], foreignKey func(K, V) KO, joiner func(V, VO) VR, opts ...TableOption) KTable[K, VR] {
 	return fkJoin(t, other, foreignKey, joiner, false, opts)
+}
+
+// TableLeftJoinForeignKeyWithKey is TableLeftJoinForeignKey with an
+// extractor that also sees t's key (KIP-1104).
+func TableLeftJoinForeignKeyWithKey[K, V, KO, VO, VR any](t KTable[K, V], other KTable[KO, VO], foreignKey func(K, V) KO, joiner func(V, VO) VR, opts ...TableOption) KTable[K, VR] {
+	return fkJoin(t, other, foreignKey, joiner, true, opts)
+}
+
+// valueOnly adapts an extractor of the value alone; nil stays nil, for
+// Build to report.
+func valueOnly[K, V, KO any](f func(V) KO) func(K, V) KO {
+	if f == nil {
+		return nil
+	}
+	return func(_ K, v V) KO { return f(v) }
 }
 
 // TableLeftJoinForeignKey is TableJoinForeignKey keeping every key of t,
@@ -112,7 +134,7 @@ func TableJoinForeignKey[K, V, KO, VO, VR any](t KTable[K, V], other KTable[KO, 
 // the keys referring to it with the zero value; a delete of t's key
 // deletes its row.
 func TableLeftJoinForeignKey[K, V, KO, VO, VR any](t KTable[K, V], other KTable[KO, VO], foreignKey func(V) KO, joiner func(V, VO) VR, opts ...TableOption) KTable[K, VR] {
-	return fkJoin(t, other, foreignKey, joiner, true, opts)
+	return fkJoin(t, other, valueOnly[K](foreignKey), joiner, true, opts)
 }
 
 // fkNames are the names of a foreign-key join's nodes, stores and
@@ -156,7 +178,7 @@ func newFKNames(b *Builder, name, resultStore string) fkNames {
 	return n
 }
 
-func fkJoin[K, V, KO, VO, VR any](t KTable[K, V], other KTable[KO, VO], foreignKey func(V) KO, joiner func(V, VO) VR, left bool, opts []TableOption) KTable[K, VR] {
+func fkJoin[K, V, KO, VO, VR any](t KTable[K, V], other KTable[KO, VO], foreignKey func(K, V) KO, joiner func(V, VO) VR, left bool, opts []TableOption) KTable[K, VR] {
 	b := t.b
 	o := collectTableOptions(opts)
 	m, _, merr := materializedAs[K, VR](o)
@@ -245,7 +267,7 @@ func nilErr(cond bool, err error) error {
 type fkConfig[K, V, KO, VO, VR any] struct {
 	names       fkNames
 	left        bool
-	foreignKey  func(V) KO
+	foreignKey  func(K, V) KO
 	joiner      func(V, VO) VR
 	keys        serde.Serde[K]
 	values      serde.Serde[V]
@@ -283,13 +305,14 @@ func (c *fkConfig[K, V, KO, VO, VR]) hash(v any) ([]byte, error) {
 	return h.Sum(nil), nil
 }
 
-// foreignKeyOf extracts the foreign key of a left value, nil for a null.
-func (c *fkConfig[K, V, KO, VO, VR]) foreignKeyOf(v any) (any, error) {
+// foreignKeyOf extracts the foreign key of a left key and value, nil for
+// a null.
+func (c *fkConfig[K, V, KO, VO, VR]) foreignKeyOf(k K, v any) (any, error) {
 	tv, err := processor.As[V](v)
 	if err != nil {
 		return nil, fmt.Errorf("left value: %w", err)
 	}
-	return orNull(c.foreignKey(tv)), nil
+	return orNull(c.foreignKey(k, tv)), nil
 }
 
 func (c *fkConfig[K, V, KO, VO, VR]) serializeForeignKey(fk any) ([]byte, error) {
@@ -386,12 +409,12 @@ func (p *fkSend[K, V, KO, VO, VR]) Process(rec processor.Erased) error {
 	}
 	var oldFK, newFK any
 	if ch.Old != nil {
-		if oldFK, err = p.c.foreignKeyOf(ch.Old); err != nil {
+		if oldFK, err = p.c.foreignKeyOf(k, ch.Old); err != nil {
 			return err
 		}
 	}
 	if ch.New != nil {
-		if newFK, err = p.c.foreignKeyOf(ch.New); err != nil {
+		if newFK, err = p.c.foreignKeyOf(k, ch.New); err != nil {
 			return err
 		}
 	}

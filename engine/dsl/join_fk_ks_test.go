@@ -430,3 +430,27 @@ func TestForeignKeyJoinOfDerivedTables(t *testing.T) {
 		{in: []tjIn{tjPut("right", "rhs1", "R1b", 4)}, want: []tjRec{tjVal("lhs1", "(B|RHS1,R1b)", 4)}},
 	})
 }
+
+// TestForeignKeyJoinWithKey: the extractor of the WithKey forms sees the
+// left key too (Kafka Streams' ForeignKeyExtractor.fromBiFunction,
+// KIP-1104): here an order's customer is named by its key's prefix.
+func TestForeignKeyJoinWithKey(t *testing.T) {
+	str := serde.String()
+	ptr := serde.Pointer(str)
+	b := dsl.NewBuilder()
+	lt := dsl.Table(b, "left", dsl.ConsumedWith(str, str))
+	rt := dsl.Table(b, "right", dsl.ConsumedWith(str, ptr))
+	extract := func(k, _ string) string { return strings.Split(k, "/")[0] }
+	joiner := func(l string, r *string) string {
+		if r == nil {
+			return l + "+null"
+		}
+		return l + "+" + *r
+	}
+	dsl.TableLeftJoinForeignKeyWithKey(lt, rt, extract, joiner).ToStream().To("out", dsl.ProducedWith(str, str))
+	tjRun(t, tjDriver(t, b), []tjStep{
+		{in: []tjIn{tjPut("right", "c1", "Alice", 0), tjPut("left", "c1/o1", "coffee", 1), tjPut("left", "c2/o2", "tea", 2)},
+			want: []tjRec{tjVal("c1/o1", "coffee+Alice", 1), tjVal("c2/o2", "tea+null", 2)}},
+		{in: []tjIn{tjPut("right", "c2", "Bob", 3)}, want: []tjRec{tjVal("c2/o2", "tea+Bob", 3)}},
+	})
+}

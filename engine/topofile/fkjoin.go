@@ -38,7 +38,7 @@ func (c *compiler) fkJoinStep(st *step) (flow, bool) {
 		return nil, false
 	}
 	left, right := in.meta(), other.meta()
-	kp, ok := c.compileExpr(a.req[1], st.what+" key", scope{"value": left.valueType}, false)
+	kp, ok := c.compileExpr(a.req[1], st.what+" key", scope{"key": left.keyType, "value": left.valueType}, false)
 	if !ok {
 		return nil, false
 	}
@@ -54,11 +54,11 @@ func (c *compiler) fkJoinStep(st *step) (flow, bool) {
 	}
 	// An expression that fails gives its failure as the foreign key, whose
 	// serde fails the record with the expression's error.
-	foreignKey := func(v any) any {
+	foreignKey := func(k, v any) any {
 		if failed(v) != nil {
 			return v
 		}
-		return kp.runOrFail(map[string]any{"value": v})
+		return kp.runOrFail(map[string]any{"key": k, "value": v})
 	}
 	joiner := func(l, r any) any {
 		if failed(l) != nil {
@@ -80,9 +80,9 @@ func (c *compiler) fkJoinStep(st *step) (flow, bool) {
 	}
 	var out dsl.KTable[any, any]
 	if st.op == "join-foreign-key" {
-		out = dsl.TableJoinForeignKey(in.t, other.t, foreignKey, joiner, opts...)
+		out = dsl.TableJoinForeignKeyWithKey(in.t, other.t, foreignKey, joiner, opts...)
 	} else {
-		out = dsl.TableLeftJoinForeignKey(in.t, other.t, foreignKey, joiner, opts...)
+		out = dsl.TableLeftJoinForeignKeyWithKey(in.t, other.t, foreignKey, joiner, opts...)
 	}
 	return &tableFlow[any]{t: out, info: a.info}, true
 }
