@@ -87,7 +87,10 @@ var errNilForeignKey = errors.New("nil foreign key extractor")
 //     those rows.
 //   - A delete of t's key deletes its row.
 //   - A value whose foreign key is null (a nil pointer, map, slice or
-//     interface) has no row and is dropped, counted as null_key.
+//     interface) has no row and is dropped, counted as null_key; the row
+//     its previous value had is deleted (KAFKA-16407). An update keeping
+//     a foreign key that has no match forwards nothing: the previous
+//     value had no row either.
 //
 // The result is always materialized (Kafka Streams keeps it in a store it
 // names KTABLE-FK-JOIN-OUTPUT-STATE-STORE-<n>; a Materialized names it),
