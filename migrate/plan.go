@@ -1125,6 +1125,12 @@ func (s *session) newStorePlan(ctx context.Context, ksStore, ours string, info *
 		return sp, nil
 	}
 	sp.Kind = kind
+	if fk, isFK := info.Builder.(dsl.ForeignKeyJoinStore); isFK {
+		// Kafka Streams' subscription store holds its SubscriptionWrapper,
+		// ours a hash of our own; our primary store has no counterpart.
+		sp.problem(ProblemStoreKind, nil, "store %s: our store %s is a foreign-key join's %s store, whose layout is not Kafka Streams': it is not migrated", ksStore, ours, fk.ForeignKeyJoinRole())
+		return sp, nil
+	}
 	if sb, isBuffer := info.Builder.(dsl.SuppressBuffer); isBuffer {
 		// Our buffer's store is raw bytes; the suppressed table's key
 		// layout says where its lane key ends.

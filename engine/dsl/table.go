@@ -54,6 +54,9 @@ type tableMeta struct {
 	// view computes the values of a table that has no store from the
 	// tables it derives from (see table_ops.go); nil when store is set.
 	view *tableView
+	// noLookup, set when store and view are not, says why the table
+	// cannot be looked up (it reads "can ..." after the table's name).
+	noLookup error
 }
 
 // Node is the name of the node whose output the table is.
