@@ -225,6 +225,21 @@ func (t *Topology) Build(cfg config.Config) (*Built, error) {
 		}
 	}
 
+	// A topology that reads only tables keeps their records as its time.
+	onlyTables := true
+	for _, name := range t.order {
+		if n := nodes[name]; n.Kind == SourceNode && !n.Global && !n.Source.Table && n.Boundary == nil {
+			onlyTables = false
+		}
+	}
+	if onlyTables {
+		for _, name := range t.order {
+			if n := nodes[name]; n.Kind == SourceNode {
+				n.Source.Table = false
+			}
+		}
+	}
+
 	// Timer-aware processors get their timer stores before grouping, so the
 	// stores land in their sub-topologies like any other.
 	warnings := t.resolveTimers(appID, cfg, nodes, stores, defKey, &errs, fail)
