@@ -410,6 +410,9 @@ func (r *engineRun) settle(ctx context.Context) error {
 }
 
 func (r *engineRun) run(ctx context.Context) *RunError {
+	// A records file's records go out in batches as they are read; the
+	// step settles once, after its last.
+	r.midFile = func() error { return r.flush(ctx) }
 	for _, st := range r.f.Steps {
 		r.step = st.Index
 		var err error

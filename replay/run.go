@@ -131,8 +131,8 @@ type DropsResult struct {
 }
 
 // collectEvery is how many records of a records file are piped between
-// two drains of the driver's output topics, so that long replays keep
-// memory flat.
+// two drains of the driver's output topics (engine mode: two sends of
+// what is queued), so that long replays keep memory flat.
 const collectEvery = 4096
 
 // RunFile loads and runs the fixture at path.
@@ -218,6 +218,10 @@ type runner struct {
 	send func(topic string, rec testdriver.RawRecord) error
 	// drops reads dropped.records.total by reason.
 	drops func() map[string]int64
+	// midFile runs every collectEvery records of a records file, so that
+	// a long file holds little at once: the driver's drain of its output
+	// topics (collect), engine mode's send of the records queued.
+	midFile func() error
 	// unlogged are, in engine mode, the stores that cannot be rebuilt
 	// from their changelogs to compare, and why.
 	unlogged map[string]string
@@ -257,6 +261,7 @@ func newRunner(f *Fixture) (*runner, *RunError) {
 	}
 	r := newComparer(f, d.Built())
 	r.d, r.wall, r.send, r.drops = d, d.WallClock, d.PipeRaw, func() map[string]int64 { return dropsOf(d.Metrics()) }
+	r.midFile = func() error { r.collect(); return nil }
 	return r, nil
 }
 
@@ -357,7 +362,9 @@ func (r *runner) recordsFile(path string) error {
 			return fmt.Errorf("%s:%d: %w", path, rf.line, err)
 		}
 		if n%collectEvery == 0 {
-			r.collect()
+			if err := r.midFile(); err != nil {
+				return fmt.Errorf("%s:%d: %w", path, rf.line, err)
+			}
 		}
 	}
 }
