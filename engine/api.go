@@ -199,7 +199,12 @@ func (a apiBackend) Info() inspect.Info {
 	}
 	if show, err := e.cfg.Bool(InfoShowWatermarks, true); err != nil || show {
 		g, iso := o.Global, inspect.Iso(o.Global)
-		info.GlobalMs, info.GlobalIso = &g, &iso
+		info.GlobalIso = &iso
+		if g != watermark.Unset {
+			// Before the first watermark globalMs is absent: its
+			// sentinel, Long.MIN_VALUE, is past what JSON readers hold.
+			info.GlobalMs = &g
+		}
 	}
 	return info
 }

@@ -105,9 +105,9 @@ func TestAPIServesTheRunningEngine(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		fmt.Sprintf("stoatflow_watermark_current %g", float64(base+10_000)),
+		fmt.Sprintf("stoatflow_watermark_timestamp_seconds %g", float64(base+10_000)/1000),
 		"stoatflow_client_state 4", `stoatflow_dropped_records_total{reason="late_window"} 0`, "stoatflow_topology_event_time_tracking 1",
-		`stoatflow_records_in_total{topic="in"} 3`, `stoatflow_watermark_partition_current{partition="0",topic="in"}`,
+		`stoatflow_records_in_total{topic="in"} 3`, `stoatflow_watermark_partition_timestamp_seconds{partition="0",topic="in"}`,
 		"stoatflow_commit_duration_seconds_count", "stoatflow_timer_lane_mismatch_total 0",
 	} {
 		if !strings.Contains(m, want) {

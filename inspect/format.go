@@ -201,8 +201,11 @@ func WriteInfo(out io.Writer, format string, i Info) error {
 		row("partitions", "none")
 	}
 	row("event time", map[bool]string{true: "tracked", false: "not tracked"}[i.EventTimeTracking])
-	if i.GlobalMs != nil {
+	switch {
+	case i.GlobalMs != nil:
 		row("global watermark", TableTime(*i.GlobalMs))
+	case i.GlobalIso != nil:
+		row("global watermark", TableTime(MinWatermark))
 	}
 	return tw.Flush()
 }

@@ -71,7 +71,8 @@ type Info struct {
 	// EventTimeTracking is false when the topology has no event time.
 	EventTimeTracking bool `json:"eventTimeTracking"`
 	// GlobalMs and GlobalIso are left out when
-	// runtime.endpoints.info.show-watermarks is off.
+	// runtime.endpoints.info.show-watermarks is off; GlobalMs also before
+	// the first watermark (GlobalIso is then N/A).
 	GlobalMs  *int64  `json:"globalMs,omitempty"`
 	GlobalIso *string `json:"globalIso,omitempty"`
 }

@@ -320,7 +320,7 @@ stoatflow_dropped_records_total{reason="late_window",lane="0"} 3
 stoatflow_dropped_records_total{lane="1", reason="late_window"} 4 1790071560000
 stoatflow_dropped_records_total{reason="deserialization"} 1e3
 stoatflow_client_state 4
-stoatflow_watermark_current +Inf
+stoatflow_watermark_timestamp_seconds +Inf
 go_goroutines 12
 broken{reason="x 1
 stoatflow_topology_event_time_tracking 0
@@ -331,8 +331,8 @@ stoatflow_topology_event_time_tracking 0
 	if m.Dropped["late_window"] != 7 || m.Dropped["deserialization"] != 1000 {
 		t.Errorf("dropped %v", m.Dropped)
 	}
-	if *m.ClientState != 4 || !math.IsInf(*m.WatermarkCurrent, 1) || *m.EventTimeTracking != 0 {
-		t.Errorf("gauges %v %v %v", *m.ClientState, *m.WatermarkCurrent, *m.EventTimeTracking)
+	if *m.ClientState != 4 || !math.IsInf(*m.WatermarkSeconds, 1) || *m.EventTimeTracking != 0 {
+		t.Errorf("gauges %v %v %v", *m.ClientState, *m.WatermarkSeconds, *m.EventTimeTracking)
 	}
 	m, err = ParseMetrics("")
 	if err != nil || m.ClientState != nil || len(m.Dropped) != 0 {
