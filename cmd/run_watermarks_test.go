@@ -185,6 +185,12 @@ func TestRunServesWatermarks(t *testing.T) {
 	}
 	for _, k := range []string{"clicks:0", "clicks:1"} {
 		p := w.Partitions[k]
+		// Never written: it has waited since the engine registered it,
+		// by the engine's own clock (what watch judges it by).
+		if p.WaitingSinceMs == nil || p.SinceAdvanceMs == nil || *p.SinceAdvanceMs < 0 || *p.WaitingSinceMs <= 0 {
+			t.Errorf("%s before any record: waitingSinceMs %v sinceAdvanceMs %v, want both", k, p.WaitingSinceMs, p.SinceAdvanceMs)
+		}
+		p.WaitingSinceMs, p.SinceAdvanceMs = nil, nil
 		want := inspect.PartitionWatermark{WatermarkMs: inspect.MinWatermark, WatermarkIso: "N/A", LastEventTimeMs: inspect.MinWatermark,
 			LastEventTimeIso: "N/A", IdlenessTimeoutMs: 4000}
 		if fmt.Sprint(p) != fmt.Sprint(want) {

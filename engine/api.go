@@ -165,6 +165,18 @@ func WatermarksDocument(o Observation) (inspect.Watermarks, error) {
 			LastEventTimeMs: p.LastEventTime, LastEventTimeIso: inspect.Iso(p.LastEventTime),
 			IdlenessTimeoutMs: p.IdlenessTimeout.Milliseconds()}
 		pw.LastRecordMs, pw.LastAdvanceMs, pw.IdleSinceMs = wallTime(p.LastRecord), wallTime(p.LastAdvance), wallTime(p.IdleSince)
+		// Since when the watermark has stood still, by the engine's
+		// clock: a partition that never moved here (never written, or
+		// resumed) has waited since it was registered.
+		since := p.LastAdvance
+		if since <= 0 {
+			pw.WaitingSinceMs = wallTime(p.Registered)
+			since = p.Registered
+		}
+		if since > 0 && o.ViewAt > 0 {
+			d := max(o.ViewAt-since, 0)
+			pw.SinceAdvanceMs = &d
+		}
 		if p.Alignment != "" {
 			g := p.Alignment
 			pw.AlignmentGroup = &g

@@ -14,6 +14,7 @@ import (
 	"github.com/stoatflow/stoatctl/engine"
 	"github.com/stoatflow/stoatctl/engine/dsl"
 	"github.com/stoatflow/stoatctl/engine/serde"
+	"github.com/stoatflow/stoatctl/engine/watermark"
 	"github.com/stoatflow/stoatctl/engine/window"
 	"github.com/stoatflow/stoatctl/inspect"
 	"github.com/stoatflow/stoatctl/internal/syncbuf"
@@ -280,5 +281,26 @@ func TestLateRecordLineNamesTheSourceRecord(t *testing.T) {
 		if strings.Contains(l, "skipping record for a closed window") && !strings.Contains(l, "topic=in partition=0 offset=1") {
 			t.Errorf("late line does not name in[0]@1: %s", l)
 		}
+	}
+}
+
+// TestWatermarksDocumentSinceAdvance: /watermarks says, by the engine's
+// clock (the view's time), how long each partition's watermark has stood
+// still: since it last moved, or, for one that never moved here (never
+// written), since it was registered, which waitingSinceMs gives.
+func TestWatermarksDocumentSinceAdvance(t *testing.T) {
+	never := watermark.PartitionState{Partition: watermark.Partition{Topic: "in", Partition: 0}, Watermark: watermark.Unset, LastEventTime: watermark.Unset, Registered: 1_000}
+	moved := watermark.PartitionState{Partition: watermark.Partition{Topic: "in", Partition: 1}, Watermark: 500, LastEventTime: 500, Registered: 1_000, LastAdvance: 50_000}
+	doc, err := engine.WatermarksDocument(engine.Observation{Initialised: true, EventTime: true, Global: watermark.Unset, ViewAt: 61_000,
+		Partitions: []watermark.PartitionState{never, moved}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p0, p1 := doc.Partitions["in:0"], doc.Partitions["in:1"]
+	if p0.SinceAdvanceMs == nil || *p0.SinceAdvanceMs != 60_000 || p0.WaitingSinceMs == nil || *p0.WaitingSinceMs != 1_000 || p0.LastAdvanceMs != nil {
+		t.Errorf("never written: since %v waiting since %v last advance %v", p0.SinceAdvanceMs, p0.WaitingSinceMs, p0.LastAdvanceMs)
+	}
+	if p1.SinceAdvanceMs == nil || *p1.SinceAdvanceMs != 11_000 || p1.WaitingSinceMs != nil {
+		t.Errorf("moved: since %v waiting since %v", p1.SinceAdvanceMs, p1.WaitingSinceMs)
 	}
 }

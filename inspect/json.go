@@ -77,6 +77,8 @@ type partitionJSON struct {
 	LastRecordMs        *int64  `json:"lastRecordMs,omitempty"`
 	LastAdvanceMs       *int64  `json:"lastAdvanceMs,omitempty"`
 	IdleSinceMs         *int64  `json:"idleSinceMs,omitempty"`
+	WaitingSinceMs      *int64  `json:"waitingSinceMs,omitempty"`
+	SinceAdvanceMs      *int64  `json:"sinceAdvanceMs,omitempty"`
 	PreviewWatermarkMs  *int64  `json:"previewWatermarkMs,omitempty"`
 	PreviewWatermarkIso *string `json:"previewWatermarkIso,omitempty"`
 	HeadHeldSinceMs     *int64  `json:"headHeldSinceMs,omitempty"`
@@ -91,7 +93,8 @@ type partitionJSON struct {
 func (p PartitionWatermark) MarshalJSON() ([]byte, error) {
 	return json.Marshal(partitionJSON{WatermarkMs: safe(p.WatermarkMs), WatermarkIso: p.WatermarkIso, Idle: p.Idle,
 		LastEventTimeMs: safe(p.LastEventTimeMs), LastEventTimeIso: p.LastEventTimeIso, LastRecordMs: p.LastRecordMs,
-		LastAdvanceMs: p.LastAdvanceMs, IdleSinceMs: p.IdleSinceMs, PreviewWatermarkMs: p.PreviewWatermarkMs,
+		LastAdvanceMs: p.LastAdvanceMs, IdleSinceMs: p.IdleSinceMs, WaitingSinceMs: p.WaitingSinceMs, SinceAdvanceMs: p.SinceAdvanceMs,
+		PreviewWatermarkMs:  p.PreviewWatermarkMs,
 		PreviewWatermarkIso: p.PreviewWatermarkIso, HeadHeldSinceMs: p.HeadHeldSinceMs, AlignmentGroup: p.AlignmentGroup,
 		AlignmentHeld: p.AlignmentHeld, DriftFromGroupMinMs: safe(p.DriftFromGroupMinMs), IdlenessTimeoutMs: p.IdlenessTimeoutMs})
 }
@@ -104,7 +107,8 @@ func (p *PartitionWatermark) UnmarshalJSON(b []byte) error {
 	}
 	*p = PartitionWatermark{WatermarkMs: orMin(j.WatermarkMs), WatermarkIso: j.WatermarkIso, Idle: j.Idle,
 		LastEventTimeMs: orMin(j.LastEventTimeMs), LastEventTimeIso: j.LastEventTimeIso, LastRecordMs: j.LastRecordMs,
-		LastAdvanceMs: j.LastAdvanceMs, IdleSinceMs: j.IdleSinceMs, PreviewWatermarkMs: j.PreviewWatermarkMs,
+		LastAdvanceMs: j.LastAdvanceMs, IdleSinceMs: j.IdleSinceMs, WaitingSinceMs: j.WaitingSinceMs, SinceAdvanceMs: j.SinceAdvanceMs,
+		PreviewWatermarkMs:  j.PreviewWatermarkMs,
 		PreviewWatermarkIso: j.PreviewWatermarkIso, HeadHeldSinceMs: j.HeadHeldSinceMs, AlignmentGroup: j.AlignmentGroup,
 		AlignmentHeld: j.AlignmentHeld, IdlenessTimeoutMs: j.IdlenessTimeoutMs}
 	if j.DriftFromGroupMinMs != nil {

@@ -15,7 +15,7 @@ func TestWatermarksJSON(t *testing.T) {
 	ptr := func(v int64) *int64 { return &v }
 	str := func(s string) *string { return &s }
 	full := PartitionWatermark{WatermarkMs: 10, WatermarkIso: "a", Idle: true, LastEventTimeMs: 11, LastEventTimeIso: "b",
-		LastRecordMs: ptr(12), LastAdvanceMs: ptr(13), IdleSinceMs: ptr(14), PreviewWatermarkMs: ptr(15), PreviewWatermarkIso: str("c"),
+		LastRecordMs: ptr(12), LastAdvanceMs: ptr(13), IdleSinceMs: ptr(14), WaitingSinceMs: ptr(19), SinceAdvanceMs: ptr(20), PreviewWatermarkMs: ptr(15), PreviewWatermarkIso: str("c"),
 		HeadHeldSinceMs: ptr(16), AlignmentGroup: str("g"), AlignmentHeld: true, DriftFromGroupMinMs: 17, IdlenessTimeoutMs: 18}
 	v := reflect.ValueOf(full)
 	for i := range v.NumField() {

@@ -376,6 +376,14 @@ func (t *Tracker) partition(at time.Time, name string, pw inspect.PartitionWater
 	if when, ok := serverTime(pw.LastAdvanceMs, at); ok {
 		tr.lastAdvance, tr.advanced = when, true
 	}
+	// sinceAdvanceMs is the same figure by the engine's own clock, and
+	// also covers a partition whose watermark never moved there (one that
+	// never had a record: waiting since it was registered), for which no
+	// lastAdvanceMs comes. Believed over both, so the reader's clock does
+	// not matter and one poll judges a stall.
+	if pw.SinceAdvanceMs != nil {
+		tr.lastAdvance, tr.advanced = at.Add(-time.Duration(max(*pw.SinceAdvanceMs, 0))*time.Millisecond), true
+	}
 	// Records arriving: the server's lastRecordMs moving where it sends
 	// one (late records move it too), else the newest event time moving.
 	activity := pw.LastEventTimeMs
