@@ -180,7 +180,7 @@ An address in use fails the start; --http off serves nothing.`,
 			}
 			logEffectiveConfig(log, src)
 			// The unknown keys were reported above, with where each was set.
-			opts := []engine.Option{engine.WithLogger(log), engine.WithVersion(buildinfo.Read(stamp).Version), engine.WithConfigChecked()}
+			opts := []engine.Option{engine.WithLogger(log), engine.WithVersion(buildinfo.Read(stamp).Version), engine.WithCommit(buildinfo.Read(stamp).Commit), engine.WithConfigChecked()}
 			if api != nil {
 				opts = append(opts, engine.WithHTTP(*api))
 			}

@@ -50,6 +50,9 @@ func WithHTTP(h HTTP) Option { return func(o *options) { o.http = &h } }
 // WithVersion sets the version GET /info reports.
 func WithVersion(v string) Option { return func(o *options) { o.version = v } }
 
+// WithCommit sets the commit GET /info reports.
+func WithCommit(c string) Option { return func(o *options) { o.commit = c } }
+
 // HTTPAddr is where the REST API listens, "" when it does not (yet).
 func (e *Engine) HTTPAddr() string {
 	if s := e.api.Load(); s != nil {
@@ -202,9 +205,10 @@ func (a apiBackend) Info() inspect.Info {
 	e := a.e
 	o := e.Observe()
 	info := inspect.Info{ApplicationID: e.cfg.String(config.ApplicationID), InstanceID: e.cfg.String(kafka.InstanceID), State: string(o.State),
-		Paused: o.Paused, Version: e.opts.version, Lanes: o.Lanes, Partitions: o.Assignment, EventTimeTracking: o.EventTime}
-	if info.Version == "" {
-		info.Version = buildinfo.Read(buildinfo.Stamp{}).Version
+		Paused: o.Paused, Version: e.opts.version, Commit: e.opts.commit, Lanes: o.Lanes, Partitions: o.Assignment, EventTimeTracking: o.EventTime}
+	if info.Version == "" || info.Commit == "" {
+		bi := buildinfo.Read(buildinfo.Stamp{Version: info.Version, Commit: info.Commit})
+		info.Version, info.Commit = bi.Version, bi.Commit
 	}
 	if b := e.Built(); b != nil {
 		info.Topology = summary(b)

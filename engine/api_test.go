@@ -47,7 +47,8 @@ func TestAPIServesTheRunningEngine(t *testing.T) {
 	base := time.Date(2026, 9, 22, 10, 0, 0, 0, time.UTC).UnixMilli()
 	c := cfg(addr, "api", "stoatflow.watermark.max-out-of-orderness-ms", "0", "stoatflow.watermark.idleness-timeout-ms", "120000",
 		engine.MetricsRecordingLevel, "debug")
-	e := engine.New(windowedCounts(), c, engine.WithLogger(testLogger(t)), engine.WithHTTP(engine.HTTP{Addr: "127.0.0.1:0"}))
+	e := engine.New(windowedCounts(), c, engine.WithLogger(testLogger(t)), engine.WithHTTP(engine.HTTP{Addr: "127.0.0.1:0"}),
+		engine.WithVersion("v9.8.7"), engine.WithCommit("0123456789ab"))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- e.Run(ctx) }()
@@ -97,7 +98,7 @@ func TestAPIServesTheRunningEngine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.ApplicationID != "api" || info.State != "RUNNING" || info.Lanes != 4 || len(info.Partitions["in"]) != 2 || !info.EventTimeTracking ||
+	if info.ApplicationID != "api" || info.State != "RUNNING" || info.Version != "v9.8.7" || info.Commit != "0123456789ab" || info.Lanes != 4 || len(info.Partitions["in"]) != 2 || !info.EventTimeTracking ||
 		info.GlobalMs == nil || *info.GlobalMs != base+10_000 {
 		t.Fatalf("info: %+v", info)
 	}

@@ -188,6 +188,9 @@ func WriteInfo(out io.Writer, format string, i Info) error {
 	}
 	row("state", state)
 	row("version", i.Version)
+	if i.Commit != "" {
+		row("commit", i.Commit)
+	}
 	row("topology", i.Topology)
 	row("lanes", strconv.Itoa(i.Lanes))
 	for _, t := range slices.Sorted(maps.Keys(i.Partitions)) {

@@ -73,6 +73,10 @@ type Info struct {
 	// Paused says POST /pause stopped processing (State stays RUNNING).
 	Paused  bool   `json:"paused"`
 	Version string `json:"version"`
+	// Commit is the VCS commit the binary was built from, as `stoatctl
+	// version` says it (runtime/debug.ReadBuildInfo, or the build's
+	// stamp); "unknown" when nothing tells.
+	Commit string `json:"commit"`
 	// Topology is a one-line summary: sub-topologies, sources, sinks, stores.
 	Topology string `json:"topology"`
 	Lanes    int    `json:"lanes"`
