@@ -1,6 +1,9 @@
 package inspect
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"strconv"
+)
 
 // This file writes the watermark documents' epoch-millisecond times as
 // JSON a JavaScript reader takes as it is: a time that does not exist yet
@@ -115,4 +118,36 @@ func (p *PartitionWatermark) UnmarshalJSON(b []byte) error {
 		p.DriftFromGroupMinMs = *j.DriftFromGroupMinMs
 	}
 	return nil
+}
+
+// Millis is an epoch-millisecond time in a document written for scripts
+// (watch --once -o json|yaml): MinWatermark, or anything past ±2^53, is
+// written as null and null is read as MinWatermark, as in the REST
+// documents above.
+type Millis int64
+
+// MarshalJSON writes m, or null.
+func (m Millis) MarshalJSON() ([]byte, error) {
+	if p := safe(int64(m)); p != nil {
+		return strconv.AppendInt(nil, *p, 10), nil
+	}
+	return []byte("null"), nil
+}
+
+// UnmarshalJSON reads a number, or null as MinWatermark.
+func (m *Millis) UnmarshalJSON(b []byte) error {
+	var v *int64
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*m = Millis(orMin(v))
+	return nil
+}
+
+// MarshalYAML writes m, or null.
+func (m Millis) MarshalYAML() (any, error) {
+	if p := safe(int64(m)); p != nil {
+		return *p, nil
+	}
+	return nil, nil
 }

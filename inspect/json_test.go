@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // TestWatermarksJSON holds the wire form: a time that does not exist yet
@@ -46,5 +48,34 @@ func TestWatermarksJSON(t *testing.T) {
 	b, _ := json.Marshal(Watermarks{GlobalMs: MinWatermark})
 	if !strings.Contains(string(b), `"globalMs":null`) {
 		t.Errorf("before the first watermark: %s", b)
+	}
+}
+
+// TestMillis: a script's document writes a time that does not exist yet
+// as null in JSON and YAML, and reads null back as MinWatermark.
+func TestMillis(t *testing.T) {
+	type doc struct {
+		At Millis `json:"at" yaml:"at"`
+	}
+	for _, tc := range []struct {
+		in         Millis
+		json, yaml string
+	}{
+		{Millis(MinWatermark), `{"at":null}`, "at: null\n"},
+		{1_790_071_560_000, `{"at":1790071560000}`, "at: 1790071560000\n"},
+		{-1, `{"at":-1}`, "at: -1\n"},
+	} {
+		b, err := json.Marshal(doc{tc.in})
+		if err != nil || string(b) != tc.json {
+			t.Errorf("%d: json %s, %v; want %s", tc.in, b, err, tc.json)
+		}
+		var back doc
+		if err := json.Unmarshal(b, &back); err != nil || back.At != tc.in {
+			t.Errorf("%s: read %d, %v", b, back.At, err)
+		}
+		y, err := yaml.Marshal(doc{tc.in})
+		if err != nil || string(y) != tc.yaml {
+			t.Errorf("%d: yaml %q, %v; want %q", tc.in, y, err, tc.yaml)
+		}
 	}
 }
