@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -350,5 +352,56 @@ func TestRunHTTPAddressInUse(t *testing.T) {
 	code = RunContext(context.Background(), []string{"run", "-t", "testdata/eventtime-topology.yaml", "--http", "0.0.0.0:0"}, &stdout, &stderr)
 	if code != ExitUsage || !strings.Contains(stderr.String(), "--http-token") {
 		t.Fatalf("beyond loopback without a token: exit %d, stderr:\n%s", code, stderr.String())
+	}
+}
+
+// TestRunDefaultHTTPAddressTaken: with the default --http taken (another
+// instance on this host), run serves its REST API on a free port instead,
+// says so, and logs the address; a taken address given with --http still
+// fails (TestRunHTTPAddressInUse).
+func TestRunDefaultHTTPAddressTaken(t *testing.T) {
+	kafkatest.EmbeddedOnly(t)
+	// Held here, or already held by something else: taken either way.
+	if l, err := net.Listen("tcp", defaultHTTPAddr); err == nil {
+		t.Cleanup(func() { l.Close() })
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var stdout, stderr syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- RunContext(ctx, []string{"run", "-t", "testdata/eventtime-topology.yaml", "--broker-port", "0", "--state-dir", t.TempDir(), "--log-format", "json"}, &stdout, &stderr)
+	}()
+	defer func() { cancel(); <-done }()
+	listening := regexp.MustCompile(`"msg":"REST API listening","url":"(http://[^"]+)"`)
+	deadline := time.Now().Add(30 * time.Second)
+	var url string
+	for url == "" {
+		if m := listening.FindStringSubmatch(stderr.String()); m != nil {
+			url = m[1]
+			break
+		}
+		select {
+		case code := <-done:
+			done <- code
+			t.Fatalf("run exited %d before serving:\n%s", code, stderr.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no REST API listening line in 30s:\n%s", stderr.String())
+		}
+	}
+	if url == "http://"+defaultHTTPAddr {
+		t.Fatalf("serving on the taken default %s", url)
+	}
+	if !strings.Contains(stderr.String(), "--http "+defaultHTTPAddr+" is in use: serving the REST API on a free port instead") {
+		t.Errorf("stderr does not say the default was taken:\n%s", stderr.String())
+	}
+	resp, err := http.Get(url + "/health/liveness")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("liveness on %s: %d", url, resp.StatusCode)
 	}
 }
