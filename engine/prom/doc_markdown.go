@@ -46,6 +46,7 @@ they fire is docs/runbook.md.
 		fmt.Fprintf(&b, "`%s` ", r)
 	}
 	b.WriteString("(the engine/metrics reasons `deserialization_error` and `processing_error`, which replay\nfixtures read, are exported as `deserialization` and `processing`).\n")
+	b.WriteString("A drop is also logged, at WARN, by reason: how many since the last line of that reason, at most\none line per reason every ten seconds (Kafka Streams logs each dropped record).\n")
 	b.WriteString(`
 ## From Kafka Streams' JMX metrics
 
