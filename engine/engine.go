@@ -176,6 +176,7 @@ type options struct {
 	dial    func(ctx context.Context, network, host string) (net.Conn, error)
 	http    *HTTP
 	version string
+	commit  string
 	// eventTime and barrierClock are eventtime.go's.
 	eventTime    *EventTime
 	barrierClock func() int64

@@ -3,6 +3,7 @@ package replay_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -162,5 +163,38 @@ func TestEngineForeignKeyJoin(t *testing.T) {
 				t.Errorf("engine: %s, want pass\n%s", r.Status, report(t, r))
 			}
 		})
+	}
+}
+
+// TestEngineLargeRecordsFile runs a records-file step longer than one
+// batch of the records file (4,096 records) on the live engine: every
+// record comes out once. Engine mode once drained the driver's outputs
+// there, which it has none of, and panicked.
+func TestEngineLargeRecordsFile(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the engine; skipped with -short")
+	}
+	kafkatest.EmbeddedOnly(t)
+	addr := kafkatest.Start(t, nil)
+	const n = 5000
+	dir := t.TempDir()
+	var lines strings.Builder
+	for i := range n {
+		fmt.Fprintf(&lines, `{"topic":"sentences","key":"k%d","value":"v%d","timestamp":%d}`+"\n", i%97, i, i)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "in.jsonl"), []byte(lines.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "large.fixture.yaml")
+	fixture := fmt.Sprintf("topology: uppercase\nsteps:\n  - records-file: in.jsonl\nexpect:\n  outputs:\n    shouted: {count: %d}\n", n)
+	if err := os.WriteFile(path, []byte(fixture), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if d := replay.RunFile(path); d.Status != replay.Pass {
+		t.Fatalf("driver: %s, want pass\n%s", d.Status, report(t, d))
+	}
+	r := replay.RunEngineFile(context.Background(), path, replay.EngineOptions{Bootstrap: addr})
+	if r.Status != replay.Pass {
+		t.Errorf("engine: %s, want pass\n%s", r.Status, report(t, r))
 	}
 }

@@ -214,7 +214,7 @@ var catalogue = sortedKeys(append([]Key{
 	{Name: ProcessingGuarantee, Type: TypeEnum, Values: []string{"exactly_once_v2", "at_least_once"}, Default: "exactly_once_v2", Lookup: true,
 		Description: "exactly_once_v2 commits each epoch in one Kafka transaction; at_least_once commits offsets after the output", ReadBy: []Component{LiveEngine, KafkaClient}},
 	atLeast(Key{Name: keySessionTimeoutMs, Type: TypeDurationMs, Default: "45000", Description: "how long the group waits for a silent member before rebalancing it away", ReadBy: []Component{KafkaClient, LiveEngine}}, 1),
-	{Name: StateDir, Type: TypeString, Default: "/tmp/stoatflow", Lookup: true, Description: "where RocksDB state is kept: one database per lane, under <state.dir>/<application.id>/<sub-topology>_<lane>", ReadBy: []Component{LiveEngine},
+	{Name: StateDir, Type: TypeString, Default: "stoatflow-<user> in the temporary directory", Description: "where RocksDB state and the instance id are kept: one database per lane, under <state.dir>/<application.id>/<sub-topology>_<lane>; the default is per user (os.TempDir()/stoatflow-<user name>) and, below it, per application id", ReadBy: []Component{LiveEngine},
 		Note: "each database is locked (its LOCK file) against a second process; a database is opened, and each commit written, only with 128 MiB to spare on its filesystem (an error naming the directory otherwise; the next start restores what did not commit); stoatctl run --state-dir sets it"},
 	{Name: StoatflowChangelogEnabled, Type: TypeBool, Default: "true", Lookup: true, Description: "whether stores log their changes; accepted and ignored", ReadBy: []Component{Core},
 		NoOp: true, Note: "logging is chosen per store when the topology is built; this key has no effect yet"},
