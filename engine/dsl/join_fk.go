@@ -209,7 +209,11 @@ func fkJoin[K, V, KO, VO, VR any](t KTable[K, V], other KTable[KO, VO], foreignK
 
 	// The left table's side.
 	b.t.AddProcessor(n.send, func() processor.Untyped { return &fkSend[K, V, KO, VO, VR]{c: c} }, t.node)
-	b.t.AddBoundary(n.primSink, n.primSource, n.primTopic, serde.Erase(keys), fkPrimarySerde{inner: serde.Erase(values)}, n.send)
+	// The left table's copy must reach the resolver before the answers
+	// to the subscriptions sent after it: lane to lane it does, through
+	// three topics nothing orders them (stoatflow.topology.rekey=topic).
+	b.t.AddBoundary(n.primSink, n.primSource, n.primTopic, serde.Erase(keys), fkPrimarySerde{inner: serde.Erase(values)}, n.send).InMemoryOnly =
+		"a foreign-key join's resolver needs the left table's copy before the answers to its subscriptions, which three repartition topics would not keep in order"
 	b.t.AddBoundary(n.regSink, n.regSource, n.regTopic, serde.Erase(foreignKeys), fkSubscriptionSerde{}, n.send)
 
 	// The right table's side.

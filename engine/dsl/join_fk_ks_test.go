@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stoatflow/stoatctl/engine/config"
 	"github.com/stoatflow/stoatctl/engine/dsl"
 	"github.com/stoatflow/stoatctl/engine/metrics"
 	"github.com/stoatflow/stoatctl/engine/serde"
@@ -453,4 +454,20 @@ func TestForeignKeyJoinWithKey(t *testing.T) {
 			want: []tjRec{tjVal("c1/o1", "coffee+Alice", 1), tjVal("c2/o2", "tea+null", 2)}},
 		{in: []tjIn{tjPut("right", "c2", "Bob", 3)}, want: []tjRec{tjVal("c2/o2", "tea+Bob", 3)}},
 	})
+}
+
+// TestForeignKeyJoinRefusesRepartitionTopics: a foreign-key join builds
+// with the default in-memory re-keying and is refused, naming the key and
+// why, with stoatflow.topology.rekey=topic, since three repartition
+// topics would not keep the left table's copy ahead of the answers.
+func TestForeignKeyJoinRefusesRepartitionTopics(t *testing.T) {
+	c := map[string]string{"application.id": "fk", "default.key.serde": "string", "default.value.serde": "string"}
+	if _, err := fkTopology(true, "").Topology().Build(config.New(c)); err != nil {
+		t.Fatalf("in memory: %v", err)
+	}
+	c[config.TopologyRekey] = config.RekeyTopic
+	_, err := fkTopology(true, "").Topology().Build(config.New(c))
+	if err == nil || !strings.Contains(err.Error(), "stoatflow.topology.rekey=topic cannot be used: a foreign-key join") {
+		t.Fatalf("through topics: %v, want a refusal naming the key and the join", err)
+	}
 }

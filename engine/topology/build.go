@@ -271,6 +271,16 @@ func (t *Topology) Build(cfg config.Config) (*Built, error) {
 	if len(errs) > 0 {
 		return nil, joinErrors(errs)
 	}
+	if rekey == config.RekeyTopic {
+		for _, name := range slices.Sorted(maps.Keys(boundaries)) {
+			if why := boundaries[name].InMemoryOnly; why != "" {
+				fail(boundaries[name].SinkNode, "%s=%s cannot be used: %s; run one instance with %s", config.TopologyRekey, config.RekeyTopic, why, config.RekeyMemory)
+			}
+		}
+		if len(errs) > 0 {
+			return nil, joinErrors(errs)
+		}
+	}
 	var repartitions []Repartition
 	if rekey == config.RekeyTopic {
 		repartitions = throughTopics(appID, boundaries, nodes, sourceTopics)

@@ -74,6 +74,10 @@ type Boundary struct {
 	// Partitioner is a custom partitioner of a repartition(), or nil; lanes
 	// behind it are not picked by hashing the key.
 	Partitioner Partitioner
+	// InMemoryOnly, when set, says why this boundary cannot cross
+	// through a repartition topic: Build refuses
+	// stoatflow.topology.rekey=topic with it.
+	InMemoryOnly string
 }
 
 type storeEntry struct {
