@@ -145,6 +145,9 @@ type Engine struct {
 	stats   Stats
 	// assignment is what the running lanes process (under statsMu).
 	assignment map[string][]int32
+	// tasks are the ids of the tasks the lanes run now ("sub_partition",
+	// as Kafka Streams names them), sorted.
+	tasks []string
 }
 
 // Stats are running totals, for tests and the REST API.
@@ -308,7 +311,28 @@ func (e *Engine) Assignment() map[string][]int32 {
 func (e *Engine) setAssignment(a map[string][]int32) {
 	e.statsMu.Lock()
 	e.assignment = a
+	if a == nil {
+		e.tasks = nil
+	}
 	e.statsMu.Unlock()
+}
+
+// Tasks returns the ids of the tasks the lanes run now, "sub_partition"
+// as Kafka Streams names them, sorted: those of the sub-topologies with
+// state (a stateless sub-topology's lanes serve every partition and own
+// nothing). Empty before the first start and after a stop.
+func (e *Engine) Tasks() []string {
+	e.statsMu.Lock()
+	defer e.statsMu.Unlock()
+	return slices.Clone(e.tasks)
+}
+
+// setTasks records the tasks the lanes run and returns the previous ones.
+func (e *Engine) setTasks(ids []string) (before []string) {
+	e.statsMu.Lock()
+	defer e.statsMu.Unlock()
+	before, e.tasks = e.tasks, ids
+	return before
 }
 
 func (e *Engine) addStats(fn func(*Stats)) {

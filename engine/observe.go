@@ -72,6 +72,8 @@ type Observation struct {
 	// Lanes per sub-topology; 0 before Run read its configuration.
 	Lanes      int
 	Assignment map[string][]int32
+	// Tasks are the ids of the tasks the lanes run (Engine.Tasks).
+	Tasks []string
 	// Global is the global watermark, watermark.Unset before the first.
 	Global int64
 	// Partitions are the registered source partitions, sorted.
@@ -150,7 +152,7 @@ func (c *counterSet) snapshot() map[string]int64 {
 // goroutine, at any time, including before Run and after it returned.
 func (e *Engine) Observe() Observation {
 	o := Observation{State: e.State(), Paused: e.paused.Load(), Global: watermark.Unset,
-		EventTime: e.obs.eventTime.Load(), Lanes: int(e.obs.lanes.Load()), Assignment: e.Assignment(),
+		EventTime: e.obs.eventTime.Load(), Lanes: int(e.obs.lanes.Load()), Assignment: e.Assignment(), Tasks: e.Tasks(),
 		Restoring: e.obs.restoring.Load(), Restored: e.obs.restored.Load(), Stats: e.Stats(),
 		RecordsIn: e.obs.in.snapshot(), RecordsOut: e.obs.out.snapshot()}
 	if o.Restoring {

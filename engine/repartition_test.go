@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -56,6 +57,20 @@ func TestRekeyThroughTopicOnTwoInstances(t *testing.T) {
 	// The downstream tasks are spread too: b runs some of the
 	// repartition topic's partitions.
 	owned("b", b, repartition, 2)
+	// Each runs the count's tasks of its repartition partitions, none
+	// both (Engine.Tasks, /info's tasks).
+	eventually(t, 30*time.Second, func() string { return fmt.Sprintf("tasks a %v, b %v", a.Tasks(), b.Tasks()) }, func() bool {
+		ta, tb := a.Tasks(), b.Tasks()
+		if len(ta) != 2 || len(tb) != 2 {
+			return false
+		}
+		for _, id := range ta {
+			if slices.Contains(tb, id) {
+				return false
+			}
+		}
+		return true
+	})
 	produce(t, addr, "in", batch(2))
 	if err := stopB(); err != nil {
 		t.Fatalf("instance b: %v", err)

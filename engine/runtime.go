@@ -1352,6 +1352,7 @@ func (r *runner) resetOnce(ctx context.Context) error {
 		return r.reset(ctx)
 	}
 	r.e.setAssignment(assigned)
+	r.noteTasks(gen)
 	if joined {
 		r.e.setState(Running)
 	}
@@ -1659,4 +1660,34 @@ func closedContext() context.Context {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	return ctx
+}
+
+// noteTasks records the tasks gen runs and logs what the reset moved:
+// the tasks added, those removed, and how many stayed.
+func (r *runner) noteTasks(gen *generation) {
+	var ids []string
+	for _, sr := range gen.subs {
+		if sr.stateless {
+			continue
+		}
+		for _, p := range sr.tasks {
+			ids = append(ids, fmt.Sprintf("%d_%d", sr.id, p))
+		}
+	}
+	slices.Sort(ids)
+	before := r.e.setTasks(ids)
+	var added, removed []string
+	for _, id := range ids {
+		if _, found := slices.BinarySearch(before, id); !found {
+			added = append(added, id)
+		}
+	}
+	for _, id := range before {
+		if _, found := slices.BinarySearch(ids, id); !found {
+			removed = append(removed, id)
+		}
+	}
+	if len(added) > 0 || len(removed) > 0 {
+		r.e.log.Info("tasks moved", "added", added, "removed", removed, "kept", len(ids)-len(added), "running", len(ids))
+	}
 }

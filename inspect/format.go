@@ -203,6 +203,9 @@ func WriteInfo(out io.Writer, format string, i Info) error {
 	if len(i.Partitions) == 0 {
 		row("partitions", "none")
 	}
+	if len(i.Tasks) > 0 {
+		row("tasks", strings.Join(i.Tasks, ", "))
+	}
 	row("event time", map[bool]string{true: "tracked", false: "not tracked"}[i.EventTimeTracking])
 	switch {
 	case i.GlobalMs != nil:

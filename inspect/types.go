@@ -82,6 +82,9 @@ type Info struct {
 	Lanes    int    `json:"lanes"`
 	// Partitions owned by this instance, per input topic.
 	Partitions map[string][]int32 `json:"partitions"`
+	// Tasks are the ids of the tasks this instance runs, "sub_partition"
+	// as Kafka Streams names them: the sub-topologies with state.
+	Tasks []string `json:"tasks"`
 	// EventTimeTracking is false when the topology has no event time.
 	EventTimeTracking bool `json:"eventTimeTracking"`
 	// GlobalMs and GlobalIso are left out when
