@@ -56,10 +56,13 @@ func keySerdeFor[K any](i *flowInfo) serde.Serde[K] {
 }
 
 // Record functions: what a step computes from a record. A nil result list
-// drops the record.
+// drops the record. ev is the processor's evaluator, for the programs the
+// function runs; the processor forwards the list before it calls the
+// function again, so the function may return ev's own array.
 type (
-	valuesFn func(key, value any, ts int64, h processor.Headers) ([]any, error)
-	kvFn     func(key, value any, ts int64, h processor.Headers) ([]keyValue, error)
+	valuesFn func(ev *evaluator, key, value any, ts int64, h processor.Headers) ([]any, error)
+	kvFn     func(ev *evaluator, key, value any, ts int64, h processor.Headers) ([]keyValue, error)
+	chooseFn func(ev *evaluator, key, value any, ts int64, h processor.Headers) (int, error)
 )
 
 type keyValue struct{ key, value any }
@@ -69,7 +72,7 @@ type anyStream interface {
 	flow
 	values(name string, fn valuesFn) anyStream
 	keyValues(name string, fn kvFn, info flowInfo) *streamFlow[any]
-	split(splitter string, children []string, choose func(key, value any, ts int64, h processor.Headers) (int, error)) []anyStream
+	split(splitter string, children []string, choose chooseFn) []anyStream
 	merge(other anyStream, name string) (anyStream, bool)
 	repartition(name string, partitions int32, info flowInfo) anyStream
 	to(topic, name string, key, value *dynSerde)
@@ -97,14 +100,14 @@ func (s *streamFlow[K]) keyValues(name string, fn kvFn, info flowInfo) *streamFl
 	return &streamFlow[any]{s: ns, info: info}
 }
 
-func (s *streamFlow[K]) split(splitter string, children []string, choose func(key, value any, ts int64, h processor.Headers) (int, error)) []anyStream {
+func (s *streamFlow[K]) split(splitter string, children []string, choose chooseFn) []anyStream {
 	sp := dsl.ProcessValues(s.s, func() processor.FixedKeyProcessor[K, any, any] {
 		return &splitProc[K]{children: children, choose: choose}
 	}, dsl.Name(splitter))
 	out := make([]anyStream, len(children))
 	for i, child := range children {
 		ns := dsl.ProcessValues(sp, func() processor.FixedKeyProcessor[K, any, any] {
-			return &valuesProc[K]{fn: func(_, v any, _ int64, _ processor.Headers) ([]any, error) { return []any{v}, nil }}
+			return &valuesProc[K]{fn: func(ev *evaluator, _, v any, _ int64, _ processor.Headers) ([]any, error) { return ev.single(v), nil }}
 		}, dsl.Name(child))
 		out[i] = s.derive(ns)
 	}
@@ -310,6 +313,7 @@ func (t *tableFlow[K]) suppress(s dsl.Suppressed, name string) anyTable {
 type valuesProc[K any] struct {
 	ctx processor.FixedKeyContext[K, any]
 	fn  valuesFn
+	ev  evaluator
 }
 
 func (p *valuesProc[K]) Init(ctx processor.FixedKeyContext[K, any]) error { p.ctx = ctx; return nil }
@@ -319,7 +323,7 @@ func (p *valuesProc[K]) Process(rec processor.Record[K, any]) error {
 	if err := failed(rec.Value); err != nil {
 		return err
 	}
-	outs, err := p.fn(rec.Key, rec.Value, rec.Timestamp, rec.Headers)
+	outs, err := p.fn(&p.ev, rec.Key, rec.Value, rec.Timestamp, rec.Headers)
 	if err != nil {
 		return err
 	}
@@ -334,6 +338,7 @@ func (p *valuesProc[K]) Process(rec processor.Record[K, any]) error {
 type kvProc[K any] struct {
 	ctx processor.Context[any, any]
 	fn  kvFn
+	ev  evaluator
 }
 
 func (p *kvProc[K]) Init(ctx processor.Context[any, any]) error { p.ctx = ctx; return nil }
@@ -343,7 +348,7 @@ func (p *kvProc[K]) Process(rec processor.Record[K, any]) error {
 	if err := failed(rec.Value); err != nil {
 		return err
 	}
-	outs, err := p.fn(rec.Key, rec.Value, rec.Timestamp, rec.Headers)
+	outs, err := p.fn(&p.ev, rec.Key, rec.Value, rec.Timestamp, rec.Headers)
 	if err != nil {
 		return err
 	}
@@ -358,7 +363,8 @@ func (p *kvProc[K]) Process(rec processor.Record[K, any]) error {
 type splitProc[K any] struct {
 	ctx      processor.FixedKeyContext[K, any]
 	children []string
-	choose   func(key, value any, ts int64, h processor.Headers) (int, error)
+	choose   chooseFn
+	ev       evaluator
 }
 
 func (p *splitProc[K]) Init(ctx processor.FixedKeyContext[K, any]) error { p.ctx = ctx; return nil }
@@ -368,7 +374,7 @@ func (p *splitProc[K]) Process(rec processor.Record[K, any]) error {
 	if err := failed(rec.Value); err != nil {
 		return err
 	}
-	i, err := p.choose(rec.Key, rec.Value, rec.Timestamp, rec.Headers)
+	i, err := p.choose(&p.ev, rec.Key, rec.Value, rec.Timestamp, rec.Headers)
 	if err != nil || i < 0 {
 		return err
 	}
