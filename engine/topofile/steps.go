@@ -345,6 +345,8 @@ type recordProgram struct {
 	// reads is what it reads of the record scope, the only names its
 	// environment gets; headers are converted only when it reads them.
 	reads reads
+	// fast is its fast path, nil when it has none (fastpath.go).
+	fast fastPath
 }
 
 func (c *compiler) recordProgram(st *step, n *yaml.Node, what string, asBool bool) (recordProgram, bool) {
@@ -352,11 +354,32 @@ func (c *compiler) recordProgram(st *step, n *yaml.Node, what string, asBool boo
 	if !ok {
 		return recordProgram{}, false
 	}
-	return recordProgram{program: p, reads: readsOf(p)}, true
+	return recordProgram{program: p, reads: readsOf(p), fast: fastPathOf(p, st.in.meta().win != nil)}, true
 }
 
 func (p recordProgram) env(ev *evaluator, k, v any, ts int64, hs processor.Headers) map[string]any {
 	return p.reads.env(ev, k, v, ts, hs)
+}
+
+// eval evaluates p on a record: by its fast path when it has one that
+// takes the record, else on the VM.
+func (p recordProgram) eval(ev *evaluator, k, v any, ts int64, hs processor.Headers) (any, error) {
+	if p.fast != nil {
+		if out, ok := p.fast(k, v); ok {
+			return out, nil
+		}
+	}
+	return p.run(ev, p.env(ev, k, v, ts, hs))
+}
+
+// evalBool is eval for a predicate.
+func (p recordProgram) evalBool(ev *evaluator, k, v any, ts int64, hs processor.Headers) (bool, error) {
+	if p.fast != nil {
+		if out, ok := p.fast(k, v); ok {
+			return out.(bool), nil
+		}
+	}
+	return p.runBool(ev, p.env(ev, k, v, ts, hs))
 }
 
 // listProgram is recordProgram for an expression that yields a list,
@@ -414,7 +437,7 @@ func (c *compiler) filterStep(st *step) (flow, bool) {
 		return nil, false
 	}
 	return a.s.values(a.name, func(ev *evaluator, k, v any, ts int64, hs processor.Headers) ([]any, error) {
-		keep, err := p.runBool(ev, p.env(ev, k, v, ts, hs))
+		keep, err := p.evalBool(ev, k, v, ts, hs)
 		if err != nil || keep == not {
 			return nil, err
 		}
@@ -462,7 +485,7 @@ func (c *compiler) mapValuesStep(st *step) (flow, bool) {
 		return nil, false
 	}
 	out := a.s.values(a.name, func(ev *evaluator, k, v any, ts int64, hs processor.Headers) ([]any, error) {
-		nv, err := p.run(ev, p.env(ev, k, v, ts, hs))
+		nv, err := p.eval(ev, k, v, ts, hs)
 		if err != nil {
 			return nil, err
 		}
@@ -502,12 +525,25 @@ func (c *compiler) mapStep(st *step) (flow, bool) {
 	}
 	r := readsOf(kp.program, vp.program)
 	return a.s.keyValues(a.name, func(ev *evaluator, k, v any, ts int64, hs processor.Headers) ([]keyValue, error) {
-		env := r.env(ev, k, v, ts, hs)
-		nk, err := kp.run(ev, env)
+		// The two programs share one environment, made when the first
+		// without a fast path for the record needs it.
+		var env map[string]any
+		run := func(p recordProgram) (any, error) {
+			if p.fast != nil {
+				if out, ok := p.fast(k, v); ok {
+					return out, nil
+				}
+			}
+			if env == nil {
+				env = r.env(ev, k, v, ts, hs)
+			}
+			return p.run(ev, env)
+		}
+		nk, err := run(kp)
 		if err != nil {
 			return nil, err
 		}
-		nv, err := vp.run(ev, env)
+		nv, err := run(vp)
 		if err != nil {
 			return nil, err
 		}
@@ -531,7 +567,7 @@ func (c *compiler) rekey(st *step, s anyStream, en *yaml.Node, name string, info
 		return nil, false
 	}
 	return s.keyValues(name, func(ev *evaluator, k, v any, ts int64, hs processor.Headers) ([]keyValue, error) {
-		nk, err := p.run(ev, p.env(ev, k, v, ts, hs))
+		nk, err := p.eval(ev, k, v, ts, hs)
 		if err != nil {
 			return nil, err
 		}
