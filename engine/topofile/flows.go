@@ -5,6 +5,7 @@ import (
 	"reflect"
 
 	"github.com/stoatflow/stoatctl/engine/dsl"
+	"github.com/stoatflow/stoatctl/engine/internal/hop"
 	"github.com/stoatflow/stoatctl/engine/processor"
 	"github.com/stoatflow/stoatctl/engine/serde"
 	"github.com/stoatflow/stoatctl/engine/window"
@@ -314,10 +315,16 @@ type valuesProc[K any] struct {
 	ctx processor.FixedKeyContext[K, any]
 	fn  valuesFn
 	ev  evaluator
+	// sink is the plain sink after the node, when the runtime offers it
+	// and the node writes to it itself (sinkHop), nil when it forwards.
+	sink *hop.Target
 }
 
-func (p *valuesProc[K]) Init(ctx processor.FixedKeyContext[K, any]) error { p.ctx = ctx; return nil }
-func (p *valuesProc[K]) Close() error                                     { return nil }
+func (p *valuesProc[K]) Init(ctx processor.FixedKeyContext[K, any]) error {
+	p.ctx, p.sink = ctx, sinkHop(ctx)
+	return nil
+}
+func (p *valuesProc[K]) Close() error { return nil }
 
 func (p *valuesProc[K]) Process(rec processor.Record[K, any]) error {
 	if err := failed(rec.Value); err != nil {
@@ -328,11 +335,74 @@ func (p *valuesProc[K]) Process(rec processor.Record[K, any]) error {
 		return err
 	}
 	for _, v := range outs {
+		if p.sink != nil {
+			send(p.sink, rec.Key, v, rec.Timestamp, rec.Headers)
+			continue
+		}
 		out := rec
 		out.Value = v
 		p.ctx.Forward(out)
 	}
 	return nil
+}
+
+// sinkHop is the plain sink the runtime offers ctx's node as its only
+// child (hop.Target), when the sink's serdes are a file's fixed-layout
+// ones (string, long, bytes, ...), whose encoders return errors rather
+// than panic: the node then encodes and sends each record itself, with
+// the sink's own checks and errors, as the sink would, without a
+// Forward and the sink node's run. Nil otherwise.
+func sinkHop(ctx any) *hop.Target {
+	o, ok := ctx.(hop.Offerer)
+	if !ok {
+		return nil
+	}
+	t, ok := o.SinkTarget()
+	if !ok {
+		return nil
+	}
+	for _, s := range []serde.Any{t.KeySerde, t.ValueSerde} {
+		// Configure hands the adapter over as a value.
+		var d dynSerde
+		switch s := s.(type) {
+		case dynSerde:
+			d = s
+		case *dynSerde:
+			d = *s
+		default:
+			return nil
+		}
+		if d.goType == nil {
+			return nil
+		}
+	}
+	return &t
+}
+
+// send is the sink's work on a record, through its target: the
+// erased sink's steps (task.Task.sink), key and value given as values.
+func send(t *hop.Target, key, value any, timestamp int64, headers processor.Headers) {
+	if t.Failed() || !t.Stamp(timestamp) {
+		return
+	}
+	var k []byte
+	passed := false
+	if s, ok := key.(string); ok {
+		k, passed = t.PassKey(s)
+	}
+	if !passed {
+		var err error
+		if k, err = t.KeySerde.SerializeAny(t.Topic, key); err != nil {
+			t.KeyFailed(err)
+			return
+		}
+	}
+	v, err := t.ValueSerde.SerializeAny(t.Topic, value)
+	if err != nil {
+		t.ValueFailed(err)
+		return
+	}
+	t.Send(k, passed, v, timestamp, headers)
 }
 
 type kvProc[K any] struct {
