@@ -72,6 +72,11 @@ type keyValue struct{ key, value any }
 type anyStream interface {
 	flow
 	values(name string, fn valuesFn) anyStream
+	// mapStrings is values for a step with one result a record that str
+	// computes as a string (a fast path, fastpath.go) when it takes the
+	// record: written to a plain String sink after the step without
+	// boxing it.
+	mapStrings(name string, fn valuesFn, str fastString) anyStream
 	keyValues(name string, fn kvFn, info flowInfo) *streamFlow[any]
 	split(splitter string, children []string, choose chooseFn) []anyStream
 	merge(other anyStream, name string) (anyStream, bool)
@@ -92,7 +97,11 @@ func (s *streamFlow[K]) derive(ns dsl.KStream[K, any]) *streamFlow[K] {
 }
 
 func (s *streamFlow[K]) values(name string, fn valuesFn) anyStream {
-	ns := dsl.ProcessValues(s.s, func() processor.FixedKeyProcessor[K, any, any] { return &valuesProc[K]{fn: fn} }, dsl.Name(name))
+	return s.mapStrings(name, fn, nil)
+}
+
+func (s *streamFlow[K]) mapStrings(name string, fn valuesFn, str fastString) anyStream {
+	ns := dsl.ProcessValues(s.s, func() processor.FixedKeyProcessor[K, any, any] { return &valuesProc[K]{fn: fn, str: str} }, dsl.Name(name))
 	return s.derive(ns)
 }
 
@@ -318,10 +327,17 @@ type valuesProc[K any] struct {
 	// sink is the plain sink after the node, when the runtime offers it
 	// and the node writes to it itself (sinkHop), nil when it forwards.
 	sink *hop.Target
+	// str computes the step's one result a record as a string, when it
+	// can (see mapStrings); used only where the sink writes values with
+	// the String serde, whose bytes of a string are the string's.
+	str fastString
 }
 
 func (p *valuesProc[K]) Init(ctx processor.FixedKeyContext[K, any]) error {
 	p.ctx, p.sink = ctx, sinkHop(ctx)
+	if p.sink == nil || !serde.IsString(p.sink.ValueSerde) {
+		p.str = nil
+	}
 	return nil
 }
 func (p *valuesProc[K]) Close() error { return nil }
@@ -329,6 +345,12 @@ func (p *valuesProc[K]) Close() error { return nil }
 func (p *valuesProc[K]) Process(rec processor.Record[K, any]) error {
 	if err := failed(rec.Value); err != nil {
 		return err
+	}
+	if p.str != nil {
+		if s, ok := p.str(rec.Key, rec.Value); ok {
+			sendString(p.sink, rec.Key, s, rec.Timestamp, rec.Headers)
+			return nil
+		}
 	}
 	outs, err := p.fn(&p.ev, rec.Key, rec.Value, rec.Timestamp, rec.Headers)
 	if err != nil {
@@ -382,20 +404,9 @@ func sinkHop(ctx any) *hop.Target {
 // send is the sink's work on a record, through its target: the
 // erased sink's steps (task.Task.sink), key and value given as values.
 func send(t *hop.Target, key, value any, timestamp int64, headers processor.Headers) {
-	if t.Failed() || !t.Stamp(timestamp) {
+	k, passed, ok := sendKey(t, key, timestamp)
+	if !ok {
 		return
-	}
-	var k []byte
-	passed := false
-	if s, ok := key.(string); ok {
-		k, passed = t.PassKey(s)
-	}
-	if !passed {
-		var err error
-		if k, err = t.KeySerde.SerializeAny(t.Topic, key); err != nil {
-			t.KeyFailed(err)
-			return
-		}
 	}
 	v, err := t.ValueSerde.SerializeAny(t.Topic, value)
 	if err != nil {
@@ -403,6 +414,35 @@ func send(t *hop.Target, key, value any, timestamp int64, headers processor.Head
 		return
 	}
 	t.Send(k, passed, v, timestamp, headers)
+}
+
+// sendString is send for a string value and a String value serde, which
+// writes a string as its bytes.
+func sendString(t *hop.Target, key any, value string, timestamp int64, headers processor.Headers) {
+	k, passed, ok := sendKey(t, key, timestamp)
+	if !ok {
+		return
+	}
+	t.Send(k, passed, []byte(value), timestamp, headers)
+}
+
+// sendKey is the sink's work before the value: the checks, and the key's
+// encoding; ok is false when the record goes no further.
+func sendKey(t *hop.Target, key any, timestamp int64) (k []byte, passed, ok bool) {
+	if t.Failed() || !t.Stamp(timestamp) {
+		return nil, false, false
+	}
+	if s, ok := key.(string); ok {
+		k, passed = t.PassKey(s)
+	}
+	if !passed {
+		var err error
+		if k, err = t.KeySerde.SerializeAny(t.Topic, key); err != nil {
+			t.KeyFailed(err)
+			return nil, false, false
+		}
+	}
+	return k, passed, true
 }
 
 type kvProc[K any] struct {

@@ -32,6 +32,8 @@ func TestSinkHopMatchesForward(t *testing.T) {
 	}
 	for _, tc := range []struct{ name, steps, key, value string }{
 		{"upper", `[{map-values: {expr: 'upper(value ?? "none")', value-serde: string}}]`, "string", "string"},
+		// A fast path of string result, written unboxed (sendString).
+		{"upper-fast", `[{map-values: {expr: 'key + ":" + upper(value)', value-serde: string}}]`, "string", "string"},
 		{"long", `[{map-values: {expr: 'value == "half" ? 0.5 : len(value ?? "")', value-serde: long}}]`, "string", "long"},
 		{"filter", `[{filter: 'value != "y"'}]`, "string", "string"},
 		{"flat", `[{flat-map-values: {expr: '[value, value + "!"]', value-serde: string}}]`, "string", "string"},

@@ -345,8 +345,10 @@ type recordProgram struct {
 	// reads is what it reads of the record scope, the only names its
 	// environment gets; headers are converted only when it reads them.
 	reads reads
-	// fast is its fast path, nil when it has none (fastpath.go).
+	// fast is its fast path, nil when it has none (fastpath.go); str is
+	// the same for a program of string result, unboxed.
 	fast fastPath
+	str  fastString
 }
 
 func (c *compiler) recordProgram(st *step, n *yaml.Node, what string, asBool bool) (recordProgram, bool) {
@@ -354,7 +356,12 @@ func (c *compiler) recordProgram(st *step, n *yaml.Node, what string, asBool boo
 	if !ok {
 		return recordProgram{}, false
 	}
-	return recordProgram{program: p, reads: readsOf(p), fast: fastPathOf(p, st.in.meta().win != nil)}, true
+	windowed := st.in.meta().win != nil
+	rp := recordProgram{program: p, reads: readsOf(p), fast: fastPathOf(p, windowed)}
+	if !windowed {
+		rp.str = fastStr(p.prog.Node())
+	}
+	return rp, true
 }
 
 func (p recordProgram) env(ev *evaluator, k, v any, ts int64, hs processor.Headers) map[string]any {
@@ -484,13 +491,13 @@ func (c *compiler) mapValuesStep(st *step) (flow, bool) {
 	if !ok {
 		return nil, false
 	}
-	out := a.s.values(a.name, func(ev *evaluator, k, v any, ts int64, hs processor.Headers) ([]any, error) {
+	out := a.s.mapStrings(a.name, func(ev *evaluator, k, v any, ts int64, hs processor.Headers) ([]any, error) {
 		nv, err := p.eval(ev, k, v, ts, hs)
 		if err != nil {
 			return nil, err
 		}
 		return ev.single(nv), nil
-	})
+	}, p.str)
 	*out.meta() = a.info
 	return out, true
 }
