@@ -267,6 +267,17 @@ type evaluator struct {
 	vm  vm.VM
 	env map[string]any
 	one [1]any
+	in  fastIn
+}
+
+// record is a fast path's input for a key and value: ev's own, which a
+// call through a function value does not make escape to the heap.
+func (ev *evaluator) record(k, v any) *fastIn {
+	if ev == nil {
+		return &fastIn{key: k, value: v}
+	}
+	ev.in = fastIn{key: k, value: v}
+	return &ev.in
 }
 
 // single is v as a one-value result list, in ev's own array when there is

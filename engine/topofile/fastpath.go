@@ -25,12 +25,37 @@ import (
 // number, and a null is nil. So a fast path checks each name's value as
 // it reads it and, when one is not a string, declines (ok false): the VM
 // then runs the program and converts or fails exactly as it would have.
-type fastPath func(key, value any) (out any, ok bool)
+type fastPath func(in *fastIn) (out any, ok bool)
 
 type (
-	fastString func(key, value any) (string, bool)
-	fastBool   func(key, value any) (bool, bool)
+	fastString func(in *fastIn) (string, bool)
+	fastBool   func(in *fastIn) (bool, bool)
 )
+
+// fastIn is the record a fast path reads: the key and value as the erased
+// path has them, or, set typed, as strings an entry decoded (neither
+// null), which need no interface.
+type fastIn struct {
+	key, value           any
+	typed                bool
+	keyString, valString string
+}
+
+func (in *fastIn) keyStr() (string, bool) {
+	if in.typed {
+		return in.keyString, true
+	}
+	s, ok := in.key.(string)
+	return s, ok
+}
+
+func (in *fastIn) valueStr() (string, bool) {
+	if in.typed {
+		return in.valString, true
+	}
+	s, ok := in.value.(string)
+	return s, ok
+}
 
 // fastPathOf returns p's fast path, nil when p is outside the subset.
 // windowed flows have none: their key is read from inside the window.
@@ -40,10 +65,10 @@ func fastPathOf(p *program, windowed bool) fastPath {
 	}
 	node := p.prog.Node()
 	if s := fastStr(node); s != nil {
-		return func(k, v any) (any, bool) { return s(k, v) }
+		return func(in *fastIn) (any, bool) { return s(in) }
 	}
 	if b := fastBoolOf(node); b != nil {
-		return func(k, v any) (any, bool) { return b(k, v) }
+		return func(in *fastIn) (any, bool) { return b(in) }
 	}
 	return nil
 }
@@ -62,16 +87,16 @@ func fastStr(n ast.Node) fastString {
 	case *ast.IdentifierNode:
 		switch n.Value {
 		case "key":
-			return func(k, _ any) (string, bool) { s, ok := k.(string); return s, ok }
+			return (*fastIn).keyStr
 		case "value":
-			return func(_, v any) (string, bool) { s, ok := v.(string); return s, ok }
+			return (*fastIn).valueStr
 		}
 	case *ast.StringNode:
 		c := n.Value
-		return func(_, _ any) (string, bool) { return c, true }
+		return func(*fastIn) (string, bool) { return c, true }
 	case *ast.ConstantNode:
 		if c, ok := n.Value.(string); ok {
-			return func(_, _ any) (string, bool) { return c, true }
+			return func(*fastIn) (string, bool) { return c, true }
 		}
 	case *ast.BuiltinNode:
 		if len(n.Arguments) != 1 {
@@ -92,8 +117,8 @@ func fastStr(n ast.Node) fastString {
 		if arg == nil {
 			return nil
 		}
-		return func(k, v any) (string, bool) {
-			s, ok := arg(k, v)
+		return func(in *fastIn) (string, bool) {
+			s, ok := arg(in)
 			if !ok {
 				return "", false
 			}
@@ -107,12 +132,12 @@ func fastStr(n ast.Node) fastString {
 		if l == nil || r == nil {
 			return nil
 		}
-		return func(k, v any) (string, bool) {
-			a, ok := l(k, v)
+		return func(in *fastIn) (string, bool) {
+			a, ok := l(in)
 			if !ok {
 				return "", false
 			}
-			b, ok := r(k, v)
+			b, ok := r(in)
 			if !ok {
 				return "", false
 			}
@@ -131,10 +156,10 @@ func fastBoolOf(n ast.Node) fastBool {
 	switch n := n.(type) {
 	case *ast.BoolNode:
 		c := n.Value
-		return func(_, _ any) (bool, bool) { return c, true }
+		return func(*fastIn) (bool, bool) { return c, true }
 	case *ast.ConstantNode:
 		if c, ok := n.Value.(bool); ok {
-			return func(_, _ any) (bool, bool) { return c, true }
+			return func(*fastIn) (bool, bool) { return c, true }
 		}
 	case *ast.UnaryNode:
 		if n.Operator != "not" && n.Operator != "!" {
@@ -144,8 +169,8 @@ func fastBoolOf(n ast.Node) fastBool {
 		if x == nil {
 			return nil
 		}
-		return func(k, v any) (bool, bool) {
-			b, ok := x(k, v)
+		return func(in *fastIn) (bool, bool) {
+			b, ok := x(in)
 			return !b, ok
 		}
 	case *ast.BinaryNode:
@@ -159,12 +184,12 @@ func fastBoolOf(n ast.Node) fastBool {
 			// sends the whole program to the VM, which would have reached
 			// it or not; either way it answers as it would have.
 			and := n.Operator == "and" || n.Operator == "&&"
-			return func(k, v any) (bool, bool) {
-				a, ok := l(k, v)
+			return func(in *fastIn) (bool, bool) {
+				a, ok := l(in)
 				if !ok {
 					return false, false
 				}
-				b, ok := r(k, v)
+				b, ok := r(in)
 				if !ok {
 					return false, false
 				}
@@ -193,12 +218,12 @@ func fastBoolOf(n ast.Node) fastBool {
 		if l == nil || r == nil {
 			return nil
 		}
-		return func(k, v any) (bool, bool) {
-			a, ok := l(k, v)
+		return func(in *fastIn) (bool, bool) {
+			a, ok := l(in)
 			if !ok {
 				return false, false
 			}
-			b, ok := r(k, v)
+			b, ok := r(in)
 			if !ok {
 				return false, false
 			}

@@ -66,7 +66,8 @@ var fastValues = []any{"", "a", "A b", " x ", "\tx\n", "ß", "İ", "\xff", "valu
 
 // TestFastPathMatchesVM compiles random expressions of the subset, each
 // of which must get a fast path, and requires that where the fast path
-// takes a record its result is the VM's, and that it declines every
+// takes a record its result is the VM's, given the key and value as
+// values or, strings, as an entry hands them, and that it declines every
 // record whose key or value is not a string. Replay a run with
 // -fastpath.seed.
 func TestFastPathMatchesVM(t *testing.T) {
@@ -93,7 +94,7 @@ func TestFastPathMatchesVM(t *testing.T) {
 		}
 		for _, k := range fastValues {
 			for _, v := range fastValues {
-				got, ok := fast(k, v)
+				got, ok := fast(&fastIn{key: k, value: v})
 				want, err := expr.Run(prog, map[string]any{"key": k, "value": v, "timestamp": int64(0)})
 				_, kStr := k.(string)
 				_, vStr := v.(string)
@@ -108,6 +109,13 @@ func TestFastPathMatchesVM(t *testing.T) {
 				}
 				if err != nil || !reflect.DeepEqual(got, want) {
 					t.Fatalf("%s on key %#v value %#v: fast path %#v, VM %#v (%v)", src, k, v, got, want, err)
+				}
+				if kStr && vStr {
+					// As an entry hands them: the strings, unboxed.
+					typed, ok := fast(&fastIn{typed: true, keyString: k.(string), valString: v.(string)})
+					if !ok || !reflect.DeepEqual(typed, want) {
+						t.Fatalf("%s on key %q value %q, typed: fast path %#v (%v), VM %#v", src, k, v, typed, ok, want)
+					}
 				}
 			}
 		}

@@ -347,7 +347,7 @@ func (p *valuesProc[K]) Process(rec processor.Record[K, any]) error {
 		return err
 	}
 	if p.str != nil {
-		if s, ok := p.str(rec.Key, rec.Value); ok {
+		if s, ok := p.str(p.ev.record(rec.Key, rec.Value)); ok {
 			sendString(p.sink, rec.Key, s, rec.Timestamp, rec.Headers)
 			return nil
 		}

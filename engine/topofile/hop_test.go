@@ -10,11 +10,14 @@ import (
 	"github.com/stoatflow/stoatctl/testdriver"
 )
 
-// TestSinkHopMatchesForward runs each case twice: with the step's result
-// read by the sink alone, which the step then writes to itself (sinkHop),
-// and read by a second pipeline too, which makes the step forward to the
-// sink node. Both must write the same records and fail the same records
-// with the same errors, under both processing handlers.
+// TestSinkHopMatchesForward runs each case three ways: with the step's
+// result read by the sink alone, which the step then writes to itself
+// (sinkHop), taking its records from the source through an entry where it
+// can (stringEntry); with the source read by a second pipeline, which
+// takes the entry away; and with the step's result read by a second
+// pipeline too, which makes the step forward to the sink node. All must
+// write the same records and fail the same records with the same errors,
+// under both processing handlers.
 func TestSinkHopMatchesForward(t *testing.T) {
 	type rec struct {
 		key, value []byte
@@ -41,10 +44,9 @@ func TestSinkHopMatchesForward(t *testing.T) {
 	} {
 		for _, handler := range []string{"fail", "continue"} {
 			t.Run(tc.name+"/"+handler, func(t *testing.T) {
-				run := func(forward bool) (outs []testdriver.TestRecord[[]byte, []byte], errs []string) {
-					other := ""
-					if forward {
-						other = "\n  other: {from: p, steps: [{filter: 'false'}]}"
+				run := func(other string) (outs []testdriver.TestRecord[[]byte, []byte], errs []string) {
+					if other != "" {
+						other = "\n  other: {from: " + other + ", steps: [{filter: 'false'}]}"
 					}
 					src := fmt.Sprintf(`application-id: hop
 config: {processing.exception.handler: %s}
@@ -74,16 +76,18 @@ pipelines:
 					}
 					return outs, errs
 				}
-				hopOuts, hopErrs := run(false)
-				fwdOuts, fwdErrs := run(true)
+				hopOuts, hopErrs := run("")
 				if len(hopOuts) == 0 {
 					t.Fatal("no output")
 				}
-				if !reflect.DeepEqual(hopOuts, fwdOuts) {
-					t.Errorf("outputs differ:\nhop     %v\nforward %v", hopOuts, fwdOuts)
-				}
-				if !reflect.DeepEqual(hopErrs, fwdErrs) {
-					t.Errorf("errors differ:\nhop     %q\nforward %q", hopErrs, fwdErrs)
+				for _, other := range []string{"in", "p"} {
+					outs, errs := run(other)
+					if !reflect.DeepEqual(hopOuts, outs) {
+						t.Errorf("outputs differ (second reader of %s):\nhop   %v\nother %v", other, hopOuts, outs)
+					}
+					if !reflect.DeepEqual(hopErrs, errs) {
+						t.Errorf("errors differ (second reader of %s):\nhop   %q\nother %q", other, hopErrs, errs)
+					}
 				}
 			})
 		}

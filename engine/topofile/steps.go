@@ -372,7 +372,7 @@ func (p recordProgram) env(ev *evaluator, k, v any, ts int64, hs processor.Heade
 // takes the record, else on the VM.
 func (p recordProgram) eval(ev *evaluator, k, v any, ts int64, hs processor.Headers) (any, error) {
 	if p.fast != nil {
-		if out, ok := p.fast(k, v); ok {
+		if out, ok := p.fast(ev.record(k, v)); ok {
 			return out, nil
 		}
 	}
@@ -382,7 +382,7 @@ func (p recordProgram) eval(ev *evaluator, k, v any, ts int64, hs processor.Head
 // evalBool is eval for a predicate.
 func (p recordProgram) evalBool(ev *evaluator, k, v any, ts int64, hs processor.Headers) (bool, error) {
 	if p.fast != nil {
-		if out, ok := p.fast(k, v); ok {
+		if out, ok := p.fast(ev.record(k, v)); ok {
 			return out.(bool), nil
 		}
 	}
@@ -537,7 +537,7 @@ func (c *compiler) mapStep(st *step) (flow, bool) {
 		var env map[string]any
 		run := func(p recordProgram) (any, error) {
 			if p.fast != nil {
-				if out, ok := p.fast(k, v); ok {
+				if out, ok := p.fast(ev.record(k, v)); ok {
 					return out, nil
 				}
 			}
