@@ -39,7 +39,7 @@
 //     map-values whose fast path gives a string between a String source
 //     and a String sink takes its records from the source through an
 //     entry (entry.go): the typed edges of docs/decisions/0023, for
-//     files (docs/decisions/0026).
+//     files (docs/decisions/0029).
 //
 // The compiler walks the YAML nodes and calls the DSL as it goes, so every
 // error carries the line and column of the node at fault, and generated
