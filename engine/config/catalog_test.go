@@ -155,6 +155,8 @@ func TestDefaultsUnchanged(t *testing.T) {
 		TimerKeyLaneAffinityRule:      VerdictWarn,
 		TimerLaneAffinityGuard:        VerdictError,
 		TimerLaneAffinitySampledCheck: VerdictWarn,
+		TopologyRekey:                 RekeyMemory,
+		RepartitionPurgeIntervalMs:    "30000",
 	}
 	if !maps.Equal(Defaults, want) {
 		t.Errorf("Defaults = %v\nwant %v", Defaults, want)
