@@ -40,6 +40,8 @@ func TestSinkHopMatchesForward(t *testing.T) {
 		{"long", `[{map-values: {expr: 'value == "half" ? 0.5 : len(value ?? "")', value-serde: long}}]`, "string", "long"},
 		{"filter", `[{filter: 'value != "y"'}]`, "string", "string"},
 		{"flat", `[{flat-map-values: {expr: '[value, value + "!"]', value-serde: string}}]`, "string", "string"},
+		// The step's sink is a repartition's boundary.
+		{"repartition", `[{map-values: {expr: 'upper(value)', value-serde: string}}, {repartition: {key-serde: string, value-serde: string}}]`, "string", "string"},
 		{"bytes-key", `[{map-values: {expr: 'value', value-serde: bytes}}]`, "bytes", "bytes"},
 	} {
 		for _, handler := range []string{"fail", "continue"} {
