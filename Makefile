@@ -15,11 +15,14 @@ test:
 # REST API (ratio with and without it, same run), the catch-up from a
 # 1 M-record backlog of every topology kind in memory and on RocksDB
 # (BenchmarkCatchUp: rates, rocks-ratio, longest gap between commits,
-# peak RSS), then the rest.
+# peak RSS), a topology file against the same topology in Go (on the
+# broker, then through the test driver), then the rest.
 bench:
 	go test -run '^$$' -bench EngineVsBaseline -benchtime 1x ./engine/
 	go test -run '^$$' -bench EngineHTTP -benchtime 1x ./engine/
 	go test -run '^$$' -bench CatchUp -benchtime 1x -timeout 2h ./engine/
+	go test -run '^$$' -bench FileVsGo -benchtime 1x ./engine/
+	go test -run '^$$' -bench FileVsGo -benchtime 3x ./engine/topofile/
 	go test -run '^$$' -bench . -benchmem -benchtime 2x ./testdriver/ ./replay/
 	go test -run '^$$' -bench '^BenchmarkLane$$' -benchtime 3x ./engine/lanes/
 

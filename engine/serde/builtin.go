@@ -20,14 +20,26 @@ type stringSerde struct{}
 
 // IsString reports whether s is the built-in String serde, which gives
 // back on Serialize exactly the bytes its Deserialize read: a sink can
-// then write an unchanged key as the bytes it arrived with.
+// then write an unchanged key as the bytes it arrived with. It looks
+// through an adapter that says it reads and writes strings exactly as the
+// serde it wraps does (StringAdapter).
 func IsString(s Any) bool {
+	if a, ok := s.(StringAdapter); ok {
+		s = a.StringsAs()
+	}
 	e, ok := s.(erased[string])
 	if !ok {
 		return false
 	}
 	_, ok = e.s.(stringSerde)
 	return ok
+}
+
+// StringAdapter is a serde over another (a topology file's dynamically
+// typed serde) that decodes to a string and encodes a string exactly as
+// the serde StringsAs returns does, so that IsString may judge that one.
+type StringAdapter interface {
+	StringsAs() Any
 }
 
 func (stringSerde) Name() string { return "string" }

@@ -328,12 +328,19 @@ func TestIsString(t *testing.T) {
 	for _, c := range []struct {
 		s    serde.Any
 		want bool
-	}{{serde.Erase(serde.String()), true}, {serde.Erase(serde.Bytes()), false}, {serde.Erase(serde.UUID()), false}, {serde.Erase(serde.Int64()), false}} {
+	}{{serde.Erase(serde.String()), true}, {serde.Erase(serde.Bytes()), false}, {serde.Erase(serde.UUID()), false}, {serde.Erase(serde.Int64()), false},
+		{stringAdapter{serde.Erase(serde.String())}, true}, {stringAdapter{serde.Erase(serde.UUID())}, false}} {
 		if got := serde.IsString(c.s); got != c.want {
 			t.Errorf("serde.IsString(%s) = %v", c.s.Name(), got)
 		}
 	}
 }
+
+// stringAdapter is a serde.StringAdapter over a, as a topology file's
+// dynamically typed serde is.
+type stringAdapter struct{ serde.Any }
+
+func (a stringAdapter) StringsAs() serde.Any { return a.Any }
 
 func TestSerializeView(t *testing.T) {
 	s := strings.Repeat("k", 5)

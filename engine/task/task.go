@@ -416,7 +416,13 @@ func (t *Task) takeEntry(src *node) {
 	if c.spec.Kind != topology.ProcessorNode || c.timers != nil {
 		return
 	}
-	if tk, ok := c.proc.(hop.Taker); ok {
+	tk, ok := c.proc.(hop.Taker)
+	if !ok {
+		// A processor the DSL wrapped (a topology file's fixed-key
+		// step) offers one itself, as it offers the listeners.
+		tk, ok = processor.Unwrap(c.proc).(hop.Taker)
+	}
+	if ok {
 		spec := src.spec.Source
 		if e, ok := tk.Entry(spec.KeySerde, spec.ValueSerde); ok {
 			src.entry = e

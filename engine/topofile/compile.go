@@ -353,7 +353,7 @@ type exprExtractor struct {
 func (e *exprExtractor) Name() string { return "expression(" + e.p.src + ")" }
 
 func (e *exprExtractor) Extract(rec topology.ConsumedRecord, _ int64) (int64, error) {
-	out, err := e.p.run(recordEnv(rec.Key, rec.Value, rec.Timestamp, rec.Headers, e.headers))
+	out, err := e.p.run(nil, recordEnv(rec.Key, rec.Value, rec.Timestamp, rec.Headers, e.headers))
 	if err != nil {
 		return 0, err
 	}

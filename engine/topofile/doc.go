@@ -24,6 +24,22 @@
 //     or a serde of this package turns it back into the error.
 //   - A dynamic serde (serdes.go) adapts a named serde to the any-typed
 //     DSL and converts numbers to the serde's type when nothing is lost.
+//   - An evaluator (expr.go) is what one processor keeps to run its
+//     programs record after record: a VM, and an environment refilled in
+//     place with only the names its programs read. Programs are compiled
+//     once, at load, and shared by every task; evaluators are not.
+//   - A fast path (fastpath.go) is a program of a small typed subset
+//     (string keys and values, upper, lower, trim, +, comparisons, and,
+//     or, not) compiled at load into Go functions that read the record
+//     without a VM or an environment, and decline, for the VM to run the
+//     program, a value whose run-time type is not the one the checker was
+//     told.
+//   - A stream step's processor writes to a plain sink after it itself
+//     (a sink hop, flows.go) when its serdes are fixed-layout ones, and a
+//     map-values whose fast path gives a string between a String source
+//     and a String sink takes its records from the source through an
+//     entry (entry.go): the typed edges of docs/decisions/0023, for
+//     files (docs/decisions/0031).
 //
 // The compiler walks the YAML nodes and calls the DSL as it goes, so every
 // error carries the line and column of the node at fault, and generated

@@ -149,14 +149,19 @@ func (v *identFinder) Visit(n *ast.Node) {
 }
 
 // run evaluates the program; env maps the scope's names to the record's
-// values.
-func (p *program) run(env map[string]any) (out any, err error) {
+// values. ev is the calling processor's evaluator, whose VM it runs on;
+// a nil ev (a DSL callback, which every task shares) runs on a fresh VM.
+func (p *program) run(ev *evaluator, env map[string]any) (out any, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			out, err = nil, p.fail(fmt.Errorf("%v", r))
 		}
 	}()
-	out, err = expr.Run(p.prog, env)
+	if ev != nil {
+		out, err = ev.vm.Run(p.prog, env)
+	} else {
+		out, err = expr.Run(p.prog, env)
+	}
 	if err != nil {
 		return nil, p.fail(err)
 	}
@@ -169,8 +174,8 @@ func (p *program) fail(err error) *EvalError {
 }
 
 // runBool evaluates a predicate.
-func (p *program) runBool(env map[string]any) (bool, error) {
-	out, err := p.run(env)
+func (p *program) runBool(ev *evaluator, env map[string]any) (bool, error) {
+	out, err := p.run(ev, env)
 	if err != nil {
 		return false, err
 	}
@@ -184,7 +189,7 @@ func (p *program) runBool(env map[string]any) (bool, error) {
 // runOrFail is run for a DSL callback without an error result: a failure
 // becomes the value (see evalFailure).
 func (p *program) runOrFail(env map[string]any) any {
-	out, err := p.run(env)
+	out, err := p.run(nil, env)
 	if err != nil {
 		return &evalFailure{err: err}
 	}
@@ -239,11 +244,105 @@ func recordEnv(key, value any, ts int64, h processor.Headers, withHeaders bool) 
 	env := map[string]any{"value": value, "timestamp": ts}
 	putKey(env, key)
 	if withHeaders {
-		hm := make(map[string]string, len(h))
-		for _, x := range h {
-			hm[x.Key] = string(x.Value)
+		env["headers"] = headerMap(h)
+	}
+	return env
+}
+
+// headerMap is what `headers` is: each header name with its last value.
+func headerMap(h processor.Headers) map[string]string {
+	hm := make(map[string]string, len(h))
+	for _, x := range h {
+		hm[x.Key] = string(x.Value)
+	}
+	return hm
+}
+
+// evaluator is what one processor keeps from record to record to run its
+// programs without allocating for them: the VM, whose stack survives a
+// run, the environment, refilled in place, and a one-value result list.
+// Programs are compiled once and shared by every task; an evaluator
+// belongs to one processor, and so to one goroutine at a time.
+type evaluator struct {
+	vm  vm.VM
+	env map[string]any
+	one [1]any
+	in  fastIn
+}
+
+// record is a fast path's input for a key and value: ev's own, which a
+// call through a function value does not make escape to the heap.
+func (ev *evaluator) record(k, v any) *fastIn {
+	if ev == nil {
+		return &fastIn{key: k, value: v}
+	}
+	ev.in = fastIn{key: k, value: v}
+	return &ev.in
+}
+
+// single is v as a one-value result list, in ev's own array when there is
+// an evaluator: the caller forwards its elements before the next record.
+func (ev *evaluator) single(v any) []any {
+	if ev == nil {
+		return []any{v}
+	}
+	ev.one[0] = v
+	return ev.one[:]
+}
+
+// reads is the set of a record scope's names some programs read, found
+// in their syntax trees at load. A name no program reads need not be in
+// the environment, so a reused environment holds only these; a program
+// that reads $env (the environment as a whole, which it could keep or
+// return) gets a fresh and full one for every record.
+type reads struct {
+	key, value, timestamp, headers, all bool
+}
+
+func readsOf(ps ...*program) reads {
+	var r reads
+	for _, p := range ps {
+		if p == nil {
+			continue
 		}
-		env["headers"] = hm
+		r.key = r.key || p.uses("key") || p.uses("window")
+		r.value = r.value || p.uses("value")
+		r.timestamp = r.timestamp || p.uses("timestamp")
+		r.headers = r.headers || p.uses("headers")
+		r.all = r.all || p.uses("$env")
+	}
+	return r
+}
+
+// env is the environment of a record expression that reads r: ev's own,
+// refilled, when there is an evaluator and nothing reads it whole, else a
+// fresh one. Headers and a windowed key's window are fresh maps in either
+// case, since an expression may return them.
+func (r reads) env(ev *evaluator, key, value any, ts int64, h processor.Headers) map[string]any {
+	if ev == nil || r.all {
+		return recordEnv(key, value, ts, h, r.headers)
+	}
+	env := ev.env
+	if env == nil {
+		env = make(map[string]any, 4)
+		ev.env = env
+	}
+	if r.value {
+		env["value"] = value
+	}
+	if r.timestamp {
+		env["timestamp"] = ts
+	}
+	if r.key {
+		if _, ok := key.(window.Windowed[any]); !ok {
+			// A plain key after a windowed one (never on one flow, whose
+			// keys are all of a kind) must not see the last window.
+			delete(env, "window")
+		}
+		putKey(env, key)
+	}
+	if r.headers {
+		env["headers"] = headerMap(h)
 	}
 	return env
 }

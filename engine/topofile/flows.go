@@ -5,6 +5,7 @@ import (
 	"reflect"
 
 	"github.com/stoatflow/stoatctl/engine/dsl"
+	"github.com/stoatflow/stoatctl/engine/internal/hop"
 	"github.com/stoatflow/stoatctl/engine/processor"
 	"github.com/stoatflow/stoatctl/engine/serde"
 	"github.com/stoatflow/stoatctl/engine/window"
@@ -56,10 +57,13 @@ func keySerdeFor[K any](i *flowInfo) serde.Serde[K] {
 }
 
 // Record functions: what a step computes from a record. A nil result list
-// drops the record.
+// drops the record. ev is the processor's evaluator, for the programs the
+// function runs; the processor forwards the list before it calls the
+// function again, so the function may return ev's own array.
 type (
-	valuesFn func(key, value any, ts int64, h processor.Headers) ([]any, error)
-	kvFn     func(key, value any, ts int64, h processor.Headers) ([]keyValue, error)
+	valuesFn func(ev *evaluator, key, value any, ts int64, h processor.Headers) ([]any, error)
+	kvFn     func(ev *evaluator, key, value any, ts int64, h processor.Headers) ([]keyValue, error)
+	chooseFn func(ev *evaluator, key, value any, ts int64, h processor.Headers) (int, error)
 )
 
 type keyValue struct{ key, value any }
@@ -68,8 +72,13 @@ type keyValue struct{ key, value any }
 type anyStream interface {
 	flow
 	values(name string, fn valuesFn) anyStream
+	// mapStrings is values for a step with one result a record that str
+	// computes as a string (a fast path, fastpath.go) when it takes the
+	// record: written to a plain String sink after the step without
+	// boxing it.
+	mapStrings(name string, fn valuesFn, str fastString) anyStream
 	keyValues(name string, fn kvFn, info flowInfo) *streamFlow[any]
-	split(splitter string, children []string, choose func(key, value any, ts int64, h processor.Headers) (int, error)) []anyStream
+	split(splitter string, children []string, choose chooseFn) []anyStream
 	merge(other anyStream, name string) (anyStream, bool)
 	repartition(name string, partitions int32, info flowInfo) anyStream
 	to(topic, name string, key, value *dynSerde)
@@ -88,7 +97,11 @@ func (s *streamFlow[K]) derive(ns dsl.KStream[K, any]) *streamFlow[K] {
 }
 
 func (s *streamFlow[K]) values(name string, fn valuesFn) anyStream {
-	ns := dsl.ProcessValues(s.s, func() processor.FixedKeyProcessor[K, any, any] { return &valuesProc[K]{fn: fn} }, dsl.Name(name))
+	return s.mapStrings(name, fn, nil)
+}
+
+func (s *streamFlow[K]) mapStrings(name string, fn valuesFn, str fastString) anyStream {
+	ns := dsl.ProcessValues(s.s, func() processor.FixedKeyProcessor[K, any, any] { return &valuesProc[K]{fn: fn, str: str} }, dsl.Name(name))
 	return s.derive(ns)
 }
 
@@ -97,14 +110,14 @@ func (s *streamFlow[K]) keyValues(name string, fn kvFn, info flowInfo) *streamFl
 	return &streamFlow[any]{s: ns, info: info}
 }
 
-func (s *streamFlow[K]) split(splitter string, children []string, choose func(key, value any, ts int64, h processor.Headers) (int, error)) []anyStream {
+func (s *streamFlow[K]) split(splitter string, children []string, choose chooseFn) []anyStream {
 	sp := dsl.ProcessValues(s.s, func() processor.FixedKeyProcessor[K, any, any] {
 		return &splitProc[K]{children: children, choose: choose}
 	}, dsl.Name(splitter))
 	out := make([]anyStream, len(children))
 	for i, child := range children {
 		ns := dsl.ProcessValues(sp, func() processor.FixedKeyProcessor[K, any, any] {
-			return &valuesProc[K]{fn: func(_, v any, _ int64, _ processor.Headers) ([]any, error) { return []any{v}, nil }}
+			return &valuesProc[K]{fn: func(ev *evaluator, _, v any, _ int64, _ processor.Headers) ([]any, error) { return ev.single(v), nil }}
 		}, dsl.Name(child))
 		out[i] = s.derive(ns)
 	}
@@ -320,20 +333,44 @@ func (t *tableFlow[K]) suppress(s dsl.Suppressed, name, at string, barrier bool)
 type valuesProc[K any] struct {
 	ctx processor.FixedKeyContext[K, any]
 	fn  valuesFn
+	ev  evaluator
+	// sink is the plain sink after the node, when the runtime offers it
+	// and the node writes to it itself (sinkHop), nil when it forwards.
+	sink *hop.Target
+	// str computes the step's one result a record as a string, when it
+	// can (see mapStrings); used only where the sink writes values with
+	// the String serde, whose bytes of a string are the string's.
+	str fastString
 }
 
-func (p *valuesProc[K]) Init(ctx processor.FixedKeyContext[K, any]) error { p.ctx = ctx; return nil }
-func (p *valuesProc[K]) Close() error                                     { return nil }
+func (p *valuesProc[K]) Init(ctx processor.FixedKeyContext[K, any]) error {
+	p.ctx, p.sink = ctx, sinkHop(ctx)
+	if p.sink == nil || !serde.IsString(p.sink.ValueSerde) {
+		p.str = nil
+	}
+	return nil
+}
+func (p *valuesProc[K]) Close() error { return nil }
 
 func (p *valuesProc[K]) Process(rec processor.Record[K, any]) error {
 	if err := failed(rec.Value); err != nil {
 		return err
 	}
-	outs, err := p.fn(rec.Key, rec.Value, rec.Timestamp, rec.Headers)
+	if p.str != nil {
+		if s, ok := p.str(p.ev.record(rec.Key, rec.Value)); ok {
+			sendString(p.sink, rec.Key, s, rec.Timestamp, rec.Headers)
+			return nil
+		}
+	}
+	outs, err := p.fn(&p.ev, rec.Key, rec.Value, rec.Timestamp, rec.Headers)
 	if err != nil {
 		return err
 	}
 	for _, v := range outs {
+		if p.sink != nil {
+			send(p.sink, rec.Key, v, rec.Timestamp, rec.Headers)
+			continue
+		}
 		out := rec
 		out.Value = v
 		p.ctx.Forward(out)
@@ -341,9 +378,87 @@ func (p *valuesProc[K]) Process(rec processor.Record[K, any]) error {
 	return nil
 }
 
+// sinkHop is the plain sink the runtime offers ctx's node as its only
+// child (hop.Target), when the sink's serdes are a file's fixed-layout
+// ones (string, long, bytes, ...), whose encoders return errors rather
+// than panic: the node then encodes and sends each record itself, with
+// the sink's own checks and errors, as the sink would, without a
+// Forward and the sink node's run. Nil otherwise.
+func sinkHop(ctx any) *hop.Target {
+	o, ok := ctx.(hop.Offerer)
+	if !ok {
+		return nil
+	}
+	t, ok := o.SinkTarget()
+	if !ok {
+		return nil
+	}
+	for _, s := range []serde.Any{t.KeySerde, t.ValueSerde} {
+		// Configure hands the adapter over as a value.
+		var d dynSerde
+		switch s := s.(type) {
+		case dynSerde:
+			d = s
+		case *dynSerde:
+			d = *s
+		default:
+			return nil
+		}
+		if d.goType == nil {
+			return nil
+		}
+	}
+	return &t
+}
+
+// send is the sink's work on a record, through its target: the
+// erased sink's steps (task.Task.sink), key and value given as values.
+func send(t *hop.Target, key, value any, timestamp int64, headers processor.Headers) {
+	k, passed, ok := sendKey(t, key, timestamp)
+	if !ok {
+		return
+	}
+	v, err := t.ValueSerde.SerializeAny(t.Topic, value)
+	if err != nil {
+		t.ValueFailed(err)
+		return
+	}
+	t.Send(k, passed, v, timestamp, headers)
+}
+
+// sendString is send for a string value and a String value serde, which
+// writes a string as its bytes.
+func sendString(t *hop.Target, key any, value string, timestamp int64, headers processor.Headers) {
+	k, passed, ok := sendKey(t, key, timestamp)
+	if !ok {
+		return
+	}
+	t.Send(k, passed, []byte(value), timestamp, headers)
+}
+
+// sendKey is the sink's work before the value: the checks, and the key's
+// encoding; ok is false when the record goes no further.
+func sendKey(t *hop.Target, key any, timestamp int64) (k []byte, passed, ok bool) {
+	if t.Failed() || !t.Stamp(timestamp) {
+		return nil, false, false
+	}
+	if s, ok := key.(string); ok {
+		k, passed = t.PassKey(s)
+	}
+	if !passed {
+		var err error
+		if k, err = t.KeySerde.SerializeAny(t.Topic, key); err != nil {
+			t.KeyFailed(err)
+			return nil, false, false
+		}
+	}
+	return k, passed, true
+}
+
 type kvProc[K any] struct {
 	ctx processor.Context[any, any]
 	fn  kvFn
+	ev  evaluator
 }
 
 func (p *kvProc[K]) Init(ctx processor.Context[any, any]) error { p.ctx = ctx; return nil }
@@ -353,7 +468,7 @@ func (p *kvProc[K]) Process(rec processor.Record[K, any]) error {
 	if err := failed(rec.Value); err != nil {
 		return err
 	}
-	outs, err := p.fn(rec.Key, rec.Value, rec.Timestamp, rec.Headers)
+	outs, err := p.fn(&p.ev, rec.Key, rec.Value, rec.Timestamp, rec.Headers)
 	if err != nil {
 		return err
 	}
@@ -368,7 +483,8 @@ func (p *kvProc[K]) Process(rec processor.Record[K, any]) error {
 type splitProc[K any] struct {
 	ctx      processor.FixedKeyContext[K, any]
 	children []string
-	choose   func(key, value any, ts int64, h processor.Headers) (int, error)
+	choose   chooseFn
+	ev       evaluator
 }
 
 func (p *splitProc[K]) Init(ctx processor.FixedKeyContext[K, any]) error { p.ctx = ctx; return nil }
@@ -378,7 +494,7 @@ func (p *splitProc[K]) Process(rec processor.Record[K, any]) error {
 	if err := failed(rec.Value); err != nil {
 		return err
 	}
-	i, err := p.choose(rec.Key, rec.Value, rec.Timestamp, rec.Headers)
+	i, err := p.choose(&p.ev, rec.Key, rec.Value, rec.Timestamp, rec.Headers)
 	if err != nil || i < 0 {
 		return err
 	}

@@ -23,6 +23,8 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add([]byte("application-id: a\nsources: {s: {topic: t}}\npipelines: {p: {from: s, steps: [count]}}\n"))
 	f.Add([]byte("a: &x [*x, *x]\n"))
+	// String serdes, where expressions get fast paths (fastpath.go).
+	f.Add([]byte("application-id: a\nsources: {s: {topic: t, key-serde: string, value-serde: string}}\npipelines: {p: {from: s, steps: [{filter: 'not (value endsWith \"7\") and key != \"\"'}, {map: {key: 'lower(key)', value: 'trim(value) + key', value-serde: string}}, {map-values: {expr: upper(value), value-serde: string}}, {to: {topic: o, value-serde: string}}]}}\n"))
 	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, data []byte) {
 		file, err := Parse("fuzz.yaml", data, dir)

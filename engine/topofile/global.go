@@ -63,22 +63,22 @@ func (c *compiler) globalJoinStep(st *step) (flow, bool) {
 	}
 	valueOf := func(v any) any { return v }
 	s := in.s
-	if kp.uses("timestamp") || kp.headers {
+	if kp.reads.timestamp || kp.reads.headers {
 		// Compute the key where the record is in hand; a record without a
 		// value goes through as it is, for the join to drop.
 		pre := ""
 		if a.name != "" {
 			pre = a.name + "-key"
 		}
-		s = in.values(pre, func(k, v any, ts int64, hs processor.Headers) ([]any, error) {
+		s = in.values(pre, func(ev *evaluator, k, v any, ts int64, hs processor.Headers) ([]any, error) {
 			if v == nil {
-				return []any{nil}, nil
+				return ev.single(nil), nil
 			}
-			nk, err := kp.run(kp.env(k, v, ts, hs))
+			nk, err := kp.run(ev, kp.env(ev, k, v, ts, hs))
 			if err != nil {
 				return nil, err
 			}
-			return []any{&lookupKeyed{key: nk, value: v}}, nil
+			return ev.single(&lookupKeyed{key: nk, value: v}), nil
 		}).(*streamFlow[any]).s
 		keyOf = func(_, v any) any { return v.(*lookupKeyed).key }
 		valueOf = func(v any) any { return v.(*lookupKeyed).value }

@@ -39,6 +39,11 @@ func (s dynSerde) Name() string { return s.inner.Name() }
 // Unwrap lets serde.AvroSchemaOf and serde.Same look through the adapter.
 func (s dynSerde) Unwrap() any { return s.inner }
 
+// StringsAs is the inner serde: a string goes through the adapter to it
+// unchanged both ways (serde.StringAdapter), so a sink may write a source's
+// String key as the bytes it arrived with.
+func (s dynSerde) StringsAs() serde.Any { return s.inner }
+
 func (s dynSerde) Serialize(topic string, v any) ([]byte, error) { return s.SerializeAny(topic, v) }
 
 func (s dynSerde) Deserialize(topic string, data []byte) (any, error) {

@@ -344,9 +344,13 @@ func (c *compiler) serdeOptions(f fields, st *step, info flowInfo) (flowInfo, bo
 // recordProgram is a step's expression over its input's records.
 type recordProgram struct {
 	*program
-	// headers is whether it reads the headers, which are converted only
-	// then.
-	headers bool
+	// reads is what it reads of the record scope, the only names its
+	// environment gets; headers are converted only when it reads them.
+	reads reads
+	// fast is its fast path, nil when it has none (fastpath.go); str is
+	// the same for a program of string result, unboxed.
+	fast fastPath
+	str  fastString
 }
 
 func (c *compiler) recordProgram(st *step, n *yaml.Node, what string, asBool bool) (recordProgram, bool) {
@@ -354,11 +358,37 @@ func (c *compiler) recordProgram(st *step, n *yaml.Node, what string, asBool boo
 	if !ok {
 		return recordProgram{}, false
 	}
-	return recordProgram{program: p, headers: p.uses("headers")}, true
+	windowed := st.in.meta().win != nil
+	rp := recordProgram{program: p, reads: readsOf(p), fast: fastPathOf(p, windowed)}
+	if !windowed {
+		rp.str = fastStr(p.prog.Node())
+	}
+	return rp, true
 }
 
-func (p recordProgram) env(k, v any, ts int64, hs processor.Headers) map[string]any {
-	return recordEnv(k, v, ts, hs, p.headers)
+func (p recordProgram) env(ev *evaluator, k, v any, ts int64, hs processor.Headers) map[string]any {
+	return p.reads.env(ev, k, v, ts, hs)
+}
+
+// eval evaluates p on a record: by its fast path when it has one that
+// takes the record, else on the VM.
+func (p recordProgram) eval(ev *evaluator, k, v any, ts int64, hs processor.Headers) (any, error) {
+	if p.fast != nil {
+		if out, ok := p.fast(ev.record(k, v)); ok {
+			return out, nil
+		}
+	}
+	return p.run(ev, p.env(ev, k, v, ts, hs))
+}
+
+// evalBool is eval for a predicate.
+func (p recordProgram) evalBool(ev *evaluator, k, v any, ts int64, hs processor.Headers) (bool, error) {
+	if p.fast != nil {
+		if out, ok := p.fast(ev.record(k, v)); ok {
+			return out.(bool), nil
+		}
+	}
+	return p.runBool(ev, p.env(ev, k, v, ts, hs))
 }
 
 // listProgram is recordProgram for an expression that yields a list,
@@ -376,8 +406,8 @@ func (c *compiler) listProgram(st *step, n *yaml.Node) (recordProgram, bool) {
 }
 
 // runList evaluates a program that yields a list.
-func (p *program) runList(env map[string]any) ([]any, error) {
-	res, err := p.run(env)
+func (p *program) runList(ev *evaluator, env map[string]any) ([]any, error) {
+	res, err := p.run(ev, env)
 	if err != nil {
 		return nil, err
 	}
@@ -401,7 +431,7 @@ func (c *compiler) filterStep(st *step) (flow, bool) {
 			return nil, false
 		}
 		return a.t.filter(a.name, func(k, v any) bool {
-			keep, err := p.runBool(keyValueEnv(k, v))
+			keep, err := p.runBool(nil, keyValueEnv(k, v))
 			if err != nil {
 				// A table filter has no error path in the DSL; the record
 				// is treated as not matching, and the failure logged.
@@ -415,12 +445,12 @@ func (c *compiler) filterStep(st *step) (flow, bool) {
 	if !ok {
 		return nil, false
 	}
-	return a.s.values(a.name, func(k, v any, ts int64, hs processor.Headers) ([]any, error) {
-		keep, err := p.runBool(p.env(k, v, ts, hs))
+	return a.s.values(a.name, func(ev *evaluator, k, v any, ts int64, hs processor.Headers) ([]any, error) {
+		keep, err := p.evalBool(ev, k, v, ts, hs)
 		if err != nil || keep == not {
 			return nil, err
 		}
-		return []any{v}, nil
+		return ev.single(v), nil
 	}), true
 }
 
@@ -434,13 +464,13 @@ func (c *compiler) peekStep(st *step) (flow, bool) {
 	if !ok {
 		return nil, false
 	}
-	return a.s.values(a.name, func(k, v any, ts int64, hs processor.Headers) ([]any, error) {
-		out, err := p.run(p.env(k, v, ts, hs))
+	return a.s.values(a.name, func(ev *evaluator, k, v any, ts int64, hs processor.Headers) ([]any, error) {
+		out, err := p.run(ev, p.env(ev, k, v, ts, hs))
 		if err != nil {
 			return nil, err
 		}
 		slog.Debug("topology file: peek", "at", p.at, "result", out)
-		return []any{v}, nil
+		return ev.single(v), nil
 	}), true
 }
 
@@ -463,13 +493,13 @@ func (c *compiler) mapValuesStep(st *step) (flow, bool) {
 	if !ok {
 		return nil, false
 	}
-	out := a.s.values(a.name, func(k, v any, ts int64, hs processor.Headers) ([]any, error) {
-		nv, err := p.run(p.env(k, v, ts, hs))
+	out := a.s.mapStrings(a.name, func(ev *evaluator, k, v any, ts int64, hs processor.Headers) ([]any, error) {
+		nv, err := p.eval(ev, k, v, ts, hs)
 		if err != nil {
 			return nil, err
 		}
-		return []any{nv}, nil
-	})
+		return ev.single(nv), nil
+	}, p.str)
 	*out.meta() = a.info
 	return out, true
 }
@@ -484,8 +514,8 @@ func (c *compiler) flatMapValuesStep(st *step) (flow, bool) {
 	if !ok {
 		return nil, false
 	}
-	out := a.s.values(a.name, func(k, v any, ts int64, hs processor.Headers) ([]any, error) {
-		return p.runList(p.env(k, v, ts, hs))
+	out := a.s.values(a.name, func(ev *evaluator, k, v any, ts int64, hs processor.Headers) ([]any, error) {
+		return p.runList(ev, p.env(ev, k, v, ts, hs))
 	})
 	*out.meta() = a.info
 	return out, true
@@ -502,14 +532,27 @@ func (c *compiler) mapStep(st *step) (flow, bool) {
 	if !okK || !okV {
 		return nil, false
 	}
-	h := kp.headers || vp.headers
-	return a.s.keyValues(a.name, func(k, v any, ts int64, hs processor.Headers) ([]keyValue, error) {
-		env := recordEnv(k, v, ts, hs, h)
-		nk, err := kp.run(env)
+	r := readsOf(kp.program, vp.program)
+	return a.s.keyValues(a.name, func(ev *evaluator, k, v any, ts int64, hs processor.Headers) ([]keyValue, error) {
+		// The two programs share one environment, made when the first
+		// without a fast path for the record needs it.
+		var env map[string]any
+		run := func(p recordProgram) (any, error) {
+			if p.fast != nil {
+				if out, ok := p.fast(ev.record(k, v)); ok {
+					return out, nil
+				}
+			}
+			if env == nil {
+				env = r.env(ev, k, v, ts, hs)
+			}
+			return p.run(ev, env)
+		}
+		nk, err := run(kp)
 		if err != nil {
 			return nil, err
 		}
-		nv, err := vp.run(env)
+		nv, err := run(vp)
 		if err != nil {
 			return nil, err
 		}
@@ -532,8 +575,8 @@ func (c *compiler) rekey(st *step, s anyStream, en *yaml.Node, name string, info
 	if !ok {
 		return nil, false
 	}
-	return s.keyValues(name, func(k, v any, ts int64, hs processor.Headers) ([]keyValue, error) {
-		nk, err := p.run(p.env(k, v, ts, hs))
+	return s.keyValues(name, func(ev *evaluator, k, v any, ts int64, hs processor.Headers) ([]keyValue, error) {
+		nk, err := p.eval(ev, k, v, ts, hs)
 		if err != nil {
 			return nil, err
 		}
@@ -551,8 +594,8 @@ func (c *compiler) flatMapStep(st *step) (flow, bool) {
 	if !ok {
 		return nil, false
 	}
-	return a.s.keyValues(a.name, func(k, v any, ts int64, hs processor.Headers) ([]keyValue, error) {
-		l, err := p.runList(p.env(k, v, ts, hs))
+	return a.s.keyValues(a.name, func(ev *evaluator, k, v any, ts int64, hs processor.Headers) ([]keyValue, error) {
+		l, err := p.runList(ev, p.env(ev, k, v, ts, hs))
 		if err != nil {
 			return nil, err
 		}
@@ -614,7 +657,7 @@ func (c *compiler) splitStep(st *step) (flow, bool) {
 	}
 	var branches []branch
 	var children []string
-	headers := false
+	var preds []*program
 	for i, item := range bn.Content {
 		what := fmt.Sprintf("%s branch %d", st.what, i+1)
 		bf, ok := c.mapping(item, what, "name", "when", "steps")
@@ -635,7 +678,7 @@ func (c *compiler) splitStep(st *step) (flow, bool) {
 			if br.pred, ok = c.compileExpr(wn, what+" when", recordScope(in), true); !ok {
 				return nil, false
 			}
-			headers = headers || br.pred.uses("headers")
+			preds = append(preds, br.pred)
 		} else {
 			if i != len(bn.Content)-1 {
 				c.errf(item, "%s: only the last branch may leave out when (it takes every record no other branch took)", what)
@@ -650,13 +693,14 @@ func (c *compiler) splitStep(st *step) (flow, bool) {
 		// names them.
 		children = append(children, splitter+br.name)
 	}
-	outs := a.s.split(splitter, children, func(k, v any, ts int64, hs processor.Headers) (int, error) {
-		env := recordEnv(k, v, ts, hs, headers)
+	r := readsOf(preds...)
+	outs := a.s.split(splitter, children, func(ev *evaluator, k, v any, ts int64, hs processor.Headers) (int, error) {
+		env := r.env(ev, k, v, ts, hs)
 		for i, b := range branches {
 			if b.pred == nil {
 				return i, nil
 			}
-			take, err := b.pred.runBool(env)
+			take, err := b.pred.runBool(ev, env)
 			if err != nil || take {
 				return i, err
 			}
