@@ -55,8 +55,8 @@ type DB struct {
 	// iterators take it around their native calls, so that Close can free
 	// them.
 	mu sync.Mutex
-	// layers, oldest first; the last takes the writes of the processing
-	// epoch unless it is frozen.
+	// layers, oldest first, one per epoch not yet committed: the last
+	// takes the writes of the processing epoch unless it is sealed.
 	layers []*layer
 	// epoch is the processing epoch: the epoch of new writes.
 	epoch int64
