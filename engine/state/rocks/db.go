@@ -3,6 +3,7 @@
 package rocks
 
 // #cgo LDFLAGS: -lrocksdb -lstdc++
+// #include <stdlib.h>
 // const char* stoat_rocksdb_version(void);
 import "C"
 
@@ -121,6 +122,38 @@ func options() (*grocksdb.Options, *grocksdb.BlockBasedTableOptions) {
 	opts.SetMemTablePrefixBloomSizeRatio(0.1)
 	opts.SetMemtableWholeKeyFiltering(true)
 	return opts, bbto
+}
+
+// boundedReads are the read options of one native iterator, bounded to
+// lo <= key < hi (nil: unbounded), with the bounds in C memory: RocksDB
+// keeps pointers to them for the iterator's life. Without bounds a seek
+// whose range holds no live key steps over every deleted key past the
+// range until it finds one (a session store's old segment holds only
+// deletes once its sessions have moved on); with them it stops at the
+// bound.
+type boundedReads struct {
+	ro     *grocksdb.ReadOptions
+	lo, hi unsafe.Pointer
+}
+
+func newBoundedReads(lo, hi []byte) *boundedReads {
+	b := &boundedReads{ro: grocksdb.NewDefaultReadOptions()}
+	if len(lo) > 0 {
+		b.lo = C.CBytes(lo)
+		b.ro.SetIterateLowerBound(unsafe.Slice((*byte)(b.lo), len(lo)))
+	}
+	if len(hi) > 0 {
+		b.hi = C.CBytes(hi)
+		b.ro.SetIterateUpperBound(unsafe.Slice((*byte)(b.hi), len(hi)))
+	}
+	return b
+}
+
+// free frees the options once their iterator is closed.
+func (b *boundedReads) free() {
+	b.ro.Destroy()
+	C.free(b.lo)
+	C.free(b.hi)
 }
 
 // Path is the database's directory.

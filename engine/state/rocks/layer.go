@@ -172,6 +172,33 @@ func (s *scope) past(k []byte) bool {
 	return s.hasTo && bytes.Compare(k, s.to) > 0
 }
 
+// bounds are the scan's keys as RocksDB's iterate bounds: lo <= key < hi,
+// nil for none.
+func (s *scope) bounds() (lo, hi []byte) {
+	lo = s.prefix
+	if s.hasFrom {
+		lo = s.from
+	}
+	if s.hasTo {
+		// The smallest key after to.
+		return lo, append(bytes.Clone(s.to), 0)
+	}
+	return lo, successor(s.prefix)
+}
+
+// successor is the smallest key above every key that starts with p, nil
+// when there is none (p is all 0xff).
+func successor(p []byte) []byte {
+	for i := len(p) - 1; i >= 0; i-- {
+		if p[i] != 0xff {
+			s := bytes.Clone(p[:i+1])
+			s[i]++
+			return s
+		}
+	}
+	return nil
+}
+
 // cursor walks one source of a merge in the merge's direction.
 type cursor interface {
 	// seek moves to the first key >= k (forward) or the last key <= k

@@ -266,7 +266,8 @@ func (s *store) scan(from, to, prefix []byte, reverse bool) (state.BytesIterator
 		it.m.srcs = append(it.m.srcs, newTreeCursor(v.t, &it.sc, reverse))
 		it.m.ranges = append(it.m.ranges, ranges)
 	}
-	it.native = d.db.NewIterator(d.ro)
+	it.reads = newBoundedReads(it.sc.bounds())
+	it.native = d.db.NewIterator(it.reads.ro)
 	it.m.srcs = append(it.m.srcs, &nativeCursor{n: it.native, reverse: reverse})
 	it.m.ranges = append(it.m.ranges, nil)
 	d.iters[it] = struct{}{}
@@ -278,6 +279,8 @@ func (s *store) scan(from, to, prefix []byte, reverse bool) (state.BytesIterator
 type iterator struct {
 	s      *store
 	native *grocksdb.Iterator
+	// reads bound native to the scan's keys.
+	reads *boundedReads
 	// versions are the layers' trees the iterator reads (see version).
 	versions []*version
 	m        merger
@@ -391,6 +394,8 @@ func (it *iterator) releaseLocked() {
 	d := it.s.d
 	it.native.Close()
 	it.native = nil
+	it.reads.free()
+	it.reads = nil
 	it.m = merger{}
 	for _, v := range it.versions {
 		v.done()
