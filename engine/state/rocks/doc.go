@@ -12,7 +12,9 @@
 //     store, the last write of each key (nil for a delete) in a B-tree in
 //     key order, and the key ranges the store deleted as units. Point
 //     reads look keys up in it, scans merge it, in Go, with a RocksDB
-//     iterator over the database, and a commit walks it in key order.
+//     iterator over the database (bounded to the scan's keys, so that a
+//     seek among deleted keys stops at the bound), and a commit walks it
+//     in key order.
 //     Reads and scans see the layers newest first, then the database: the
 //     processing epoch over the committing epoch over committed state.
 //   - A version of a store's tree is what iterators read. A version with
