@@ -236,8 +236,9 @@ func (s *store) ReverseAll() (state.BytesIterator, error) { return s.scan(nil, n
 
 // scan opens an iterator over the store as it is now: the database as of
 // now (a RocksDB iterator reads the database as it was when it opened)
-// under a snapshot of every layer on the stack, so the caller may write
-// while it iterates without changing what it sees.
+// under the store's writes in every layer on the stack, which later writes
+// leave as they are (see version), so the caller may write while it
+// iterates without changing what it sees.
 func (s *store) scan(from, to, prefix []byte, reverse bool) (state.BytesIterator, error) {
 	if err := s.check(nil, false); err != nil {
 		return nil, err
@@ -274,7 +275,7 @@ func (s *store) scan(from, to, prefix []byte, reverse bool) (state.BytesIterator
 	return it, nil
 }
 
-// iterator walks one store's keys: a merge of the layers' snapshots over
+// iterator walks one store's keys: a merge of the layers' versions over
 // a RocksDB iterator.
 type iterator struct {
 	s      *store
