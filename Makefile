@@ -12,10 +12,14 @@ test:
 
 # The engine against the bare franz-go loop on the embedded broker (1 M
 # records; ratios printed per guarantee and topology), the cost of the
-# REST API (ratio with and without it, same run), then the rest.
+# REST API (ratio with and without it, same run), the catch-up from a
+# 1 M-record backlog of every topology kind in memory and on RocksDB
+# (BenchmarkCatchUp: rates, rocks-ratio, longest gap between commits,
+# peak RSS), then the rest.
 bench:
 	go test -run '^$$' -bench EngineVsBaseline -benchtime 1x ./engine/
 	go test -run '^$$' -bench EngineHTTP -benchtime 1x ./engine/
+	go test -run '^$$' -bench CatchUp -benchtime 1x -timeout 2h ./engine/
 	go test -run '^$$' -bench . -benchmem -benchtime 2x ./testdriver/ ./replay/
 	go test -run '^$$' -bench '^BenchmarkLane$$' -benchtime 3x ./engine/lanes/
 

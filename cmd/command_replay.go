@@ -23,6 +23,8 @@ func newReplayCommand() *cobra.Command {
 		update     string
 		countAbove int
 		onEngine   bool
+		countOnly  bool
+		everyStep  bool
 	)
 	var junit string
 	c := &cobra.Command{
@@ -37,9 +39,11 @@ Prints PASS, FAIL or ERROR per fixture and, for a failure, the differences:
 "-" lines are expected records the run did not write, "+" lines records it
 wrote that were not expected. The format is described in docs/fixtures.md.
 
---update rewrites the expect section of every failing fixture with what the
-run wrote (the golden workflow); when any fixture cannot run, nothing is
-written. --update=timing also writes the step that wrote each output record
+--update rewrites the expect section of every failing fixture, and of one
+that has none, with what the run wrote (the golden workflow), drops by
+reason included; an output of several keys that does not say its order is
+written per-key, the order the live engine keeps. When any fixture cannot
+run, nothing is written. --update=timing also writes the step that wrote each output record
 (after: N, or the step's label); --update=counts writes every output as
 {count: N}, and --update-count-above N those of more than N records; timing
 and counts rewrite passing fixtures too. Exit status: 0 all passed (or were updated), 1 a mismatch or a
@@ -54,12 +58,17 @@ parse is an error.
 --engine runs every fixture through the live engine instead, on an
 embedded broker started for the run: records are produced with their
 timestamps, the watermark and the wall clock are driven through the
-engine's clocks, the engine settles after every step and stops with a
+engine's clocks, the engine settles after every step (a run of in-order
+record steps to one topic settles once, after its last, where that cannot
+change the outcome; --settle-every-step settles each) and stops with a
 final barrier, and what it committed is compared. A fixture that differs
 from the expectations only in the steps that wrote its records prints
 TIMING (the live engine emits at barriers, the driver per step) and counts
 as passed. Key-value stores are rebuilt from their changelogs and
-compared; windowed and session stores are not compared under --engine.`,
+compared; windowed and session stores are not compared under --engine.
+
+--count-only compares only how many records each output got, as many as
+the fixture lists, and keeps none of them: for slices too big to hold.`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usageErrorf("missing argument: fixture PATH (a file or a directory)")
@@ -73,6 +82,12 @@ compared; windowed and session stores are not compared under --engine.`,
 			}
 			if onEngine && update != "" {
 				return usageErrorf("--update goes without --engine: expectations are written from the test driver")
+			}
+			if countOnly && update != "" {
+				return usageErrorf("--count-only goes without --update: --update=counts writes counts")
+			}
+			if everyStep && !onEngine {
+				return usageErrorf("--settle-every-step goes with --engine")
 			}
 			paths, err := replay.Expand(args)
 			if err != nil {
@@ -89,6 +104,9 @@ compared; windowed and session stores are not compared under --engine.`,
 					results[i] = &replay.Result{Path: p, Status: replay.Errored, Err: &replay.RunError{Code: replay.CodeFixture, Err: err}}
 					continue
 				}
+				if countOnly {
+					f.CountOnly()
+				}
 				fixtures[i] = f
 				checkFixtureConfig(&report, f, strict)
 			}
@@ -96,7 +114,7 @@ compared; windowed and session stores are not compared under --engine.`,
 				return err
 			}
 			if onEngine {
-				if err := runOnEngine(c, fixtures, results); err != nil {
+				if err := runOnEngine(c, fixtures, results, everyStep); err != nil {
 					return err
 				}
 			} else {
@@ -140,6 +158,8 @@ compared; windowed and session stores are not compared under --engine.`,
 	c.Flags().IntVar(&countAbove, "update-count-above", 0, "with --update, write an output of more than `N` records as {count: N} (0: never)")
 	c.Flags().StringVar(&junit, "junit", "", "also write a JUnit XML report to `FILE`")
 	c.Flags().BoolVar(&onEngine, "engine", false, "run the fixtures through the live engine on an embedded broker, not the test driver")
+	c.Flags().BoolVar(&countOnly, "count-only", false, "compare only how many records each output got (as many as the fixture lists), keeping none: for big slices")
+	c.Flags().BoolVar(&everyStep, "settle-every-step", false, "with --engine, settle after every step, also record steps that could share one settle")
 	// Fixture files and the directories holding them.
 	c.ValidArgsFunction = func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		return []cobra.Completion{"yaml", "yml"}, cobra.ShellCompDirectiveFilterFileExt
@@ -152,7 +172,7 @@ compared; windowed and session stores are not compared under --engine.`,
 
 // runOnEngine runs the loaded fixtures through the live engine, on one
 // embedded broker for all.
-func runOnEngine(c *cobra.Command, fixtures []*replay.Fixture, results []*replay.Result) error {
+func runOnEngine(c *cobra.Command, fixtures []*replay.Fixture, results []*replay.Result, everyStep bool) error {
 	b, err := broker.Start(c.Context(), broker.Options{Port: broker.RandomPort})
 	if err != nil {
 		return fmt.Errorf("--engine: start the embedded broker: %w", err)
@@ -160,7 +180,7 @@ func runOnEngine(c *cobra.Command, fixtures []*replay.Fixture, results []*replay
 	defer b.Close()
 	for i, f := range fixtures {
 		if f != nil {
-			results[i] = replay.RunEngine(c.Context(), f, replay.EngineOptions{Bootstrap: b.Addr()})
+			results[i] = replay.RunEngine(c.Context(), f, replay.EngineOptions{Bootstrap: b.Addr(), SettleEveryStep: everyStep})
 		}
 	}
 	return nil

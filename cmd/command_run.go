@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -68,7 +69,9 @@ GET /watermarks, /info, /topology, /health/liveness, /health/readiness,
 /metrics (Prometheus), POST /pause and /resume (docs/rest-api.yaml);
 stoatctl inspect reads it. Beyond loopback a token is required
 (--http-token or $STOATCTL_HTTP_TOKEN), and POST requests must carry it.
-An address in use fails the start; --http off serves nothing.`,
+An address in use fails the start, but for the default, which another
+instance on this host may hold: a free port is taken instead and the log
+says which. --http off serves nothing.`,
 		Example: `  stoatctl run -t word-count
   stoatctl run -t fixtures/word-count/topology.yaml -b localhost:9092 -X num.stream.threads=8`,
 		Args: noArgs,
@@ -165,7 +168,15 @@ An address in use fails the start; --http off serves nothing.`,
 				// Fail before the embedded broker starts, not after: the
 				// engine listens again when it runs.
 				if err := probeListen(api.Addr); err != nil {
-					return err
+					if c.Flags().Changed("http") || !errors.Is(err, syscall.EADDRINUSE) {
+						return err
+					}
+					// The default address, taken (another instance on
+					// this host): a free port instead, so that two runs
+					// with default flags start side by side; the
+					// "REST API listening" line says which.
+					api.Addr = "127.0.0.1:0"
+					fmt.Fprintf(c.ErrOrStderr(), "--http %s is in use: serving the REST API on a free port instead (see the REST API listening line)\n", defaultHTTPAddr)
 				}
 			}
 			var embedded *broker.Broker
@@ -180,7 +191,7 @@ An address in use fails the start; --http off serves nothing.`,
 			}
 			logEffectiveConfig(log, src)
 			// The unknown keys were reported above, with where each was set.
-			opts := []engine.Option{engine.WithLogger(log), engine.WithVersion(buildinfo.Read(stamp).Version), engine.WithConfigChecked()}
+			opts := []engine.Option{engine.WithLogger(log), engine.WithVersion(buildinfo.Read(stamp).Version), engine.WithCommit(buildinfo.Read(stamp).Commit), engine.WithConfigChecked()}
 			if api != nil {
 				opts = append(opts, engine.WithHTTP(*api))
 			}

@@ -48,7 +48,8 @@ func newWatchWatermarksCommand() *cobra.Command {
 		Short: "Show each input partition's watermark and say why windows are not closing",
 		Long: `Watermarks polls a running engine's REST API (GET /watermarks, /info,
 /metrics) and shows, one row per input partition, its watermark, lag, the
-time since it last moved (measured here, across polls), idleness and the
+time since it last moved (the engine's sinceAdvanceMs, by its own clock;
+from an older engine, measured here across polls), idleness and the
 timeout in force, skew to the global watermark, preview and alignment state,
 and a sparkline of its lag. The partition pinning the global watermark is
 marked. When the watermark is stalled while RUNNING, every input is idle,
@@ -58,8 +59,10 @@ that applies and its fix (docs/watch.md).
 
 Without --once it is a full-screen view (keys: ? help, q quit). With --once
 it polls --samples times, --interval apart, prints the verdict of the last
-poll (-o table|json|yaml) and exits; a partition whose watermark moved in
-none of the samples is stalled. With --exit-code it exits 1 when any alert
+poll (-o table|json|yaml) and exits; a partition whose watermark has not
+moved for --stall-after is stalled, as in the view, so one sample is enough
+against an engine that says since when (a partition that never had a
+record counts from when the engine registered it). With --exit-code it exits 1 when any alert
 holds and 3 when the endpoint does not answer.`,
 		Example: `  stoatctl watch watermarks
   stoatctl watch watermarks --url http://10.0.0.5:8080 --interval 5s
@@ -84,7 +87,7 @@ holds and 3 when the endpoint does not answer.`,
 	fl.BoolVar(&f.once, "once", false, "print one verdict to stdout and exit, instead of the full-screen view")
 	fl.IntVar(&f.samples, "samples", 3, "with --once: polls to take; the stall verdict needs at least 2")
 	fl.BoolVar(&f.exitCode, "exit-code", false, "with --once: exit 1 when an alert holds, 3 when the endpoint does not answer")
-	fl.DurationVar(&f.stallAfter, "stall-after", time.Minute, "the view: a watermark that has not moved this long is stalled")
+	fl.DurationVar(&f.stallAfter, "stall-after", time.Minute, "a watermark that has not moved this long is stalled (the view and --once), by the engine's sinceAdvanceMs")
 	fl.DurationVar(&f.skewThreshold, "skew-threshold", 5*time.Minute, "alert when the pinning partition is this far behind another (0: never)")
 	addOutputFlag(c, f.format)
 	return c
@@ -113,7 +116,10 @@ func runWatchWatermarks(c *cobra.Command, f watchFlags) error {
 	defer stop()
 
 	if f.once {
-		opts := tui.Options{SkewThreshold: f.skewThreshold}
+		// The same threshold as the view and the shipped alert's
+		// horizon: an engine that sends sinceAdvanceMs is judged at
+		// the first poll by its own clock.
+		opts := tui.Options{StallAfter: f.stallAfter, SkewThreshold: f.skewThreshold}
 		v := tui.Observe(ctx, src, tui.SystemClock{}, opts, f.samples, f.interval)
 		v.Endpoint = f.url
 		if v.Partitions == nil {

@@ -103,7 +103,7 @@ func liveStall(t *testing.T) (r *e2eRun, clear func()) {
 func TestWatchAgainstRun(t *testing.T) {
 	r, clear := liveStall(t)
 	watch := func() (int, tui.Verdict, string) {
-		code, out, errOut := runWatch(t, "--url", r.url, "--once", "-o", "json", "--samples", "3", "--interval", "500ms", "--exit-code")
+		code, out, errOut := runWatch(t, "--url", r.url, "--once", "-o", "json", "--samples", "4", "--interval", "500ms", "--stall-after", "1s", "--exit-code")
 		var v tui.Verdict
 		if err := json.Unmarshal([]byte(out), &v); err != nil {
 			t.Fatalf("stdout is not a verdict: %v\n%s\nstderr:\n%s", err, out, errOut)

@@ -50,6 +50,9 @@ func WithHTTP(h HTTP) Option { return func(o *options) { o.http = &h } }
 // WithVersion sets the version GET /info reports.
 func WithVersion(v string) Option { return func(o *options) { o.version = v } }
 
+// WithCommit sets the commit GET /info reports.
+func WithCommit(c string) Option { return func(o *options) { o.commit = c } }
+
 // HTTPAddr is where the REST API listens, "" when it does not (yet).
 func (e *Engine) HTTPAddr() string {
 	if s := e.api.Load(); s != nil {
@@ -165,6 +168,18 @@ func WatermarksDocument(o Observation) (inspect.Watermarks, error) {
 			LastEventTimeMs: p.LastEventTime, LastEventTimeIso: inspect.Iso(p.LastEventTime),
 			IdlenessTimeoutMs: p.IdlenessTimeout.Milliseconds()}
 		pw.LastRecordMs, pw.LastAdvanceMs, pw.IdleSinceMs = wallTime(p.LastRecord), wallTime(p.LastAdvance), wallTime(p.IdleSince)
+		// Since when the watermark has stood still, by the engine's
+		// clock: a partition that never moved here (never written, or
+		// resumed) has waited since it was registered.
+		since := p.LastAdvance
+		if since <= 0 {
+			pw.WaitingSinceMs = wallTime(p.Registered)
+			since = p.Registered
+		}
+		if since > 0 && o.ViewAt > 0 {
+			d := max(o.ViewAt-since, 0)
+			pw.SinceAdvanceMs = &d
+		}
 		if p.Alignment != "" {
 			g := p.Alignment
 			pw.AlignmentGroup = &g
@@ -190,16 +205,22 @@ func (a apiBackend) Info() inspect.Info {
 	e := a.e
 	o := e.Observe()
 	info := inspect.Info{ApplicationID: e.cfg.String(config.ApplicationID), InstanceID: e.cfg.String(kafka.InstanceID), State: string(o.State),
-		Paused: o.Paused, Version: e.opts.version, Lanes: o.Lanes, Partitions: o.Assignment, EventTimeTracking: o.EventTime}
-	if info.Version == "" {
-		info.Version = buildinfo.Read(buildinfo.Stamp{}).Version
+		Paused: o.Paused, Version: e.opts.version, Commit: e.opts.commit, Lanes: o.Lanes, Partitions: o.Assignment, EventTimeTracking: o.EventTime}
+	if info.Version == "" || info.Commit == "" {
+		bi := buildinfo.Read(buildinfo.Stamp{Version: info.Version, Commit: info.Commit})
+		info.Version, info.Commit = bi.Version, bi.Commit
 	}
 	if b := e.Built(); b != nil {
 		info.Topology = summary(b)
 	}
 	if show, err := e.cfg.Bool(InfoShowWatermarks, true); err != nil || show {
 		g, iso := o.Global, inspect.Iso(o.Global)
-		info.GlobalMs, info.GlobalIso = &g, &iso
+		info.GlobalIso = &iso
+		if g != watermark.Unset {
+			// Before the first watermark globalMs is absent: its
+			// sentinel, Long.MIN_VALUE, is past what JSON readers hold.
+			info.GlobalMs = &g
+		}
 	}
 	return info
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/stoatflow/stoatctl/engine"
 	"github.com/stoatflow/stoatctl/engine/dsl"
 	"github.com/stoatflow/stoatctl/engine/serde"
+	"github.com/stoatflow/stoatctl/engine/watermark"
 	"github.com/stoatflow/stoatctl/engine/window"
 	"github.com/stoatflow/stoatctl/inspect"
 	"github.com/stoatflow/stoatctl/internal/syncbuf"
@@ -46,7 +47,8 @@ func TestAPIServesTheRunningEngine(t *testing.T) {
 	base := time.Date(2026, 9, 22, 10, 0, 0, 0, time.UTC).UnixMilli()
 	c := cfg(addr, "api", "stoatflow.watermark.max-out-of-orderness-ms", "0", "stoatflow.watermark.idleness-timeout-ms", "120000",
 		engine.MetricsRecordingLevel, "debug")
-	e := engine.New(windowedCounts(), c, engine.WithLogger(testLogger(t)), engine.WithHTTP(engine.HTTP{Addr: "127.0.0.1:0"}))
+	e := engine.New(windowedCounts(), c, engine.WithLogger(testLogger(t)), engine.WithHTTP(engine.HTTP{Addr: "127.0.0.1:0"}),
+		engine.WithVersion("v9.8.7"), engine.WithCommit("0123456789ab"))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- e.Run(ctx) }()
@@ -96,7 +98,7 @@ func TestAPIServesTheRunningEngine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.ApplicationID != "api" || info.State != "RUNNING" || info.Lanes != 4 || len(info.Partitions["in"]) != 2 || !info.EventTimeTracking ||
+	if info.ApplicationID != "api" || info.State != "RUNNING" || info.Version != "v9.8.7" || info.Commit != "0123456789ab" || info.Lanes != 4 || len(info.Partitions["in"]) != 2 || !info.EventTimeTracking ||
 		info.GlobalMs == nil || *info.GlobalMs != base+10_000 {
 		t.Fatalf("info: %+v", info)
 	}
@@ -105,9 +107,9 @@ func TestAPIServesTheRunningEngine(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		fmt.Sprintf("stoatflow_watermark_current %g", float64(base+10_000)),
+		fmt.Sprintf("stoatflow_watermark_timestamp_seconds %g", float64(base+10_000)/1000),
 		"stoatflow_client_state 4", `stoatflow_dropped_records_total{reason="late_window"} 0`, "stoatflow_topology_event_time_tracking 1",
-		`stoatflow_records_in_total{topic="in"} 3`, `stoatflow_watermark_partition_current{partition="0",topic="in"}`,
+		`stoatflow_records_in_total{topic="in"} 3`, `stoatflow_watermark_partition_timestamp_seconds{partition="0",topic="in"}`,
 		"stoatflow_commit_duration_seconds_count", "stoatflow_timer_lane_mismatch_total 0",
 	} {
 		if !strings.Contains(m, want) {
@@ -280,5 +282,26 @@ func TestLateRecordLineNamesTheSourceRecord(t *testing.T) {
 		if strings.Contains(l, "skipping record for a closed window") && !strings.Contains(l, "topic=in partition=0 offset=1") {
 			t.Errorf("late line does not name in[0]@1: %s", l)
 		}
+	}
+}
+
+// TestWatermarksDocumentSinceAdvance: /watermarks says, by the engine's
+// clock (the view's time), how long each partition's watermark has stood
+// still: since it last moved, or, for one that never moved here (never
+// written), since it was registered, which waitingSinceMs gives.
+func TestWatermarksDocumentSinceAdvance(t *testing.T) {
+	never := watermark.PartitionState{Partition: watermark.Partition{Topic: "in", Partition: 0}, Watermark: watermark.Unset, LastEventTime: watermark.Unset, Registered: 1_000}
+	moved := watermark.PartitionState{Partition: watermark.Partition{Topic: "in", Partition: 1}, Watermark: 500, LastEventTime: 500, Registered: 1_000, LastAdvance: 50_000}
+	doc, err := engine.WatermarksDocument(engine.Observation{Initialised: true, EventTime: true, Global: watermark.Unset, ViewAt: 61_000,
+		Partitions: []watermark.PartitionState{never, moved}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p0, p1 := doc.Partitions["in:0"], doc.Partitions["in:1"]
+	if p0.SinceAdvanceMs == nil || *p0.SinceAdvanceMs != 60_000 || p0.WaitingSinceMs == nil || *p0.WaitingSinceMs != 1_000 || p0.LastAdvanceMs != nil {
+		t.Errorf("never written: since %v waiting since %v last advance %v", p0.SinceAdvanceMs, p0.WaitingSinceMs, p0.LastAdvanceMs)
+	}
+	if p1.SinceAdvanceMs == nil || *p1.SinceAdvanceMs != 11_000 || p1.WaitingSinceMs != nil {
+		t.Errorf("moved: since %v waiting since %v", p1.SinceAdvanceMs, p1.WaitingSinceMs)
 	}
 }

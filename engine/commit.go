@@ -338,6 +338,7 @@ func (r *runner) commitLoop(ctx context.Context, g *generation, cuts <-chan epoc
 			// credit for the epoch the dispatcher's next barrier closes.
 			g.sink.Committed.Store(next)
 			r.committedEpoch.Store(next)
+			r.purge.committed(p.offsets)
 			r.e.addStats(func(s *Stats) {
 				s.Committed++
 				s.Records += p.records

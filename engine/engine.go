@@ -176,6 +176,7 @@ type options struct {
 	dial    func(ctx context.Context, network, host string) (net.Conn, error)
 	http    *HTTP
 	version string
+	commit  string
 	// eventTime and barrierClock are eventtime.go's.
 	eventTime    *EventTime
 	barrierClock func() int64
@@ -450,6 +451,11 @@ func readSettings(c config.Config) (settings, error) {
 	if s.shutdown, err = ms(ShutdownTimeoutMs, 30000); err != nil {
 		return s, err
 	}
+	if s.exactlyOnce {
+		if err := s.fitTransactionTimeout(c); err != nil {
+			return s, err
+		}
+	}
 	if s.minInterval > s.maxInterval {
 		return s, fmt.Errorf("config %s (%s) is above %s (%s)", BarrierMinIntervalMs, s.minInterval, BarrierMaxIntervalMs, s.maxInterval)
 	}
@@ -480,6 +486,42 @@ func (s *settings) connect(c config.Config, dial conn.DialFunc) error {
 		if *o.to, err = kafka.ConnOptions(c, o.cl, dial); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// txnTimeoutShare is how many of the longest barrier intervals fit in
+// transaction.timeout.ms: an epoch's transaction lasts its interval,
+// then the lanes' queued work (about one interval more, lanes.Env.Pace),
+// then the commit; a third of the timeout leaves the commit the last
+// third.
+const txnTimeoutShare = 3
+
+// fitTransactionTimeout holds the cadence to the transaction timeout:
+// the longest barrier interval is at most a third of
+// transaction.timeout.ms, so that an epoch commits well inside it under
+// any backlog. An interval the user set above that is refused; defaults
+// are lowered to fit (a short timeout set for fast failover brings a
+// short cadence with it).
+func (s *settings) fitTransactionTimeout(c config.Config) error {
+	producer := c.ForClient(config.Producer)
+	timeoutMs, err := producer.BoundedInt(kafka.TransactionTimeoutMs, kafka.DefaultTransactionTimeout.Milliseconds())
+	if err != nil {
+		return err
+	}
+	most := time.Duration(timeoutMs) * time.Millisecond / txnTimeoutShare
+	for _, k := range []struct {
+		key string
+		d   *time.Duration
+	}{{BarrierMaxIntervalMs, &s.maxInterval}, {BarrierIntervalMs, &s.interval}, {BarrierMinIntervalMs, &s.minInterval}} {
+		if *k.d <= most {
+			continue
+		}
+		if c.IsSet(k.key) {
+			return fmt.Errorf("config %s (%s) is above a third of %s (%s): an epoch could outlive its transaction; lower %s or raise %s",
+				k.key, *k.d, kafka.TransactionTimeoutMs, time.Duration(timeoutMs)*time.Millisecond, k.key, kafka.TransactionTimeoutMs)
+		}
+		*k.d = most
 	}
 	return nil
 }

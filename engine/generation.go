@@ -173,6 +173,10 @@ func newGeneration(ctx context.Context, e *Engine, built *topology.Built, s sett
 			return g.subs[built.Nodes[node].Subtopology].group
 		},
 		GiveBack: g.batchMax,
+		// A producer queues about one barrier interval of a lane's
+		// work: a barrier cut behind it is crossed in about that
+		// (issue 37: a slow join held the first epoch for minutes).
+		Pace: s.interval,
 	}
 	if p := e.opts.probe; p != nil {
 		env.Probe = p.lane
@@ -659,7 +663,7 @@ func (g *generation) slot(sub, laneIdx int) (*task.Input, *laneRun) {
 
 // sendFull hands l its batch once the batch is full.
 func (g *generation) sendFull(l *laneRun) error {
-	if len(g.batches[l.gid]) >= g.batchMax {
+	if n := len(g.batches[l.gid]); n >= g.batchMax || int64(n) >= l.BatchLimit() {
 		return g.send(l)
 	}
 	return nil

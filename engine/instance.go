@@ -40,9 +40,6 @@ import (
 // the generated instance id.
 const instanceFile = "instance.id"
 
-// defaultStateDir is state.dir's default.
-const defaultStateDir = "/tmp/stoatflow"
-
 // instanceIDPattern is what a kept id must look like; anything else in
 // the file is a corrupt or foreign file, not an id to trust.
 var instanceIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
@@ -62,7 +59,7 @@ func (e *Engine) resolveInstance() error {
 	}
 	root := strings.TrimSpace(e.cfg.String(config.StateDir))
 	if root == "" {
-		root = defaultStateDir
+		root = config.DefaultStateDir()
 	}
 	dir := filepath.Join(root, app)
 	id, made, err := keptInstanceID(dir)

@@ -50,7 +50,7 @@ func stateDirOf(c config.Config, appID string) (dir string, rocksDefault bool, e
 	}
 	dir = strings.TrimSpace(c.String(config.StateDir))
 	if dir == "" {
-		dir = "/tmp/stoatflow"
+		dir = config.DefaultStateDir()
 	}
 	return filepath.Join(dir, appID), rocksDefault, nil
 }

@@ -3,16 +3,21 @@ package engine
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/stoatflow/stoatctl/engine/config"
+	"github.com/stoatflow/stoatctl/engine/metrics"
 	"github.com/stoatflow/stoatctl/engine/watermark"
 	"github.com/stoatflow/stoatctl/inspect"
 )
 
 // The monitor samples the watermark lag once a second (the lag gauge),
-// logs a progress line every ProgressLogIntervalMs, and warns when the
-// watermark stands still for StallWarningMs while records arrive. It
+// logs a progress line every ProgressLogIntervalMs, warns when the
+// watermark stands still for StallWarningMs while records arrive, and
+// warns of records dropped on purpose (dropped.records.total by reason),
+// at most once per reason every dropWarnEvery. It
 // reads only Observe, so it runs beside the runtime without touching it.
 
 // Runbook branches (docs/runbook.md) a stall warning names.
@@ -43,6 +48,53 @@ type monitorState struct {
 	warned       bool
 	// lastRestoreLog is when a restoration in progress was last logged.
 	lastRestoreLog time.Time
+	// dropped is dropped.records.total by reason as of the last warning
+	// of each reason, lastDropWarn when that was.
+	dropped      map[string]int64
+	lastDropWarn map[string]time.Time
+}
+
+// dropWarnEvery is the least time between two drop warnings of one
+// reason: Kafka Streams logs every dropped record, which a topic of null
+// keys turns into a log of nothing else; this says how many, once in a
+// while, and the counter has them all.
+const dropWarnEvery = 10 * time.Second
+
+// dropHints say, per reason, why records are dropped.
+var dropHints = map[string]string{
+	metrics.ReasonNullKey:         "an aggregation, join or repartition got a record with a null key, which it cannot place",
+	metrics.ReasonNullValue:       "an operation that needs a value got a null one",
+	metrics.ReasonLateWindow:      "the record's window had closed (its end plus grace is behind the watermark)",
+	metrics.ReasonLateSession:     "the record's session had closed (behind the watermark by more than its gap plus grace)",
+	metrics.ReasonNoEventTime:     "no event time at the source (a timestamp extractor gave none)",
+	metrics.ReasonDeserialization: "a deserialization error, skipped by the continue handler",
+	metrics.ReasonProcessing:      "a processing error, skipped by the continue handler",
+}
+
+// warnDrops logs, for each reason whose count grew, how many records were
+// dropped since its last warning, at most once per dropWarnEvery.
+func (e *Engine) warnDrops(m *monitorState, now time.Time) {
+	if e.metrics == nil {
+		return
+	}
+	cur := map[string]int64{}
+	e.metrics.Each(func(l metrics.Labelled, v int64) {
+		if l.Name == metrics.DroppedRecords {
+			cur[metrics.Label(l.Labels, "reason")] += v
+		}
+	})
+	if m.dropped == nil {
+		m.dropped, m.lastDropWarn = map[string]int64{}, map[string]time.Time{}
+	}
+	for _, reason := range slices.Sorted(maps.Keys(cur)) {
+		n := cur[reason] - m.dropped[reason]
+		if n <= 0 || now.Sub(m.lastDropWarn[reason]) < dropWarnEvery {
+			continue
+		}
+		e.log.Warn("records dropped", "reason", reason, "dropped", n, "total", cur[reason],
+			"metric", `stoatflow_dropped_records_total{reason="`+reason+`"}`, "hint", dropHints[reason])
+		m.dropped[reason], m.lastDropWarn[reason] = cur[reason], now
+	}
 }
 
 // monitorSettings reads the monitor's two keys: a value that is not a
@@ -91,6 +143,7 @@ func total(m map[string]int64) int64 {
 
 // sample is one tick of the monitor.
 func (e *Engine) sample(m *monitorState, now time.Time) {
+	e.warnDrops(m, now)
 	o := e.Observe()
 	if o.Global == watermark.Unset {
 		e.lagMs.Store(-1)

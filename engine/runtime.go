@@ -48,13 +48,6 @@ var errCommitUnknown = errors.New("transaction outcome unknown")
 // is taken over again and again: another instance runs with it.
 var ErrFenced = errors.New("transactional id fenced by another instance")
 
-// A fence now and then is a broker aborting the transaction itself; more
-// than maxFenced within fencedWindow is another instance with the same id.
-const (
-	maxFenced    = 3
-	fencedWindow = time.Minute
-)
-
 // maxUncertainCommits bounds the commits in a row whose outcome is
 // unknown before the engine gives up with the last error.
 const maxUncertainCommits = 8
@@ -117,8 +110,14 @@ type runner struct {
 	// committedAtRecovery is Stats.Committed at the last of them.
 	uncertain           int
 	committedAtRecovery int64
-	// fenced are the times of the recent fences (recoverSession).
-	fenced     []time.Time
+	// purge deletes what was committed of the repartition topics.
+	purge *purger
+	// tableTopics are the assigned topics read as tables, whose
+	// partitions take no part in the watermark.
+	tableTopics map[string]bool
+	// fence judges the fencings recoverSession meets: a broker's
+	// restart or another instance.
+	fence      fenceRule
 	cutOffsets map[string]map[int32]int64
 	partTimes  map[watermark.Partition]int64
 	dispatched int64
@@ -262,9 +261,16 @@ func (r *runner) connect(ctx context.Context) error {
 		return fmt.Errorf("engine: admin client: %w", err)
 	}
 	r.adm = kadm.NewClient(admCl)
+	// Repartition topics are the engine's to create, once the topics
+	// they take their partition count from are known.
+	repartition := map[string]bool{}
+	for _, rp := range r.built.Repartitions {
+		repartition[rp.Topic] = true
+	}
+	external := slices.DeleteFunc(slices.Clone(r.sources), func(t string) bool { return repartition[t] })
 	var details kadm.TopicDetails
 	for attempt := 0; ; attempt++ {
-		details, err = r.adm.ListTopics(ctx, r.sources...)
+		details, err = r.adm.ListTopics(ctx, external...)
 		if err == nil {
 			break
 		}
@@ -295,6 +301,9 @@ func (r *runner) connect(ctx context.Context) error {
 	r.partitions = map[string]int32{}
 	var missing []string
 	for _, t := range r.sources {
+		if repartition[t] {
+			continue
+		}
 		d, ok := details[t]
 		if ok && conn.Fatal(d.Err) {
 			return fmt.Errorf("engine: %w", conn.Explain(d.Err, "describe", "topic "+t))
@@ -334,6 +343,16 @@ func (r *runner) connect(ctx context.Context) error {
 	}
 	if len(missing) > 0 {
 		return &MissingTopicError{Topics: missing, Hint: "create it first, or check bootstrap.servers"}
+	}
+	if err := r.ensureRepartitionTopics(ctx); err != nil {
+		return err
+	}
+	topics := make([]string, len(r.built.Repartitions))
+	for i, rp := range r.built.Repartitions {
+		topics[i] = rp.Topic
+	}
+	if r.purge, err = newPurger(r.adm, topics, e.cfg, e.log.Warn); err != nil {
+		return err
 	}
 	if err := checkCopartitioned(r.built, r.partitions); err != nil {
 		return err
@@ -387,6 +406,9 @@ func (r *runner) connect(ctx context.Context) error {
 		// Fetched records are decoded into arrays the dispatcher gives
 		// back (dispatchMerged recycles each record it dispatched).
 		kgo.WithPools(&r.fetchPool),
+		// A fencing right after a broker connection failed is a
+		// restart's, not another instance's (fenceRule).
+		kgo.WithHooks(brokerTroubleHook{&r.fence}),
 		kgo.WithLogger(kafka.Logger(r.e.log.With("instance", r.e.cfg.String(kafka.InstanceID)))),
 		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { r.onAssign("assigned", m, true) }),
 		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { r.onAssign("revoked", m, false) }),
@@ -455,7 +477,7 @@ func groupOptions(c config.Config) ([]kgo.Opt, error) {
 func (r *runner) singleInstanceReason() string {
 	if len(r.built.Boundaries) > 0 {
 		bs := slices.Sorted(maps.Keys(r.built.Boundaries))
-		return fmt.Sprintf("the topology re-keys in memory at %s; run one instance until repartition topics are supported", strings.Join(bs, ", "))
+		return fmt.Sprintf("the topology re-keys in memory at %s; run one instance, or set %s=%s on every instance to re-key through repartition topics", strings.Join(bs, ", "), config.TopologyRekey, config.RekeyTopic)
 	}
 	if r.built.EventTime {
 		return "the topology closes windows on event time, and its watermark floor and emit frontiers are kept per application, not per partition, so a second instance could emit a closed window again; run one instance"
@@ -588,7 +610,8 @@ func (r *runner) loop(ctx context.Context) error {
 		}
 		if !r.e.paused.Load() {
 			if err := r.pollAndDispatch(ctx); err != nil {
-				if ctx.Err() != nil || r.genStopped() {
+				// A barrier cut within the poll fails as one cut here.
+				if ctx.Err() != nil || errors.Is(err, context.Canceled) || r.genStopped() {
 					continue
 				}
 				return err
@@ -623,17 +646,19 @@ func (r *runner) recoverSession(ctx context.Context, cause error) error {
 		r.uncertain, r.committedAtRecovery = 0, c
 	}
 	if errors.Is(cause, kerr.ProducerFenced) || errors.Is(cause, kerr.InvalidProducerEpoch) {
-		now := time.Now()
-		r.fenced = append(slices.DeleteFunc(r.fenced, func(t time.Time) bool { return now.Sub(t) > fencedWindow }), now)
-		if len(r.fenced) >= maxFenced {
+		twin, afterTrouble, times := r.fence.judge(time.Now())
+		if afterTrouble {
+			r.e.log.Warn("fenced after a broker connection failed: the brokers restarted or the transaction coordinator moved, not another instance; reconnecting", "err", cause)
+		}
+		if twin {
 			id, _ := kafka.TransactionalID(r.e.cfg)
 			holder := r.holderOf(ctx)
 			if holder == "" {
 				holder = "no other member of the group has this instance's client id, so a producer outside the group, or an instance with another client.id"
 			}
-			r.e.log.Error("fenced again and again; another producer uses this transactional id", "transactional.id", id, "times", len(r.fenced), "within", fencedWindow, "holder", holder)
+			r.e.log.Error("fenced again and again; another producer uses this transactional id", "transactional.id", id, "times", times, "within", fencedWindow, "holder", holder)
 			return fmt.Errorf("engine: %w: fenced %d times within %s: another producer uses transactional id %s (%s); give each instance its own %s: %w",
-				ErrFenced, len(r.fenced), fencedWindow, id, holder, kafka.InstanceID, cause)
+				ErrFenced, times, fencedWindow, id, holder, kafka.InstanceID, cause)
 		}
 	}
 	r.uncertain++
@@ -795,18 +820,31 @@ func (r *runner) dispatchMerged(fetches kgo.Fetches) error {
 	}
 	r.caughtUp = caughtUp
 	// The counters and the cut offsets say what was dispatched, also
-	// when a dispatch fails part way; they are written once a poll, not
-	// once a record (nothing reads them while this runs).
+	// when a dispatch fails part way; they are written before a barrier
+	// is cut and once the poll is done, not once a record.
 	all := slices.Clone(heads)
-	defer func() {
+	note := func() {
 		for _, h := range all {
 			h.count.Add(h.n)
 			if h.n > 0 && h.next > h.cut[h.partition] {
 				h.cut[h.partition] = h.next
 			}
+			h.n = 0
 		}
-	}()
-	for len(heads) > 0 {
+	}
+	defer note()
+	for i := 1; len(heads) > 0; i++ {
+		if i%cutCheckEvery == 0 && r.barrierDue() {
+			// A poll can hold far more than one epoch's worth (a
+			// backlog at start): the barrier is cut between its
+			// records, not after the last of them, so that an epoch
+			// ends within its interval however long the poll takes
+			// to dispatch (issue 37).
+			note()
+			if err := r.maybeBarrier(false); err != nil {
+				return err
+			}
+		}
 		var h *mergeHead
 		var rec *kgo.Record
 		var ts int64
@@ -917,6 +955,9 @@ func (r *runner) watermarkNow() int64 {
 	// A partition the dispatcher read records from is active, even when
 	// none of them raised its event time (old timestamps).
 	for t, ps := range r.cutOffsets {
+		if r.tableTopics[t] {
+			continue
+		}
 		for p, o := range ps {
 			wp := watermark.Partition{Topic: t, Partition: p}
 			if o != r.activeOffsets[wp] {
@@ -944,6 +985,17 @@ func (r *runner) watermarkNow() int64 {
 func hasKey[K comparable, V any](m map[K]V, k K) bool {
 	_, ok := m[k]
 	return ok
+}
+
+// cutCheckEvery is how many records the dispatcher hands out between two
+// looks at whether a barrier is due within a poll.
+const cutCheckEvery = 64
+
+// barrierDue says, cheaply, that maybeBarrier may cut now: no epoch in
+// flight and the minimum interval passed. maybeBarrier decides.
+func (r *runner) barrierDue() bool {
+	r.cutter.Commit(r.committedEpoch.Load())
+	return !r.cutter.InFlight() && r.sinceBarrier() >= r.s.minInterval
 }
 
 // interval is the current barrier cadence.
@@ -1224,13 +1276,20 @@ func (r *runner) resetOnce(ctx context.Context) error {
 	r.knownPartTimes = map[watermark.Partition]int64{}
 	r.ptMu.Unlock()
 	r.tracker = watermark.NewTracker(r.idleness())
+	r.tableTopics = map[string]bool{}
 	now := r.e.opts.wall()
 	set := map[string]map[int32]kgo.EpochOffset{}
 	for t, ps := range assigned {
 		src, _ := r.built.SourceNodeFor(t)
+		// A table's partitions take no part in the watermark
+		// (topology.SourceSpec.Table).
+		table := src != nil && src.Source != nil && src.Source.Table
+		r.tableTopics[t] = table
 		for _, p := range ps {
 			wp := watermark.Partition{Topic: t, Partition: p}
-			r.tracker.Register(wp, r.built.Watermark(src), now)
+			if !table {
+				r.tracker.Register(wp, r.built.Watermark(src), now)
+			}
 			c, ok := committed[t][p]
 			if !ok {
 				continue
@@ -1241,7 +1300,7 @@ func (r *runner) resetOnce(ctx context.Context) error {
 			}
 			set[t][p] = kgo.EpochOffset{Epoch: -1, Offset: c.offset}
 			r.cutOffsets[t][p] = c.offset
-			if c.partitionTime >= 0 {
+			if c.partitionTime >= 0 && !table {
 				r.tracker.Seed(wp, c.partitionTime)
 				r.partTimes[wp] = c.partitionTime
 				r.ptMu.Lock()

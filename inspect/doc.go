@@ -6,7 +6,8 @@
 // Terms:
 //   - global watermark: the minimum over every registered, non-idle input
 //     partition's watermark; what windows are judged against. MinWatermark
-//     (the minimum int64) before the first one.
+//     (the minimum int64) before the first one, which the documents'
+//     JSON writes as null (json.go): no number past 2^53.
 //   - pinning partition: the partition whose watermark (or preview
 //     watermark, where it shows one) equals the global watermark; the one
 //     every window is waiting for.

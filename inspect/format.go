@@ -188,6 +188,9 @@ func WriteInfo(out io.Writer, format string, i Info) error {
 	}
 	row("state", state)
 	row("version", i.Version)
+	if i.Commit != "" {
+		row("commit", i.Commit)
+	}
 	row("topology", i.Topology)
 	row("lanes", strconv.Itoa(i.Lanes))
 	for _, t := range slices.Sorted(maps.Keys(i.Partitions)) {
@@ -201,8 +204,11 @@ func WriteInfo(out io.Writer, format string, i Info) error {
 		row("partitions", "none")
 	}
 	row("event time", map[bool]string{true: "tracked", false: "not tracked"}[i.EventTimeTracking])
-	if i.GlobalMs != nil {
+	switch {
+	case i.GlobalMs != nil:
 		row("global watermark", TableTime(*i.GlobalMs))
+	case i.GlobalIso != nil:
+		row("global watermark", TableTime(MinWatermark))
 	}
 	return tw.Flush()
 }

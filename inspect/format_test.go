@@ -85,7 +85,7 @@ func TestPinning(t *testing.T) {
 
 func TestInfoAndMetricsGolden(t *testing.T) {
 	g := int64(1790071560000)
-	info := Info{ApplicationID: "clicks", InstanceID: "0", State: "RUNNING", Paused: true, Version: "v0.3.0", Topology: "1 sub-topologies, 1 sources, 2 processors, 1 sinks, 1 stores",
+	info := Info{ApplicationID: "clicks", InstanceID: "0", State: "RUNNING", Paused: true, Version: "v0.3.0", Commit: "0123456789ab", Topology: "1 sub-topologies, 1 sources, 2 processors, 1 sinks, 1 stores",
 		Lanes: 4, Partitions: map[string][]int32{"clicks": {0, 1}}, EventTimeTracking: true, GlobalMs: &g, GlobalIso: ptr(Iso(g))}
 	metrics := "# HELP stoatflow_client_state The engine's state.\n# TYPE stoatflow_client_state gauge\nstoatflow_client_state 4\n" +
 		"# HELP stoatflow_dropped_records_total Dropped.\n# TYPE stoatflow_dropped_records_total counter\nstoatflow_dropped_records_total{reason=\"late_window\"} 1\n" +

@@ -42,6 +42,16 @@ type PartitionWatermark struct {
 	// IdleSinceMs is the wall-clock time the partition was marked idle;
 	// absent while it is not.
 	IdleSinceMs *int64 `json:"idleSinceMs,omitempty"`
+	// WaitingSinceMs is, for a partition whose watermark has not moved in
+	// the engine's process (lastAdvanceMs absent: one that never had a
+	// record, or resumed from committed offsets), the wall-clock time the
+	// engine started tracking it; absent once the watermark moved.
+	WaitingSinceMs *int64 `json:"waitingSinceMs,omitempty"`
+	// SinceAdvanceMs is how long, by the engine's own clock, the
+	// partition's watermark has not moved: since lastAdvanceMs, else since
+	// waitingSinceMs. One poll judges a stall by it, whatever the reader's
+	// clock; absent from an engine that tracks neither.
+	SinceAdvanceMs *int64 `json:"sinceAdvanceMs,omitempty"`
 	// PreviewWatermarkMs and HeadHeldSinceMs are set while the partition's
 	// next record is stamped ahead of the others and waits behind them.
 	PreviewWatermarkMs  *int64  `json:"previewWatermarkMs,omitempty"`
@@ -63,6 +73,10 @@ type Info struct {
 	// Paused says POST /pause stopped processing (State stays RUNNING).
 	Paused  bool   `json:"paused"`
 	Version string `json:"version"`
+	// Commit is the VCS commit the binary was built from, as `stoatctl
+	// version` says it (runtime/debug.ReadBuildInfo, or the build's
+	// stamp); "unknown" when nothing tells.
+	Commit string `json:"commit"`
 	// Topology is a one-line summary: sub-topologies, sources, sinks, stores.
 	Topology string `json:"topology"`
 	Lanes    int    `json:"lanes"`
@@ -71,7 +85,8 @@ type Info struct {
 	// EventTimeTracking is false when the topology has no event time.
 	EventTimeTracking bool `json:"eventTimeTracking"`
 	// GlobalMs and GlobalIso are left out when
-	// runtime.endpoints.info.show-watermarks is off.
+	// runtime.endpoints.info.show-watermarks is off; GlobalMs also before
+	// the first watermark (GlobalIso is then N/A).
 	GlobalMs  *int64  `json:"globalMs,omitempty"`
 	GlobalIso *string `json:"globalIso,omitempty"`
 }

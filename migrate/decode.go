@@ -74,8 +74,14 @@ type Entry struct {
 	Value     []byte
 	Timestamp int64
 	// Start and End of a window or session; End is -1 for a window,
-	// whose size the store knows, not the key.
+	// whose size the store knows, not the key. For a JoinOuter record
+	// Start is the unmatched record's timestamp.
 	Start, End int64
+	// Left is, for a JoinOuter record, whether the unmatched records are
+	// the left (first) input's; Waiting is how many wait under the key
+	// (0 for a tombstone).
+	Left    bool
+	Waiting int
 }
 
 // Decode reads one changelog record of a store of kind k. valueCheck, when
@@ -107,6 +113,10 @@ func Decode(k Kind, key, value []byte, ts int64, valueCheck func([]byte) error) 
 			return e, fmt.Errorf("session [%d, %d] is not a session", start, end)
 		}
 		e.LaneKey, e.Start, e.End = inner, start, end
+	case JoinOuter:
+		// The value's elements are checked by the layout, the values
+		// inside them by the sample (our store's serdes).
+		return decodeJoinOuter(e)
 	case SuppressBuffer:
 		return e, errors.New("a suppress buffer record is decoded with its headers: DecodeSuppress")
 	default:

@@ -12,7 +12,7 @@
 //     "<source>-<store>-changelog", with a store of our topology, by name or
 //     by --map KS_STORE=OUR_STORE. Every other internal topic of the source
 //     is listed as unmapped, with the reason (a repartition topic, an empty
-//     suppress buffer, a join buffer, a generated name with no --map).
+//     suppress buffer, a foreign-key join's subscription topic).
 //
 //   - A kind is a store's byte layout: key-value (plain or timestamped),
 //     window (key, 8-byte start, 4-byte sequence number) or session (key,
@@ -65,6 +65,15 @@
 //     changelog record that would rebuild it, and is translated and
 //     verified as one. The stores are read with a RocksDB library loaded at
 //     run time (Options.RocksDBLibrary; statedir_rocks.go says why).
+//
+// A stream-stream join's stores (both sides' window stores, and a left or
+// outer join's shared store of unmatched records, JoinOuter) are translated
+// like any other store, from their changelogs or the state directory
+// (join.go): their state at the
+// cutover is the emit frontier, since Kafka Streams deletes an unmatched
+// record once its null-join is emitted, and emits a pair when the second
+// of its records arrives. A null-join pending at the cutover (its window
+// closed, Kafka Streams had not looked yet) is emitted once by our engine.
 //
 // Kafka Streams' suppress buffers (changelog header v=3) are translated
 // into our topology's suppress buffer of the same name (suppress.go), from

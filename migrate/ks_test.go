@@ -815,3 +815,89 @@ func TestKafkaStreamsRefusals(t *testing.T) {
 		})
 	}
 }
+
+// joinMirrors are the runner's stream-stream joins (orders with payments
+// within 10 s, grace 5 s: inner, left, outer), kept for
+// TestKafkaStreamsCutoverJoins; all read testdata/stream-stream-join.jsonl.
+var joinMirrors = []interop.Mirror{
+	{Name: "stream-stream-join", Ours: "topologies/stream-stream-join.yaml", Phases: [][]string{{"orders", "payments"}},
+		Outputs: []interop.Output{{Topic: "orders-paid", Key: interop.String, Value: interop.String}}},
+	{Name: "stream-stream-left-join", Ours: "topologies/stream-stream-left-join.yaml", Phases: [][]string{{"orders", "payments"}},
+		Outputs: []interop.Output{{Topic: "orders-paid", Key: interop.String, Value: interop.String}}},
+	{Name: "stream-stream-outer-join", Ours: "topologies/stream-stream-outer-join.yaml", Phases: [][]string{{"orders", "payments"}},
+		Outputs: []interop.Output{{Topic: "orders-paid", Key: interop.String, Value: interop.String}}},
+}
+
+// TestKafkaStreamsCutoverJoins cuts an inner, a left and an outer
+// stream-stream join over mid-window: orders of the first half paid in
+// the second make pairs across the cutover, and orders of the first half
+// left unpaid (and, for the outer join, payments with no order) have
+// their null-joins emitted after it. The join's stores (both sides'
+// window stores and the shared store of unmatched records) are translated,
+// and what we write after the cutover is, key by key, what Kafka Streams
+// left running wrote over the second half: no pair lost or doubled, no
+// null-join emitted twice or lost. The left join is cut over a second
+// time from Kafka Streams' state directory, its changelogs deleted.
+func TestKafkaStreamsCutoverJoins(t *testing.T) {
+	j := kafkaStreams(t)
+	in, err := interop.ReadFile(j.Path("testdata", "stream-stream-join.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, second := halves(shift(in))
+	before := map[any]bool{}
+	for _, r := range first {
+		if r.Topic == "orders" {
+			before[r.Key] = true
+		}
+	}
+	for _, tc := range []struct {
+		m            interop.Mirror
+		fromStateDir bool
+	}{{m: joinMirrors[0]}, {m: joinMirrors[1]}, {m: joinMirrors[2]}, {m: joinMirrors[1], fromStateDir: true}} {
+		m := tc.m
+		name := m.Name
+		if tc.fromStateDir {
+			name += "/from-state-dir"
+		}
+		t.Run(name, func(t *testing.T) {
+			c := runCutover(t, j, m, first, second, how{fromStateDir: tc.fromStateDir})
+			if !c.report.Verify.OK || c.report.Translated == 0 {
+				t.Fatalf("report: %+v", c.report)
+			}
+			for _, sp := range c.plan.Stores {
+				if (sp.StateDir != "") != tc.fromStateDir {
+					t.Errorf("store %s read from the state directory %q", sp.Source, sp.StateDir)
+				}
+			}
+			stores := map[string]migrate.Kind{}
+			for _, sp := range c.plan.Stores {
+				stores[sp.Source] = sp.Kind
+			}
+			want := map[string]migrate.Kind{"pairs-this-join-store": migrate.Window, "pairs-other-join-store": migrate.Window}
+			switch m.Name {
+			case "stream-stream-left-join":
+				want = map[string]migrate.Kind{"pairs-this-join-store": migrate.Window, "pairs-outer-other-join-store": migrate.Window, "pairs-left-shared-join-store": migrate.JoinOuter}
+			case "stream-stream-outer-join":
+				want = map[string]migrate.Kind{"pairs-outer-this-join-store": migrate.Window, "pairs-outer-other-join-store": migrate.Window, "pairs-outer-shared-join-store": migrate.JoinOuter}
+			}
+			if !maps.Equal(stores, want) {
+				t.Errorf("stores translated %v, want %v", stores, want)
+			}
+			// The cut must fall mid-window: results after it of orders
+			// Kafka Streams read before it.
+			straddling := 0
+			for _, r := range c.after {
+				if before[r.Key] {
+					straddling++
+				}
+			}
+			if straddling == 0 {
+				t.Errorf("no result after the cutover of an order before it: the test cuts no window")
+			}
+			t.Logf("%d results after the cutover, %d of orders before it", len(c.after), straddling)
+			samePerKey(t, c.reference, c.after)
+			samePartitions(t, c)
+		})
+	}
+}

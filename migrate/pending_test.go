@@ -29,11 +29,17 @@ import (
 // runFile runs topology file f as app on addr until the returned stop.
 func runFile(t *testing.T, f *topofile.File, addr, app string) (stop func()) {
 	t.Helper()
+	return runFileLanes(t, f, addr, app, 1)
+}
+
+// runFileLanes is runFile with lanes lanes per task.
+func runFileLanes(t *testing.T, f *topofile.File, addr, app string, lanes int) (stop func()) {
+	t.Helper()
 	cfg := maps.Clone(f.Config)
 	if cfg == nil {
 		cfg = map[string]string{}
 	}
-	cfg["application.id"], cfg["bootstrap.servers"], cfg["num.stream.threads"] = app, addr, "1"
+	cfg["application.id"], cfg["bootstrap.servers"], cfg["num.stream.threads"] = app, addr, strconv.Itoa(lanes)
 	cfg[engine.BarrierIntervalMs] = "100"
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if os.Getenv("MIGRATE_TEST_LOG") != "" {

@@ -110,6 +110,9 @@ type StorePlan struct {
 	Partitions  []PartitionPlan `json:"partitions"`
 	// Frontier is set for an on-window-close store.
 	Frontier *FrontierPlan `json:"frontier,omitempty"`
+	// NullJoins is set for a left or outer join's store of unmatched
+	// records.
+	NullJoins *NullJoinPlan `json:"null_joins,omitempty"`
 	// StateDir is set when the store is read from a state directory
 	// (Options.StateDir): the folder of its application there.
 	StateDir string `json:"state_dir,omitempty"`
@@ -126,6 +129,9 @@ type StorePlan struct {
 	// emitted. Both come from our window definition (frontierOffsets).
 	closeOffset, metaOffset int64
 	session                 bool
+	// outerClose is, for a JoinOuter store, the close time of an
+	// unmatched record's window (dsl.OuterJoinStore).
+	outerClose func(ts int64, left bool) int64
 	// keySuffix is, for a suppress buffer, the length of the window
 	// suffix after the lane key in its keys.
 	keySuffix int
@@ -399,10 +405,6 @@ func (s *session) plan(ctx context.Context) (*Plan, error) {
 		}
 		store := strings.TrimSuffix(name, "-changelog")
 		seen[store] = true
-		if isJoinStore(store) {
-			s.joinStoreProblem(store, t)
-			continue
-		}
 		if strings.Contains(store, "SUPPRESS") || strings.HasSuffix(store, "-store") && s.isSuppress(ctx, t, topics[t]) {
 			live, err := s.suppressLive(ctx, t, topics[t])
 			if err != nil {
@@ -471,10 +473,6 @@ func (s *session) plan(ctx context.Context) (*Plan, error) {
 		for _, store := range slices.Sorted(maps.Keys(sd.stores)) {
 			seen[store] = true
 			t := topology.ChangelogTopic(o.From, store)
-			if isJoinStore(store) {
-				s.joinStoreProblem(store, t)
-				continue
-			}
 			ours, info, ok, err := s.mapStore(p, used, store, t)
 			if err != nil {
 				return nil, err
@@ -660,31 +658,6 @@ func (s *session) unmappedProblem(store, topic string) {
 	s.problems = append(s.problems, Problem{Code: ProblemStoreUnmapped, Subject: store,
 		Message: fmt.Sprintf("store %s (%s): our topology has no store %s; map it with --map %s=OUR_STORE", store, topic, store, store),
 		Loses:   fmt.Sprintf("the state of Kafka Streams' store %s", store)})
-}
-
-// isJoinStore tells a stream-stream join's window store by its name
-// (generated, or from StreamJoined.withStoreName).
-func isJoinStore(store string) bool {
-	for _, s := range []string{"KSTREAM-JOINTHIS", "KSTREAM-JOINOTHER", "KSTREAM-OUTERTHIS", "KSTREAM-OUTEROTHER", "KSTREAM-OUTERSHARED", "-shared-join-store", "-this-join-store", "-other-join-store"} {
-		if strings.Contains(store, s) {
-			return true
-		}
-	}
-	return false
-}
-
-// joinStoreProblem refuses a stream-stream join's window store: it is not
-// translated, and the pairs its records would make after the cutover are
-// lost. The store of ours of the same name (or --map), if any, counts as
-// fed by it: skipping it starts ours empty.
-func (s *session) joinStoreProblem(store, topic string) {
-	pr := Problem{Code: ProblemJoinStore, Subject: store,
-		Message: fmt.Sprintf("%s: a stream-stream join's window store, which is not translated", topic),
-		Loses:   "the join results of records before the cutover with records after it, and the null-joins of unmatched records before it"}
-	if ours, ok := s.ourStoreName(store); ok {
-		s.refusedStores[store] = ours
-	}
-	s.problems = append(s.problems, pr)
 }
 
 // ourStoreName is the store of ours Kafka Streams' store maps to, by
@@ -935,7 +908,7 @@ func (s *session) planStore(ctx context.Context, p *Plan, ksStore, ours string, 
 		counts[part] = &PartitionPlan{Partition: part}
 	}
 	var live map[int32]map[string]Entry
-	if sp.Frontier != nil {
+	if sp.Frontier != nil || sp.Kind == JoinOuter {
 		live = map[int32]map[string]Entry{}
 	}
 	ends, err := s.read(ctx, topic, kafka.FromLogStart(parts...), func(r *kgo.Record) error {
@@ -959,7 +932,7 @@ func (s *session) planStore(ctx context.Context, p *Plan, ksStore, ours string, 
 			if e.Value == nil {
 				delete(live[r.Partition], string(e.Key))
 			} else {
-				live[r.Partition][string(e.Key)] = Entry{Start: e.Start, End: e.End, Timestamp: e.Timestamp}
+				live[r.Partition][string(e.Key)] = Entry{Start: e.Start, End: e.End, Timestamp: e.Timestamp, Left: e.Left, Waiting: e.Waiting}
 			}
 		}
 		return nil
@@ -973,6 +946,9 @@ func (s *session) planStore(ctx context.Context, p *Plan, ksStore, ours string, 
 	}
 	if sp.Frontier != nil {
 		sp.liveWindows = live
+	}
+	if sp.Kind == JoinOuter {
+		sp.NullJoins = planNullJoins(live, sp.outerClose, meta)
 	}
 	if sp.check != nil {
 		sp.check.setStreamTime(maxPartitionTime(meta))
@@ -1032,7 +1008,9 @@ func (s *session) planStoreOffline(ctx context.Context, p *Plan, st *ksStore, ou
 	if err != nil || sp.kindProblem() {
 		return sp, err
 	}
-	if st.segmented != (sp.Kind != KeyValue) {
+	// A join's shared store is a key-value store of lists there.
+	keyValue := sp.Kind == KeyValue || sp.Kind == JoinOuter
+	if st.segmented == keyValue {
 		what := "a key-value store (rocksdb/" + st.name + ")"
 		if st.segmented {
 			what = "a segmented (window or session) store"
@@ -1040,14 +1018,18 @@ func (s *session) planStoreOffline(ctx context.Context, p *Plan, st *ksStore, ou
 		sp.problem(ProblemStoreKind, nil, "store %s: %s in the state directory, and our store %s is a %s store", st.name, what, ours, info.Builder.Kind())
 		return sp, nil
 	}
-	r := &storeReader{st: st, kind: sp.Kind, topic: topic, plainTime: streamTime(meta), lib: s.sd.lib}
+	kind := sp.Kind
+	if kind == JoinOuter {
+		kind = KeyValue
+	}
+	r := &storeReader{st: st, kind: kind, topic: topic, plainTime: streamTime(meta), lib: s.sd.lib}
 	_, r.timeOrdered = s.opts.Built.Stores[ours+"-emitfrontier"]
 	if w, ok := info.Builder.(windowed); ok && st.segmented {
 		r.interval = segmentInterval(w.Retention())
 	}
 	sp.reader = r
 	var live map[int32]map[string]Entry
-	if sp.Frontier != nil {
+	if sp.Frontier != nil || sp.Kind == JoinOuter {
 		live = map[int32]map[string]Entry{}
 	}
 	for _, part := range slices.Sorted(maps.Keys(st.tasks)) {
@@ -1066,7 +1048,7 @@ func (s *session) planStoreOffline(ctx context.Context, p *Plan, st *ksStore, ou
 				if live[part] == nil {
 					live[part] = map[string]Entry{}
 				}
-				live[part][string(e.Key)] = Entry{Start: e.Start, End: e.End, Timestamp: e.Timestamp}
+				live[part][string(e.Key)] = Entry{Start: e.Start, End: e.End, Timestamp: e.Timestamp, Left: e.Left, Waiting: e.Waiting}
 			}
 			return nil
 		}); err != nil {
@@ -1084,7 +1066,11 @@ func (s *session) planStoreOffline(ctx context.Context, p *Plan, st *ksStore, ou
 		}
 		sp.Partitions = append(sp.Partitions, pp)
 	}
-	sp.liveWindows = live
+	if sp.Kind == JoinOuter {
+		sp.NullJoins = planNullJoins(live, sp.outerClose, meta)
+	} else {
+		sp.liveWindows = live
+	}
 	if sp.check != nil {
 		sp.check.setStreamTime(maxPartitionTime(meta))
 	}
@@ -1139,6 +1125,12 @@ func (s *session) newStorePlan(ctx context.Context, ksStore, ours string, info *
 		return sp, nil
 	}
 	sp.Kind = kind
+	if fk, isFK := info.Builder.(dsl.ForeignKeyJoinStore); isFK {
+		// Kafka Streams' subscription store holds its SubscriptionWrapper,
+		// ours a hash of our own; our primary store has no counterpart.
+		sp.problem(ProblemStoreKind, nil, "store %s: our store %s is a foreign-key join's %s store, whose layout is not Kafka Streams': it is not migrated", ksStore, ours, fk.ForeignKeyJoinRole())
+		return sp, nil
+	}
 	if sb, isBuffer := info.Builder.(dsl.SuppressBuffer); isBuffer {
 		// Our buffer's store is raw bytes; the suppressed table's key
 		// layout says where its lane key ends.
@@ -1148,6 +1140,9 @@ func (s *session) newStorePlan(ctx context.Context, ksStore, ours string, info *
 			return sp, nil
 		}
 		sp.Kind, sp.keySuffix = SuppressBuffer, n
+	}
+	if !s.joinRolesMatch(sp, ksStore, ours, info) {
+		return sp, nil
 	}
 	if info.ChangelogTopic == "" {
 		sp.problem(ProblemStoreKind, nil, "store %s: our store %s has logging disabled; there is no changelog to write", ksStore, ours)
@@ -1296,7 +1291,13 @@ func (sp *StorePlan) sample(e Entry) error {
 	}
 	sp.sampled++
 	if sp.keySerde != nil {
-		if _, err := sp.keySerde.DeserializeAny(sp.Topic, e.LaneKey); err != nil {
+		key := e.LaneKey
+		if sp.Kind == JoinOuter {
+			// Our outer store's key serde reads the whole
+			// TimestampedKeyAndJoinSide.
+			key = e.Key
+		}
+		if _, err := sp.keySerde.DeserializeAny(sp.Topic, key); err != nil {
 			return fmt.Errorf("key: our serde %s cannot read it: %w", sp.keySerde.Name(), err)
 		}
 	}

@@ -39,6 +39,11 @@ func (p *Plan) WriteText(w io.Writer) error {
 			}
 		}
 	}
+	for _, s := range p.Stores {
+		if n := s.NullJoins; n != nil {
+			fmt.Fprintf(tw, "unmatched records of %s: %d waiting for a partner or their null-join; pending (window closed, null-join not yet emitted by Kafka Streams, emitted once after the cutover): %d\n", s.Store, n.Waiting, n.Pending)
+		}
+	}
 	if p.Floor != nil {
 		fmt.Fprintf(tw, "watermark floor: %d (%s) in %s\n", p.Floor.Value, p.Floor.From, p.Floor.Topic)
 	} else {

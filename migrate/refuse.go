@@ -17,9 +17,6 @@ const (
 	// A Kafka Streams store (a changelog, or a store of the state
 	// directory) that maps to no store of ours: --skip-store.
 	ProblemStoreUnmapped = "store-unmapped"
-	// A stream-stream join's window store, which is not translated:
-	// --skip-store.
-	ProblemJoinStore = "join-store"
 	// A store of ours that no Kafka Streams store feeds: --new-store.
 	ProblemStoreUnfed = "store-unfed"
 	// An input topic Kafka Streams committed offsets for that our topology

@@ -115,6 +115,19 @@ pipelines:
       - to: {topic: clicks-per-minute, key-serde: string, value-serde: long}
 `
 
+const fkJoinYAML = `application-id: ours
+tables:
+  orders: {topic: orders, key-serde: string, value-serde: string, store: orders-store}
+  customers: {topic: customers, key-serde: string, value-serde: string, store: customers-store}
+pipelines:
+  rows:
+    from: orders
+    steps:
+      - join-foreign-key: {with: customers, key: value, store: oc-rows, value-serde: json, name: oc}
+      - to-stream
+      - to: {topic: order-rows, key-serde: string, value-serde: json}
+`
+
 // TestRefusedBeforeWriting: each case a migration that would lose or
 // misplace state (issue 42's measured ones among them) is refused with
 // one error listing every problem, naming the flag that accepts each, and
@@ -207,6 +220,23 @@ func TestRefusedBeforeWriting(t *testing.T) {
 			},
 			want: []problem{{migrate.ProblemRecord, "users-store"}},
 			says: []string{"store users-store: ks-users-store-changelog[0] offset 1 (store users-store): value: our serde json cannot read it"}},
+		{name: "foreign-key join", topics: map[string]int32{"orders": 1, "customers": 1, "order-rows": 1},
+			ours: func(t *testing.T) *topology.Built { return loadYAML(t, fkJoinYAML) },
+			// Kafka Streams' subscription store holds its
+			// SubscriptionWrapper, ours a hash of our own; our resolver's
+			// copy of the orders has no Kafka Streams counterpart.
+			setup: func(t *testing.T, addr string) {
+				adm := kadm.NewClient(client(t, addr))
+				for _, store := range []string{"orders-store", "customers-store", "oc-subscription-store", "oc-rows"} {
+					topic := "ks-" + store + "-changelog"
+					kafkatest.CreateTopic(t, adm, topic, 1, map[string]*string{"cleanup.policy": ptr("compact")})
+					produceTo(t, addr, &kgo.Record{Topic: topic, Key: []byte("k"), Value: []byte(`"v"`)})
+				}
+				commitKS(t, addr, "orders", 1000)
+				commitKS(t, addr, "customers", 1000)
+			},
+			want: []problem{{migrate.ProblemStoreKind, "oc-subscription-store"}, {migrate.ProblemStoreUnfed, "oc-subscription-response-resolver-primary-store"}},
+			says: []string{"store oc-subscription-store: our store oc-subscription-store is a foreign-key join's subscription store, whose layout is not Kafka Streams': it is not migrated"}},
 		{name: "override naming nothing", topics: map[string]int32{"lines": 2, "word-counts": 2},
 			ours:  func(t *testing.T) *topology.Built { _, b := load(t, "word-count", "ours"); return b },
 			setup: func(t *testing.T, addr string) { fakeWordCount(t, addr, 10) },

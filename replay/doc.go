@@ -25,6 +25,10 @@
 //   - An expected record's after is the step during which it must be
 //     written, by number or label: each written record carries the step
 //     it was collected at.
+//   - A settle (engine mode) waits until the engine has dispatched what
+//     a step produced and emitted and committed everything it made due;
+//     a run of record steps that cannot tell the difference shares one
+//     (settle.go).
 //   - A result is one fixture's outcome: pass, fail (the run finished but
 //     an expectation did not hold) or error (the fixture could not be run).
 //

@@ -45,6 +45,9 @@ type EngineOptions struct {
 	// StepTimeout bounds how long one step may take to settle (default
 	// 60 s).
 	StepTimeout time.Duration
+	// SettleEveryStep settles after every step, record steps that could
+	// share one settle (see joinable) included.
+	SettleEveryStep bool
 }
 
 // appSeq makes every engine run's application id unique, so that runs on
@@ -410,8 +413,30 @@ func (r *engineRun) settle(ctx context.Context) error {
 }
 
 func (r *engineRun) run(ctx context.Context) *RunError {
-	for _, st := range r.f.Steps {
+	// A records file's records go out in batches as they are read; the
+	// step settles once, after its last.
+	r.midFile = func() error { return r.flush(ctx) }
+	j := newJoiner(r.f, r.built)
+	for i, st := range r.f.Steps {
 		r.step = st.Index
+		if st.Kind == StepRecord {
+			j.piped(r.stamp(st.Record))
+		}
+		if st.Kind == StepAdvanceWatermark {
+			j.piped(st.Time)
+		}
+		if !r.o.SettleEveryStep && i+1 < len(r.f.Steps) && j.joinable(st, r.f.Steps[i+1], r.stamp) {
+			// The next record step shares this one's settle.
+			if err := r.pipe(st.Record); err != nil {
+				return r.stepErr(st, err)
+			}
+			if len(r.pending) >= collectEvery {
+				if err := r.flush(ctx); err != nil {
+					return r.stepErr(st, err)
+				}
+			}
+			continue
+		}
 		var err error
 		switch st.Kind {
 		case StepRecord:
@@ -454,6 +479,14 @@ func (r *engineRun) run(ctx context.Context) *RunError {
 	return nil
 }
 
+// stamp is the timestamp a record step's record is produced with.
+func (r *engineRun) stamp(rec *Record) int64 {
+	if rec.HasTimestamp {
+		return rec.Timestamp
+	}
+	return r.wall()
+}
+
 // readOutputs reads every sink topic, read committed, from where the last
 // read stopped to its end, as written by step.
 func (r *engineRun) readOutputs(ctx context.Context, step int) *RunError {
@@ -462,7 +495,7 @@ func (r *engineRun) readOutputs(ctx context.Context, step int) *RunError {
 			continue
 		}
 		pos, err := kafka.ReadToEnd(ctx, r.seeds, topic, r.pos[topic], func(rec *kgo.Record) error {
-			if r.countOnly[topic] {
+			if r.countOnly[topic] || r.f.countAll {
 				r.counts[topic]++
 				return nil
 			}

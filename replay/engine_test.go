@@ -3,6 +3,7 @@ package replay_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -108,5 +109,92 @@ func TestEngineGlobalTable(t *testing.T) {
 				t.Errorf("engine: %s, want pass\n%s", r.Status, report(t, r))
 			}
 		})
+	}
+}
+
+// TestEngineSuppressedTableJoin runs the stock-listings fixture, a
+// table-table join of a table suppressed until a time limit, through the
+// driver and through the live engine on one and on four lanes: the join
+// reads the suppression buffer's store in the lane that owns the key, so
+// a product update meets the stock last released and never one held
+// back, as the driver's does (and as Kafka Streams' SuppressScenarioTest
+// .shouldWorkBeforeJoinLeft/Right expect), not merely in timing.
+func TestEngineSuppressedTableJoin(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the engine; skipped with -short")
+	}
+	kafkatest.EmbeddedOnly(t)
+	addr := kafkatest.Start(t, nil)
+	const path = fixturesDir + "/stock-listings/listings.fixture.yaml"
+	if d := replay.RunFile(path); d.Status != replay.Pass {
+		t.Fatalf("driver: %s, want pass\n%s", d.Status, report(t, d))
+	}
+	for _, lanes := range []int{1, 4} {
+		t.Run(fmt.Sprintf("lanes=%d", lanes), func(t *testing.T) {
+			r := replay.RunEngineFile(context.Background(), path, replay.EngineOptions{Bootstrap: addr, Lanes: lanes, StepTimeout: 20 * time.Second})
+			if r.Status != replay.Pass {
+				t.Errorf("engine: %s, want pass\n%s", r.Status, report(t, r))
+			}
+		})
+	}
+}
+
+// TestEngineForeignKeyJoin runs the order-customers fixture, a
+// foreign-key left join, through the driver and through the live engine
+// on one and on four lanes: subscriptions cross to the lane of the
+// customer they name, responses back to the lane of their order, and
+// every row is the driver's (as Kafka Streams'
+// KTableKTableForeignKeyJoinIntegrationTest expects them), not merely in
+// timing.
+func TestEngineForeignKeyJoin(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the engine; skipped with -short")
+	}
+	kafkatest.EmbeddedOnly(t)
+	addr := kafkatest.Start(t, nil)
+	const path = fixturesDir + "/order-customers/rows.fixture.yaml"
+	if d := replay.RunFile(path); d.Status != replay.Pass {
+		t.Fatalf("driver: %s, want pass\n%s", d.Status, report(t, d))
+	}
+	for _, lanes := range []int{1, 4} {
+		t.Run(fmt.Sprintf("lanes=%d", lanes), func(t *testing.T) {
+			r := replay.RunEngineFile(context.Background(), path, replay.EngineOptions{Bootstrap: addr, Lanes: lanes, StepTimeout: 20 * time.Second})
+			if r.Status != replay.Pass {
+				t.Errorf("engine: %s, want pass\n%s", r.Status, report(t, r))
+			}
+		})
+	}
+}
+
+// TestEngineLargeRecordsFile runs a records-file step longer than one
+// batch of the records file (4,096 records) on the live engine: every
+// record comes out once. Engine mode once drained the driver's outputs
+// there, which it has none of, and panicked.
+func TestEngineLargeRecordsFile(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the engine; skipped with -short")
+	}
+	kafkatest.EmbeddedOnly(t)
+	addr := kafkatest.Start(t, nil)
+	const n = 5000
+	dir := t.TempDir()
+	var lines strings.Builder
+	for i := range n {
+		fmt.Fprintf(&lines, `{"topic":"sentences","key":"k%d","value":"v%d","timestamp":%d}`+"\n", i%97, i, i)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "in.jsonl"), []byte(lines.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "large.fixture.yaml")
+	fixture := fmt.Sprintf("topology: uppercase\nsteps:\n  - records-file: in.jsonl\nexpect:\n  outputs:\n    shouted: {count: %d}\n", n)
+	if err := os.WriteFile(path, []byte(fixture), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if d := replay.RunFile(path); d.Status != replay.Pass {
+		t.Fatalf("driver: %s, want pass\n%s", d.Status, report(t, d))
+	}
+	r := replay.RunEngineFile(context.Background(), path, replay.EngineOptions{Bootstrap: addr})
+	if r.Status != replay.Pass {
+		t.Errorf("engine: %s, want pass\n%s", r.Status, report(t, r))
 	}
 }

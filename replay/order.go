@@ -31,31 +31,47 @@ func ordered(o Order, exp []ExpectedRecord, act []Actual, windowedKey bool) bool
 // their order: comparing the results position by position compares every
 // key's records in order and nothing across keys.
 func byKey(exp []ExpectedRecord, act []Actual, windowedKey bool) ([]ExpectedRecord, []Actual) {
-	exp, act = slices.Clone(exp), slices.Clone(act)
-	slices.SortStableFunc(exp, func(a, b ExpectedRecord) int {
-		return strings.Compare(expectedKey(a, windowedKey), expectedKey(b, windowedKey))
-	})
-	slices.SortStableFunc(act, func(a, b Actual) int { return strings.Compare(canonical(a.Key), canonical(b.Key)) })
-	return exp, act
+	return sortedBy(exp, func(e ExpectedRecord) sortKey { return sortKey{s: expectedKey(e, windowedKey)} }),
+		sortedBy(act, func(a Actual) sortKey { return sortKey{s: canonical(a.Key)} })
 }
 
-// byContent sorts both sides by key and value, then timestamp and step,
-// for showing a multiset's differences: records that match line up.
+// byContent sorts both sides by key and value, then timestamp, for
+// showing a multiset's differences: records that match line up.
 func byContent(exp []ExpectedRecord, act []Actual, windowedKey bool) ([]ExpectedRecord, []Actual) {
-	exp, act = slices.Clone(exp), slices.Clone(act)
-	slices.SortStableFunc(exp, func(a, b ExpectedRecord) int {
-		if c := strings.Compare(expectedKey(a, windowedKey)+" "+canonical(a.Value.any()), expectedKey(b, windowedKey)+" "+canonical(b.Value.any())); c != 0 {
+	return sortedBy(exp, func(e ExpectedRecord) sortKey {
+			return sortKey{s: expectedKey(e, windowedKey) + " " + canonical(e.Value.any()), ts: e.Timestamp}
+		}),
+		sortedBy(act, func(a Actual) sortKey {
+			return sortKey{s: canonical(a.Key) + " " + canonical(a.Value), ts: a.Timestamp}
+		})
+}
+
+// sortKey is what sortedBy orders by: s, then ts.
+type sortKey struct {
+	s  string
+	ts int64
+}
+
+// sortedBy is a stably sorted copy of xs, each element's key computed
+// once: a canonical form costs a JSON encoding, and computing it in the
+// comparison made a 100 k-record per-key output take seconds.
+func sortedBy[T any](xs []T, key func(T) sortKey) []T {
+	keys := make([]sortKey, len(xs))
+	idx := make([]int, len(xs))
+	for i, x := range xs {
+		keys[i], idx[i] = key(x), i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int {
+		if c := strings.Compare(keys[a].s, keys[b].s); c != 0 {
 			return c
 		}
-		return cmpInt(a.Timestamp, b.Timestamp)
+		return cmpInt(keys[a].ts, keys[b].ts)
 	})
-	slices.SortStableFunc(act, func(a, b Actual) int {
-		if c := strings.Compare(canonical(a.Key)+" "+canonical(a.Value), canonical(b.Key)+" "+canonical(b.Value)); c != 0 {
-			return c
-		}
-		return cmpInt(a.Timestamp, b.Timestamp)
-	})
-	return exp, act
+	out := make([]T, len(xs))
+	for i, j := range idx {
+		out[i] = xs[j]
+	}
+	return out
 }
 
 func cmpInt(a, b int64) int {

@@ -67,6 +67,9 @@ type Result struct {
 	Engine bool
 
 	fixture *Fixture
+	// dropped is dropped.records.total by reason, whether or not the
+	// fixture checks drops: --update writes it.
+	dropped map[string]int64
 }
 
 // TopicResult compares one output topic.
@@ -88,6 +91,9 @@ type TopicResult struct {
 	TimingOnly bool
 	// Order is how the records are compared.
 	Order Order
+	// orderGiven says the fixture gave Order; --update writes per-key
+	// order for an output of several keys that did not say.
+	orderGiven bool
 	// windowedKey marks a sink writing windowed keys, whose expected keys
 	// may give start and end as RFC 3339 times.
 	windowedKey bool
@@ -131,8 +137,8 @@ type DropsResult struct {
 }
 
 // collectEvery is how many records of a records file are piped between
-// two drains of the driver's output topics, so that long replays keep
-// memory flat.
+// two drains of the driver's output topics (engine mode: two sends of
+// what is queued), so that long replays keep memory flat.
 const collectEvery = 4096
 
 // RunFile loads and runs the fixture at path.
@@ -218,6 +224,10 @@ type runner struct {
 	send func(topic string, rec testdriver.RawRecord) error
 	// drops reads dropped.records.total by reason.
 	drops func() map[string]int64
+	// midFile runs every collectEvery records of a records file, so that
+	// a long file holds little at once: the driver's drain of its output
+	// topics (collect), engine mode's send of the records queued.
+	midFile func() error
 	// unlogged are, in engine mode, the stores that cannot be rebuilt
 	// from their changelogs to compare, and why.
 	unlogged map[string]string
@@ -257,6 +267,7 @@ func newRunner(f *Fixture) (*runner, *RunError) {
 	}
 	r := newComparer(f, d.Built())
 	r.d, r.wall, r.send, r.drops = d, d.WallClock, d.PipeRaw, func() map[string]int64 { return dropsOf(d.Metrics()) }
+	r.midFile = func() error { r.collect(); return nil }
 	return r, nil
 }
 
@@ -357,7 +368,9 @@ func (r *runner) recordsFile(path string) error {
 			return fmt.Errorf("%s:%d: %w", path, rf.line, err)
 		}
 		if n%collectEvery == 0 {
-			r.collect()
+			if err := r.midFile(); err != nil {
+				return fmt.Errorf("%s:%d: %w", path, rf.line, err)
+			}
 		}
 	}
 }
@@ -394,7 +407,7 @@ func (r *runner) collect() {
 		switch {
 		case r.internal[topic]:
 			r.d.SkipRaw(topic)
-		case r.countOnly[topic]:
+		case r.countOnly[topic] || r.f.countAll:
 			r.counts[topic] += r.d.SkipRaw(topic)
 		default:
 			got := r.d.ReadRaw(topic)
@@ -436,6 +449,17 @@ func (r *runner) compare(res *Result) *RunError {
 		}
 		res.Outputs = append(res.Outputs, tr)
 	}
+	for _, topic := range slices.Sorted(maps.Keys(r.counts)) {
+		if listed[topic] || r.counts[topic] == 0 {
+			continue
+		}
+		// Counted because the fixture counts everything (CountOnly).
+		tr, err := r.compareTopic(TopicExpect{Topic: topic, CountOnly: true}, false)
+		if err != nil {
+			return err
+		}
+		res.Outputs = append(res.Outputs, tr)
+	}
 	for _, se := range r.f.Expect.Stores {
 		sr, err := r.compareStore(se)
 		if err != nil {
@@ -445,12 +469,14 @@ func (r *runner) compare(res *Result) *RunError {
 	}
 	if r.f.Expect.Drops != nil {
 		res.Drops = r.compareDrops()
+	} else {
+		res.dropped = r.drops()
 	}
 	return nil
 }
 
 func (r *runner) compareTopic(te TopicExpect, listed bool) (*TopicResult, *RunError) {
-	tr := &TopicResult{Topic: te.Topic, Listed: listed, CountOnly: te.CountOnly, Expected: te.Records, Order: te.Order}
+	tr := &TopicResult{Topic: te.Topic, Listed: listed, CountOnly: te.CountOnly, Expected: te.Records, Order: te.Order, orderGiven: te.OrderGiven}
 	if tr.Order == "" {
 		tr.Order = InOrder
 	}
@@ -542,10 +568,7 @@ func (r *runner) compareStore(se StoreExpect) (*StoreResult, *RunError) {
 	}
 	sr.Actual = entries
 	// A store is a map: both sides are compared in canonical key order.
-	slices.SortStableFunc(sr.Expected, func(a, b ExpectedRecord) int {
-		return strings.Compare(expectedKey(a, false), expectedKey(b, false))
-	})
-	slices.SortStableFunc(sr.Actual, func(a, b Actual) int { return strings.Compare(canonical(a.Key), canonical(b.Key)) })
+	sr.Expected, sr.Actual = byKey(sr.Expected, sr.Actual, false)
 	for i := range sr.Actual {
 		sr.Actual[i].Index = i + 1
 	}

@@ -88,7 +88,10 @@ func (r *Result) Rewrite(opts UpdateOptions) (data []byte, ok bool, err error) {
 	if r.Status == Errored || r.fixture == nil {
 		return nil, false, fmt.Errorf("update %s: the fixture did not run", r.Path)
 	}
-	if r.Status == Pass && !opts.rewriteAll() {
+	if r.Status == Pass && !opts.rewriteAll() && r.fixture.hasExpect() {
+		// A fixture without an expect section passes whatever the run
+		// wrote (nothing, when every record was dropped): it is written
+		// all the same, drops included.
 		return nil, false, nil
 	}
 	data, err = r.rewrite(opts)
@@ -177,14 +180,16 @@ func (r *Result) writeExpect(w *bytes.Buffer, opts UpdateOptions) error {
 		case t.CountOnly || opts.Counts || opts.CountAbove > 0 && t.ActualCount > opts.CountAbove:
 			fmt.Fprintf(w, " {count: %d}\n", t.ActualCount)
 			continue
-		case len(t.Actual) == 0 && (t.Order == "" || t.Order == InOrder):
+		}
+		order := t.updateOrder()
+		if len(t.Actual) == 0 && order == InOrder {
 			w.WriteString(" []\n")
 			continue
 		}
 		w.WriteString("\n")
 		indent := "      "
-		if t.Order != "" && t.Order != InOrder {
-			fmt.Fprintf(w, "      order: %s\n      records:", t.Order)
+		if order != InOrder {
+			fmt.Fprintf(w, "      order: %s\n      records:", order)
 			if len(t.Actual) == 0 {
 				w.WriteString(" []")
 			}
@@ -297,8 +302,8 @@ func (r *Result) expectNode(opts UpdateOptions) *yaml.Node {
 			if len(t.Actual) == 0 {
 				v.Style = yaml.FlowStyle
 			}
-			if t.Order != "" && t.Order != InOrder {
-				v = &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{str("order"), str(string(t.Order)), str("records"), v}}
+			if order := t.updateOrder(); order != InOrder {
+				v = &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{str("order"), str(string(order)), str("records"), v}}
 			}
 		}
 		outs.Content = append(outs.Content, str(t.Topic), v)
@@ -329,8 +334,48 @@ func (r *Result) expectNode(opts UpdateOptions) *yaml.Node {
 			drops.Style = yaml.FlowStyle
 		}
 		e.Content = append(e.Content, str("drops"), drops)
+	} else if r.dropped != nil {
+		drops := &yaml.Node{Kind: yaml.MappingNode}
+		for _, reason := range slices.Sorted(maps.Keys(r.dropped)) {
+			drops.Content = append(drops.Content, str(reason), num(r.dropped[reason]))
+		}
+		if len(drops.Content) == 0 {
+			drops.Style = yaml.FlowStyle
+		}
+		e.Content = append(e.Content, str("drops"), drops)
 	}
 	return e
+}
+
+// updateOrder is the order --update writes for t: the fixture's, else
+// per-key when the records have more than one key, because the live
+// engine keeps each key's order and no order across keys (its lanes and
+// partitions split them), else in-order.
+func (t *TopicResult) updateOrder() Order {
+	if t.orderGiven && t.Order != "" {
+		return t.Order
+	}
+	keys := map[string]bool{}
+	for _, a := range t.Actual {
+		if keys[canonical(a.Key)] = true; len(keys) > 1 {
+			return PerKey
+		}
+	}
+	return InOrder
+}
+
+// hasExpect says whether the fixture file has an expect section.
+func (f *Fixture) hasExpect() bool {
+	if f.doc == nil || len(f.doc.Content) == 0 {
+		return false
+	}
+	root := f.doc.Content[0]
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		if root.Content[i].Value == "expect" {
+			return true
+		}
+	}
+	return false
 }
 
 func (r *Result) recordNode(a Actual, headers bool) *yaml.Node {

@@ -171,7 +171,7 @@ real_kafka_tier() {
 		rc=0
 		go test -count=1 -timeout 30m ./engine/ || rc=$?
 		go test -count=1 -run '^(TestCapture|TestRecorded)' ./replay/ || rc=$?
-		go test -count=1 -run '^(TestRunOnEmbeddedBrokerWithKcat|TestRunThreeInstancesWithKcat|TestReplayRecordThenReplay|TestTopicRead|TestTopicReadFollow|TestReplayRecordOut|TestSecuredKafka)$' ./cmd/ || rc=$?
+		go test -count=1 -run '^(TestRunOnEmbeddedBrokerWithKcat|TestRunThreeInstancesWithKcat|TestRunWordCountOnTwoInstances|TestReplayRecordThenReplay|TestTopicRead|TestTopicReadFollow|TestReplayRecordOut|TestSecuredKafka)$' ./cmd/ || rc=$?
 		exit "$rc"
 	) || rc=$?
 	wait "$mpid" || mrc=$?

@@ -131,7 +131,10 @@ func New(topo *topology.Topology, cfg map[string]string, opts ...Option) (*Drive
 	if err != nil {
 		return nil, err
 	}
-	built, err := topo.Build(c)
+	// The driver is one process: a re-key crosses in memory whatever
+	// stoatflow.topology.rekey says, with the same records and keys a
+	// repartition topic would carry.
+	built, err := topo.Build(c.With(config.TopologyRekey, config.RekeyMemory))
 	if err != nil {
 		return nil, err
 	}

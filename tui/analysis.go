@@ -66,8 +66,9 @@ type Verdict struct {
 	Samples    int   `json:"samples" yaml:"samples"`
 	ObservedMs int64 `json:"observedMs" yaml:"observedMs"`
 
-	GlobalMs  int64  `json:"globalMs" yaml:"globalMs"`
-	GlobalIso string `json:"globalIso" yaml:"globalIso"`
+	// GlobalMs is null in JSON and YAML before the first watermark.
+	GlobalMs  inspect.Millis `json:"globalMs" yaml:"globalMs"`
+	GlobalIso string         `json:"globalIso" yaml:"globalIso"`
 	// GlobalLagMs is the wall clock minus the global watermark, nil before
 	// the first watermark.
 	GlobalLagMs      *int64 `json:"globalLagMs" yaml:"globalLagMs"`
@@ -91,7 +92,8 @@ type PartitionVerdict struct {
 	Topic     string `json:"topic" yaml:"topic"`
 	Number    int32  `json:"number" yaml:"number"`
 
-	WatermarkMs int64 `json:"watermarkMs" yaml:"watermarkMs"`
+	// WatermarkMs is null in JSON and YAML before the first.
+	WatermarkMs inspect.Millis `json:"watermarkMs" yaml:"watermarkMs"`
 	// LagMs is the wall clock minus the watermark, nil before the first.
 	LagMs *int64 `json:"lagMs" yaml:"lagMs"`
 	// SinceAdvanceMs is how long the watermark has not moved, as seen
@@ -115,12 +117,12 @@ type PartitionVerdict struct {
 
 	// SkewMs is the watermark (or preview) minus the global watermark; 0
 	// before the first global watermark.
-	SkewMs             int64  `json:"skewMs" yaml:"skewMs"`
-	PreviewWatermarkMs *int64 `json:"previewWatermarkMs,omitempty" yaml:"previewWatermarkMs,omitempty"`
-	HeadHeldSinceMs    *int64 `json:"headHeldSinceMs,omitempty" yaml:"headHeldSinceMs,omitempty"`
-	AlignmentGroup     string `json:"alignmentGroup,omitempty" yaml:"alignmentGroup,omitempty"`
-	AlignmentHeld      bool   `json:"alignmentHeld" yaml:"alignmentHeld"`
-	LastEventTimeMs    int64  `json:"lastEventTimeMs" yaml:"lastEventTimeMs"`
+	SkewMs             int64          `json:"skewMs" yaml:"skewMs"`
+	PreviewWatermarkMs *int64         `json:"previewWatermarkMs,omitempty" yaml:"previewWatermarkMs,omitempty"`
+	HeadHeldSinceMs    *int64         `json:"headHeldSinceMs,omitempty" yaml:"headHeldSinceMs,omitempty"`
+	AlignmentGroup     string         `json:"alignmentGroup,omitempty" yaml:"alignmentGroup,omitempty"`
+	AlignmentHeld      bool           `json:"alignmentHeld" yaml:"alignmentHeld"`
+	LastEventTimeMs    inspect.Millis `json:"lastEventTimeMs" yaml:"lastEventTimeMs"`
 	// AheadMs is how far its last event time or preview watermark is ahead
 	// of the wall clock; 0 when not ahead.
 	AheadMs int64 `json:"aheadMs,omitempty" yaml:"aheadMs,omitempty"`
@@ -216,7 +218,7 @@ func (t *Tracker) Observe(s Sample) Verdict {
 	v := Verdict{
 		At: at, AtMs: now, Reachable: true, LastAnswer: at,
 		Samples: t.samples, ObservedMs: at.Sub(t.first).Milliseconds(),
-		GlobalMs: w.GlobalMs, GlobalIso: w.GlobalIso, GlobalLagMs: lag(now, w.GlobalMs),
+		GlobalMs: inspect.Millis(w.GlobalMs), GlobalIso: w.GlobalIso, GlobalLagMs: lag(now, w.GlobalMs),
 	}
 	if v.GlobalIso == "" {
 		v.GlobalIso = inspect.Iso(w.GlobalMs)
@@ -269,7 +271,7 @@ func (t *Tracker) Observe(s Sample) Verdict {
 // failed is the verdict of a poll without a /watermarks document: the
 // partitions of the last answer, and the reason.
 func (t *Tracker) failed(s Sample) Verdict {
-	v := Verdict{At: s.At, AtMs: s.At.UnixMilli(), GlobalMs: inspect.MinWatermark, GlobalIso: inspect.NotAvailable}
+	v := Verdict{At: s.At, AtMs: s.At.UnixMilli(), GlobalMs: inspect.Millis(inspect.MinWatermark), GlobalIso: inspect.NotAvailable}
 	if t.last != nil {
 		v = *t.last
 		v.At, v.AtMs = s.At, s.At.UnixMilli()
@@ -376,6 +378,14 @@ func (t *Tracker) partition(at time.Time, name string, pw inspect.PartitionWater
 	if when, ok := serverTime(pw.LastAdvanceMs, at); ok {
 		tr.lastAdvance, tr.advanced = when, true
 	}
+	// sinceAdvanceMs is the same figure by the engine's own clock, and
+	// also covers a partition whose watermark never moved there (one that
+	// never had a record: waiting since it was registered), for which no
+	// lastAdvanceMs comes. Believed over both, so the reader's clock does
+	// not matter and one poll judges a stall.
+	if pw.SinceAdvanceMs != nil {
+		tr.lastAdvance, tr.advanced = at.Add(-time.Duration(max(*pw.SinceAdvanceMs, 0))*time.Millisecond), true
+	}
 	// Records arriving: the server's lastRecordMs moving where it sends
 	// one (late records move it too), else the newest event time moving.
 	activity := pw.LastEventTimeMs
@@ -416,12 +426,12 @@ func (t *Tracker) partition(at time.Time, name string, pw inspect.PartitionWater
 	topic, num := splitPartition(name)
 	p := PartitionVerdict{
 		Partition: name, Topic: topic, Number: num,
-		WatermarkMs: pw.WatermarkMs, LagMs: l,
+		WatermarkMs: inspect.Millis(pw.WatermarkMs), LagMs: l,
 		SinceAdvanceMs: at.Sub(tr.lastAdvance).Milliseconds(), AdvanceSeen: tr.advanced,
 		Idle: pw.Idle, IdlenessTimeoutMs: pw.IdlenessTimeoutMs,
 		QuietForMs:         at.Sub(tr.lastEventChange).Milliseconds(),
 		PreviewWatermarkMs: pw.PreviewWatermarkMs, HeadHeldSinceMs: pw.HeadHeldSinceMs,
-		AlignmentHeld: pw.AlignmentHeld, LastEventTimeMs: pw.LastEventTimeMs,
+		AlignmentHeld: pw.AlignmentHeld, LastEventTimeMs: inspect.Millis(pw.LastEventTimeMs),
 		LagHistory: slices.Clone(tr.lag),
 	}
 	if pw.Idle {
@@ -473,7 +483,7 @@ func pinning(ps []PartitionVerdict, global int64) int {
 		if p.Idle {
 			continue
 		}
-		eff := p.WatermarkMs
+		eff := int64(p.WatermarkMs)
 		if p.PreviewWatermarkMs != nil {
 			eff = *p.PreviewWatermarkMs
 		}

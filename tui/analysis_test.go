@@ -134,6 +134,20 @@ func TestStallDetector(t *testing.T) {
 			return Sample{Info: running, Watermarks: doc(map[string]inspect.PartitionWatermark{"t:0": p})}
 		}
 	}
+	// waited is a server that says, by its own clock, how long the
+	// watermark has not moved (sinceAdvanceMs): here a partition that
+	// never had a record, with no lastAdvanceMs, waiting since the engine
+	// registered it; the server's clock runs an hour ahead of ours, which
+	// does not matter.
+	waited := func(since int64) func(int, time.Time) Sample {
+		return func(i int, now time.Time) Sample {
+			p := pw(inspect.MinWatermark, inspect.MinWatermark, 0)
+			registered := ms(now.Add(time.Hour)) - since
+			s := since + int64(i)*1000
+			p.WaitingSinceMs, p.SinceAdvanceMs = &registered, &s
+			return Sample{Info: running, Watermarks: doc(map[string]inspect.PartitionWatermark{"t:0": p})}
+		}
+	}
 	tests := []struct {
 		name    string
 		opts    Options
@@ -142,6 +156,9 @@ func TestStallDetector(t *testing.T) {
 		since   int64
 		seen    bool
 	}{
+		{"watch: never written, the engine's clock past the threshold", testOptions, scenario{1, time.Second, waited(90_000)}, true, 90_000, true},
+		{"watch: never written, the engine's clock under the threshold", testOptions, scenario{1, time.Second, waited(30_000)}, false, 30_000, true},
+		{"watch: never written, crossing the threshold over polls", testOptions, scenario{3, time.Second, waited(58_500)}, true, 60_500, true},
 		{"watch: one look at a server that says when it moved", testOptions, scenario{1, time.Second, told(t0.Add(-2 * time.Minute))}, true, 120_000, true},
 		{"watch: the server's move under the threshold", testOptions, scenario{1, time.Second, told(t0.Add(-30 * time.Second))}, false, 30_000, true},
 		{"watch: a server clock ahead of ours", testOptions, scenario{1, time.Second, told(t0.Add(time.Minute))}, false, 0, true},
@@ -320,7 +337,7 @@ stoatflow_dropped_records_total{reason="late_window",lane="0"} 3
 stoatflow_dropped_records_total{lane="1", reason="late_window"} 4 1790071560000
 stoatflow_dropped_records_total{reason="deserialization"} 1e3
 stoatflow_client_state 4
-stoatflow_watermark_current +Inf
+stoatflow_watermark_timestamp_seconds +Inf
 go_goroutines 12
 broken{reason="x 1
 stoatflow_topology_event_time_tracking 0
@@ -331,8 +348,8 @@ stoatflow_topology_event_time_tracking 0
 	if m.Dropped["late_window"] != 7 || m.Dropped["deserialization"] != 1000 {
 		t.Errorf("dropped %v", m.Dropped)
 	}
-	if *m.ClientState != 4 || !math.IsInf(*m.WatermarkCurrent, 1) || *m.EventTimeTracking != 0 {
-		t.Errorf("gauges %v %v %v", *m.ClientState, *m.WatermarkCurrent, *m.EventTimeTracking)
+	if *m.ClientState != 4 || !math.IsInf(*m.WatermarkSeconds, 1) || *m.EventTimeTracking != 0 {
+		t.Errorf("gauges %v %v %v", *m.ClientState, *m.WatermarkSeconds, *m.EventTimeTracking)
 	}
 	m, err = ParseMetrics("")
 	if err != nil || m.ClientState != nil || len(m.Dropped) != 0 {

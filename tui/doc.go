@@ -22,8 +22,11 @@
 //     pinning partition, large when one partition is far behind the rest.
 //   - stall: a partition's watermark did not move for at least the stall
 //     threshold (Options.StallAfter; with zero, across every poll of the
-//     observation). When it last moved is the server's lastAdvanceMs where
-//     it sends one, else measured here by comparing polls (and then only a
+//     observation; `watch --once` passes --stall-after, as the view does).
+//     How long it has stood still is the server's sinceAdvanceMs where it
+//     sends one (by the engine's clock; for a partition that never had a
+//     record, since the engine registered it), else its lastAdvanceMs,
+//     else measured here by comparing polls (and then only a
 //     lower bound until a move is seen). An idle partition is never stalled
 //     (it no longer counts), nor is one showing a preview watermark (the
 //     preview counts instead).

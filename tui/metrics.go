@@ -13,7 +13,7 @@ import (
 const (
 	MetricDropped           = "stoatflow_dropped_records_total"
 	MetricClientState       = "stoatflow_client_state"
-	MetricWatermarkCurrent  = "stoatflow_watermark_current"
+	MetricWatermarkSeconds  = "stoatflow_watermark_timestamp_seconds"
 	MetricEventTimeTracking = "stoatflow_topology_event_time_tracking"
 )
 
@@ -25,9 +25,11 @@ const ClientStateRunning = 4
 type Metrics struct {
 	// Dropped is stoatflow_dropped_records_total summed by its reason
 	// label.
-	Dropped           map[string]float64
-	ClientState       *float64
-	WatermarkCurrent  *float64
+	Dropped     map[string]float64
+	ClientState *float64
+	// WatermarkSeconds is the global watermark, seconds since the
+	// epoch; nil before the first (the series is absent).
+	WatermarkSeconds  *float64
 	EventTimeTracking *float64
 }
 
@@ -67,8 +69,8 @@ func ParseMetrics(text string) (*Metrics, error) {
 			m.Dropped[labels["reason"]] += value
 		case MetricClientState:
 			m.ClientState = &value
-		case MetricWatermarkCurrent:
-			m.WatermarkCurrent = &value
+		case MetricWatermarkSeconds:
+			m.WatermarkSeconds = &value
 		case MetricEventTimeTracking:
 			m.EventTimeTracking = &value
 		}

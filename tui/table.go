@@ -67,7 +67,7 @@ func WriteTable(w io.Writer, v Verdict) error {
 				branch = "-"
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", mark, p.Partition,
-				Time(p.WatermarkMs, v.At, false), lagCell(p.LagMs), moved, idle, timeout, skewCell(p.SkewMs),
+				Time(int64(p.WatermarkMs), v.At, false), lagCell(p.LagMs), moved, idle, timeout, skewCell(p.SkewMs),
 				status(p), branch)
 		}
 		if err := tw.Flush(); err != nil {

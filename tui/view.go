@@ -127,7 +127,7 @@ func (m Model) headerLines(w int) []string {
 
 func (m Model) globalTime(v *Verdict) string {
 	if m.raw {
-		return Time(v.GlobalMs, m.cfg.Clock.Now(), true)
+		return Time(int64(v.GlobalMs), m.cfg.Clock.Now(), true)
 	}
 	return v.GlobalIso
 }
@@ -255,7 +255,7 @@ func (m Model) columns(rows []*PartitionVerdict) []column {
 	}
 	cols := []column{
 		{title: "PARTITION", width: nameW, cell: func(p *PartitionVerdict) string { return p.Partition }},
-		{title: "WATERMARK", width: 9, cell: func(p *PartitionVerdict) string { return Time(p.WatermarkMs, now, m.raw) }},
+		{title: "WATERMARK", width: 9, cell: func(p *PartitionVerdict) string { return Time(int64(p.WatermarkMs), now, m.raw) }},
 		{title: "LAG", width: 6, right: true, cell: func(p *PartitionVerdict) string { return lagCell(p.LagMs) }},
 		{title: "MOVED", width: 7, right: true, drop: 1, cell: func(p *PartitionVerdict) string {
 			s := Duration(p.SinceAdvanceMs)
@@ -301,7 +301,7 @@ func (m Model) columns(rows []*PartitionVerdict) []column {
 		}})
 	}
 	cols = append(cols,
-		column{title: "LAST EVENT", width: 10, drop: 5, cell: func(p *PartitionVerdict) string { return Time(p.LastEventTimeMs, now, m.raw) }},
+		column{title: "LAST EVENT", width: 10, drop: 5, cell: func(p *PartitionVerdict) string { return Time(int64(p.LastEventTimeMs), now, m.raw) }},
 		column{title: "STATUS", width: 7, cell: status},
 	)
 	return cols

@@ -2,6 +2,9 @@ package config
 
 import (
 	"maps"
+	"os"
+	"os/user"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -145,7 +148,6 @@ func TestDefaultsUnchanged(t *testing.T) {
 		ProcessingHandler:             HandlerFail,
 		ProductionHandler:             HandlerFail,
 		DefaultTimestampExtractor:     "record",
-		StateDir:                      "/tmp/stoatflow",
 		TestDriverCommitPerPipe:       "true",
 		StoatflowChangelogEnabled:     "true",
 		WatermarkMaxOutOfOrdernessMs:  "10000",
@@ -155,6 +157,8 @@ func TestDefaultsUnchanged(t *testing.T) {
 		TimerKeyLaneAffinityRule:      VerdictWarn,
 		TimerLaneAffinityGuard:        VerdictError,
 		TimerLaneAffinitySampledCheck: VerdictWarn,
+		TopologyRekey:                 RekeyMemory,
+		RepartitionPurgeIntervalMs:    "30000",
 	}
 	if !maps.Equal(Defaults, want) {
 		t.Errorf("Defaults = %v\nwant %v", Defaults, want)
@@ -183,4 +187,16 @@ func TestKeyLines(t *testing.T) {
 // catalogue; -update rewrites it.
 func TestConfigurationDoc(t *testing.T) {
 	golden.Check(t, "./engine/config", "../../docs/configuration.md", Markdown())
+}
+
+// TestDefaultStateDirPerUser: the default state.dir is the user's own,
+// in the temporary directory.
+func TestDefaultStateDirPerUser(t *testing.T) {
+	dir := DefaultStateDir()
+	if filepath.Dir(dir) != filepath.Clean(os.TempDir()) || !strings.HasPrefix(filepath.Base(dir), "stoatflow-") || filepath.Base(dir) == "stoatflow-" {
+		t.Errorf("DefaultStateDir() = %s, want %s/stoatflow-<user>", dir, os.TempDir())
+	}
+	if u, err := user.Current(); err == nil && u.Username != "" && !strings.HasSuffix(dir, u.Username) {
+		t.Errorf("DefaultStateDir() = %s, not %s's", dir, u.Username)
+	}
 }

@@ -38,6 +38,16 @@ const (
 	WatermarkAutoIntervalMs      = "stoatflow.watermark.auto-interval-ms"
 	TimestampCoordinationMode    = "stoatflow.processing.timestamp-coordination-mode"
 
+	// TopologyRekey is how records cross a re-key boundary: memory (one
+	// instance, lane to lane) or topic (a repartition topic, any number
+	// of instances). RekeyMemory and RekeyTopic are its values.
+	TopologyRekey = "stoatflow.topology.rekey"
+	RekeyMemory   = "memory"
+	RekeyTopic    = "topic"
+	// RepartitionPurgeIntervalMs is Kafka Streams' key: how often records
+	// of repartition topics that every reader committed past are deleted.
+	RepartitionPurgeIntervalMs = "repartition.purge.interval.ms"
+
 	// The three timer lane-affinity checks, each off, warn or error: the
 	// build-time rule, the runtime guard on timers registered or deleted
 	// for the key being processed, and the sampled record-key check.

@@ -51,6 +51,10 @@
 //   - The null side of a left or outer stream-stream join is emitted only on
 //     the frontier, once the unmatched record's window has closed.
 //
+// A foreign-key join (TableJoinForeignKey) sends subscriptions to the
+// other table's key and responses back; join_fk.go defines its terms
+// (subscription, response, the primary store).
+//
 // Nulls: Go has no null for most types, so a missing join side or a null
 // narrowed to a non-nillable type is the zero value; give a side a pointer
 // value type (serde.Pointer) to tell the cases apart. Records that a null key

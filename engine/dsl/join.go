@@ -82,9 +82,9 @@ func streamTableJoin[K, V, VT, VR any](s KStream[K, V], t KTable[K, VT], joiner 
 
 // connectLookup connects node to the stores a lookup of t reads.
 func connectLookup[K, V any](node string, t KTable[K, V]) {
-	stores, ok := t.meta.lookupStores()
-	if !ok {
-		t.b.t.Fail(node, fmt.Errorf("table %s can be looked up neither in a store nor through the tables it derives from", t.node))
+	stores, err := t.meta.lookupStores()
+	if err != nil {
+		t.b.t.Fail(node, fmt.Errorf("table %s %w", t.node, err))
 		return
 	}
 	t.b.t.ConnectProcessorAndStateStores(node, stores...)

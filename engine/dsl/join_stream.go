@@ -288,7 +288,7 @@ func streamStreamJoin[K, V, VO, VR any](s KStream[K, V], other KStream[K, VO], j
 	b.t.AddStateStore(streamJoinWindowStore(thisStore, ks, vs, retention, size, j.thisSupplier, lg), thisWindowed, joinOther)
 	b.t.AddStateStore(streamJoinWindowStore(otherStore, ks, vos, retention, size, j.otherSupplier, lg), otherWindowed, joinThis)
 	if outerStore != "" {
-		b.t.AddStateStore(streamJoinOuterStore(outerStore, ks, vs, vos, j.thisSupplier, lg), joinThis, joinOther)
+		b.t.AddStateStore(outerJoinStore[K]{KeyValueBuilder: streamJoinOuterStore(outerStore, ks, vs, vos, j.thisSupplier, lg), this: thisSpan, other: otherSpan}, joinThis, joinOther)
 	}
 
 	if err := w.Validate(); err != nil {
@@ -372,7 +372,7 @@ func streamJoinWindowStore[K, V any](name string, ks serde.Serde[K], vs serde.Se
 
 // streamJoinOuterStore builds the store of unmatched records, on this
 // side's backend as in Kafka Streams.
-func streamJoinOuterStore[K, V, VO any](name string, ks serde.Serde[K], vs serde.Serde[V], vos serde.Serde[VO], supplier state.BytesSupplier, lg streamJoinLogging) state.StoreBuilder {
+func streamJoinOuterStore[K, V, VO any](name string, ks serde.Serde[K], vs serde.Serde[V], vos serde.Serde[VO], supplier state.BytesSupplier, lg streamJoinLogging) *state.KeyValueBuilder[outerJoinKey[K], []outerJoinValue] {
 	if supplier == nil {
 		supplier = state.Default()
 	}
@@ -386,6 +386,35 @@ func streamJoinOuterStore[K, V, VO any](name string, ks serde.Serde[K], vs serde
 	}
 	return sb
 }
+
+// OuterJoinStore is the store builder of a left or outer join's unmatched
+// records (Kafka Streams' shared outer store, KSTREAM-OUTERSHARED-...):
+// keys are TimestampedKeyAndJoinSide (8-byte timestamp, side, key),
+// values lists of LeftOrRightValue, both in Kafka Streams' layouts. It
+// tells tools that write its changelog (migrate) where the key that
+// picks a record's lane lies, and when a record's null-join is due.
+type OuterJoinStore interface {
+	state.StoreBuilder
+	// OuterJoinClose is the close time of the window of an unmatched
+	// record at ts of the join's first input (left) or second: the
+	// join emits its null-join once the frontier reaches it.
+	OuterJoinClose(ts int64, left bool) int64
+}
+
+// outerJoinStore is the outer store's builder with the join's windows.
+type outerJoinStore[K any] struct {
+	*state.KeyValueBuilder[outerJoinKey[K], []outerJoinValue]
+	this, other joinSpan
+}
+
+func (s outerJoinStore[K]) OuterJoinClose(ts int64, left bool) int64 {
+	if left {
+		return s.this.closeTime(ts)
+	}
+	return s.other.closeTime(ts)
+}
+
+var _ OuterJoinStore = outerJoinStore[string]{}
 
 // joinSpan is a join window seen from one side: a record of the side at t
 // pairs with the other side's records in [t - before, t + after].

@@ -55,7 +55,12 @@ import (
 // UntilBarrier buffer that emits early, a negative limit or bound.
 //
 // A suppressed table keeps its input's window close-time rule but has no
-// store of its own: it cannot be joined or looked up yet.
+// store of its own. Under the two watermark triggers a join can look it up
+// through the buffer, as Kafka Streams' KTableSuppressProcessorSupplier's
+// value getter does: a key that is buffered reads what downstream saw
+// last (the buffered prior value, with an unknown timestamp), any other
+// key reads the input table. A table suppressed UntilBarrier cannot be
+// looked up (its buffer has no store); Build refuses a join of it.
 func (t KTable[K, V]) Suppress(s Suppressed, opts ...Named) KTable[K, V] {
 	b := t.b
 	name := named(opts)
@@ -127,8 +132,74 @@ func (t KTable[K, V]) Suppress(s Suppressed, opts ...Named) KTable[K, V] {
 		b.t.RequireEventTime(node, "suppress")
 	}
 	meta := &tableMeta{closeTime: closeTime}
+	if store != "" {
+		meta.view = suppressView[K, V](t.meta, opt)
+	} else {
+		meta.noLookup = fmt.Errorf("cannot be looked up: it reads %s, suppressed until the barrier, whose buffer lives in the suppress processor's memory only: join before suppressing, or suppress until a time limit", node)
+	}
 	return KTable[K, V]{b: b, node: node, keySerde: t.keySerde, valueSerde: t.valueSerde, meta: meta, sources: t.sources}
 }
+
+// suppressView looks up a table suppressed by a watermark trigger (keys K,
+// values V; parent is the suppressed input), as Kafka Streams'
+// KTableSuppressProcessorSupplier.view: a key in the buffer reads its
+// prior value, the value its last release (or the input before the first
+// buffered update) left downstream, so that a join sees only what the
+// suppression has let through; a key not buffered reads the parent, which
+// then equals what was released. Only the suppress processor writes the
+// buffer: the view reads its store and nothing of its in-memory index.
+func suppressView[K, V any](parent *tableMeta, opt suppressOptions) *tableView {
+	return &tableView{
+		parents: []*tableMeta{parent},
+		stores:  []string{opt.store},
+		open: func(ctx processor.Context[any, any]) (lookup, error) {
+			get, err := openLookup[K, V](ctx, parent)
+			if err != nil {
+				return nil, err
+			}
+			topic, err := opt.init(ctx)
+			if err != nil {
+				return nil, err
+			}
+			store, err := processor.KeyValueStore[[]byte, []byte](ctx, opt.store)
+			if err != nil {
+				return nil, err
+			}
+			return func(key any) (any, int64, error) {
+				kb, err := opt.serializeKey(topic, key)
+				if err != nil {
+					return nil, 0, fmt.Errorf("suppress buffer %s: %w", opt.store, err)
+				}
+				stored, found, err := store.Get(kb)
+				if err != nil {
+					return nil, 0, fmt.Errorf("suppress buffer %s: %w", opt.store, err)
+				}
+				if !found {
+					return get(key)
+				}
+				v, err := decodeSuppressValue(stored)
+				if err != nil {
+					return nil, 0, fmt.Errorf("suppress buffer %s: key %x: %w", opt.store, kb, err)
+				}
+				prior, err := opt.values.DeserializeAny(topic, v.prior)
+				if err != nil || absent(prior) {
+					if err != nil {
+						err = fmt.Errorf("suppress buffer %s: deserialize prior value with serde %s: %w", opt.store, opt.values.Name(), err)
+					}
+					return nil, 0, err
+				}
+				return prior, suppressUnknownTimestamp, nil
+			}, nil
+		},
+	}
+}
+
+// suppressUnknownTimestamp is the timestamp a buffered key's prior value
+// is read with: the buffer keeps only the prior value, not when it was
+// written, and Kafka Streams answers RecordQueue.UNKNOWN (-1) there. A
+// table-table join takes the larger of its two sides' timestamps, so the
+// other side's wins.
+const suppressUnknownTimestamp = -1
 
 // suppressPrefix is Kafka Streams' prefix for suppress nodes and stores.
 const suppressPrefix = "KTABLE-SUPPRESS-"

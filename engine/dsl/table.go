@@ -54,6 +54,9 @@ type tableMeta struct {
 	// view computes the values of a table that has no store from the
 	// tables it derives from (see table_ops.go); nil when store is set.
 	view *tableView
+	// noLookup, set when store and view are not, says why the table
+	// cannot be looked up (it reads "can ..." after the table's name).
+	noLookup error
 }
 
 // Node is the name of the node whose output the table is.
@@ -72,7 +75,9 @@ func Table[K, V any](b *Builder, topic string, consumed Consumed[K, V], material
 	if source == "" {
 		source = b.t.GeneratedName(sourcePrefix)
 	}
-	b.t.AddSource(source, consumed.Spec(topic))
+	spec := consumed.Spec(topic)
+	spec.Table = true
+	b.t.AddSource(source, spec)
 	name := b.t.GeneratedName(tableSourcePrefix)
 	ks, vs := orSerde(m.keySerde, consumed.KeySerde()), orSerde(m.valueSerde, consumed.ValueSerde())
 	meta := &tableMeta{store: storeName}

@@ -3,6 +3,7 @@ package dsl
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/stoatflow/stoatctl/engine/processor"
 	"github.com/stoatflow/stoatctl/engine/serde"
@@ -292,31 +293,41 @@ type lookup func(key any) (value any, timestamp int64, err error)
 type tableView struct {
 	// parents are the tables the view reads.
 	parents []*tableMeta
+	// stores are the stores the view reads itself, besides its parents'
+	// (a suppress buffer).
+	stores []string
 	// open makes the lookup for one processor instance, in its Init.
 	open func(ctx processor.Context[any, any]) (lookup, error)
 }
 
 // lookupStores lists the stores a processor reading the table must be
 // connected to. A table with neither store nor view (one another part of
-// the DSL built without either) cannot be looked up: ok is false.
-func (m *tableMeta) lookupStores() (stores []string, ok bool) {
+// the DSL built without either) cannot be looked up: the error says why,
+// naming the table at fault when it is not the one asked about.
+func (m *tableMeta) lookupStores() ([]string, error) {
 	switch {
 	case m == nil:
-		return nil, false
+		return nil, errNoLookup
 	case m.store != "":
-		return []string{m.store}, true
+		return []string{m.store}, nil
+	case m.noLookup != nil:
+		return nil, m.noLookup
 	case m.view == nil:
-		return nil, false
+		return nil, errNoLookup
 	}
+	stores := slices.Clone(m.view.stores)
 	for _, p := range m.view.parents {
-		s, ok := p.lookupStores()
-		if !ok {
-			return nil, false
+		s, err := p.lookupStores()
+		if err != nil {
+			return nil, err
 		}
 		stores = mergeSources(stores, s)
 	}
-	return stores, true
+	return stores, nil
 }
+
+// errNoLookup is why a table without store or view cannot be looked up.
+var errNoLookup = errors.New("can be looked up neither in a store nor through the tables it derives from")
 
 // openLookup makes a lookup of the table meta describes, whose keys are K
 // and values V. It runs in a processor's Init, so it sees the topology
@@ -327,8 +338,10 @@ func openLookup[K, V any](ctx processor.Context[any, any], meta *tableMeta) (loo
 		return storeLookup[K, V](ctx, meta.store)
 	case meta != nil && meta.view != nil:
 		return meta.view.open(ctx)
+	case meta != nil && meta.noLookup != nil:
+		return nil, meta.noLookup
 	}
-	return nil, errors.New("table can be looked up neither in a store nor through the tables it derives from")
+	return nil, fmt.Errorf("table %w", errNoLookup)
 }
 
 func storeLookup[K, V any](ctx processor.Context[any, any], name string) (lookup, error) {

@@ -44,6 +44,9 @@ const (
 	// transaction coordinator lets a transaction stay open before it
 	// aborts it and fences the producer. Default franz-go's 40 s.
 	TransactionTimeoutMs = "transaction.timeout.ms"
+	// DefaultTransactionTimeout is transaction.timeout.ms when it is not
+	// set: franz-go's.
+	DefaultTransactionTimeout = 40 * time.Second
 )
 
 // Processing guarantees, the values of processing.guarantee.

@@ -24,10 +24,12 @@ const (
 	MessageTimestampType = "message.timestamp.type"
 )
 
-// Cleanup policies of changelog topics.
+// Cleanup policies of changelog topics, and of repartition topics
+// (PolicyDelete).
 const (
 	PolicyCompact       = "compact"
 	PolicyCompactDelete = "compact,delete"
+	PolicyDelete        = "delete"
 )
 
 // TopicSpec is what an internal topic must look like.

@@ -17,6 +17,12 @@ type Credit struct {
 
 	mu    sync.Mutex
 	avail int64
+	// limit caps what may be outstanding (taken and not given back) at
+	// once, at most size: the lane lowers it when it processes slowly, so
+	// that what waits ahead of a barrier is worth no more than the lane's
+	// target time (Lane.pace). A hand-over larger than the limit goes
+	// through alone, when nothing else is outstanding.
+	limit int64
 	// wake is closed, and replaced, when credit comes back while a
 	// producer waits.
 	wake chan struct{}
@@ -27,7 +33,35 @@ type Credit struct {
 }
 
 // NewCredit returns a budget of size records, all available.
-func NewCredit(size int64) *Credit { return &Credit{size: size, avail: size} }
+func NewCredit(size int64) *Credit { return &Credit{size: size, avail: size, limit: size} }
+
+// SetLimit caps the records outstanding at once at n, within [1, size].
+// Raising it wakes a waiting producer.
+func (c *Credit) SetLimit(n int64) {
+	n = min(max(n, 1), c.size)
+	c.mu.Lock()
+	raised := n > c.limit
+	c.limit = n
+	if raised && c.wake != nil {
+		close(c.wake)
+		c.wake = nil
+	}
+	c.mu.Unlock()
+}
+
+// Limit is the cap on the records outstanding at once (SetLimit).
+func (c *Credit) Limit() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.limit
+}
+
+// short says a take of n records must wait: the budget lacks them, or
+// they would put more than the limit outstanding while some already are.
+func (c *Credit) short(n int64) bool {
+	out := c.size - c.avail
+	return c.avail < n || out > 0 && out+n > c.limit
+}
 
 // Waits is how many times a producer had to wait for credit.
 func (c *Credit) Waits() int64 { return c.waits.Load() }
@@ -38,13 +72,13 @@ func (c *Credit) Waits() int64 { return c.waits.Load() }
 func (c *Credit) Take(ctx context.Context, n int64) (int64, error) {
 	n = min(n, c.size)
 	c.mu.Lock()
-	if c.avail >= n {
+	if !c.short(n) {
 		c.avail -= n
 		c.mu.Unlock()
 		return n, nil
 	}
 	c.waits.Add(1)
-	for c.avail < n {
+	for c.short(n) {
 		if c.wake == nil {
 			c.wake = make(chan struct{})
 		}

@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/stoatflow/stoatctl/engine/barrier"
 	"github.com/stoatflow/stoatctl/engine/task"
@@ -134,7 +135,27 @@ type Env struct {
 	// gives back at once while it has more input (the dispatcher's batch
 	// size, or the queue size when that is smaller).
 	GiveBack int
+	// Pace, when positive, is how much of the lane's own processing time
+	// its producers may queue ahead of it: the lane measures its rate and
+	// caps each producer's outstanding credit at rate × Pace, so that a
+	// barrier cut behind the queue is crossed within about Pace however
+	// slow the lane's records are (a slow join, a processor that calls a
+	// service). Decision 0025.
+	Pace time.Duration
 }
+
+// paceWindow is how much busy time a lane measures before it sets its
+// producers' limits anew.
+const paceWindow = 100 * time.Millisecond
+
+// paceStart is each producer's limit before the lane has measured its
+// rate (Env.Pace).
+const paceStart = 32
+
+// paceEvery is how many records a lane processes between two looks at
+// the clock within a batch, so that a batch of slow records sets the
+// limits before it ends.
+const paceEvery = 16
 
 // Lane is one lane: it runs its tasks on one goroutine (Run). Its fields
 // are owned by that goroutine, except partTimes (the map under ptMu, the
@@ -183,6 +204,15 @@ type Lane struct {
 	// tests (atomic: they read it while the lane runs).
 	stashPeak atomic.Int64
 
+	// recvAt is when the batch in progress was received (zero between
+	// batches); busy and done are the processing time and the records
+	// processed since the producers' limits were last set (Env.Pace).
+	// batchLimit is the limit the dispatcher sizes its batches by.
+	recvAt     time.Time
+	busy       time.Duration
+	done       int64
+	batchLimit atomic.Int64
+
 	// epoch and floor are what the lane's work runs under now; they
 	// follow proto at each barrier's Enter step.
 	epoch int64
@@ -221,6 +251,7 @@ func New(g *Group, cfg Config, env *Env) *Lane {
 	l := &Lane{cfg: cfg, env: env, group: g,
 		floor: cfg.Floor, proto: barrier.NewLane(cfg.Floor), pinned: noPin, fwdFloor: noPin, cur: &noItem,
 		partTimes: map[watermark.Partition]*atomic.Int64{}, epoch: 1}
+	l.batchLimit.Store(math.MaxInt64)
 	if cfg.CoalesceBytes > 0 {
 		l.coalesce = newCoalescer(cfg.CoalesceBytes)
 	}
@@ -238,6 +269,15 @@ func (l *Lane) open(producers, queue int) {
 	l.credits = make([]*Credit, producers)
 	for slot := range l.credits {
 		l.credits[slot] = NewCredit(int64(queue))
+		if l.env.Pace > 0 {
+			// Until the lane has measured its rate, its producers start
+			// small: a first batch of slow records must not hold the
+			// first barrier back for minutes.
+			l.credits[slot].SetLimit(paceStart)
+		}
+	}
+	if l.env.Pace > 0 {
+		l.batchLimit.Store(paceStart)
 	}
 	l.owed = make([]int64, producers)
 	// Room for every record a producer's credit covers, one channel slot
@@ -399,6 +439,7 @@ func (l *Lane) Run(ctx context.Context) (err error) {
 		if len(l.replay) == 0 {
 			// About to wait for input: what was processed is given back
 			// to its producers first.
+			l.pace(false)
 			l.giveBack()
 			if cap(l.batch) >= BatchSize {
 				// Nothing holds a drained batch any more (a barrier
@@ -410,6 +451,9 @@ func (l *Lane) Run(ctx context.Context) (err error) {
 			case <-ctx.Done():
 				return nil
 			case l.batch = <-l.in:
+			}
+			if l.env.Pace > 0 {
+				l.recvAt = time.Now()
 			}
 			l.replay = l.batch
 			continue
@@ -443,6 +487,37 @@ func (l *Lane) panicked(r any) error {
 	return fmt.Errorf("lane %d of sub-topology %d, %s, %s: %w", l.cfg.Index, l.cfg.Sub, id, what, pe)
 }
 
+// pace ends a busy period (a batch processed) and, once it has measured
+// enough of them, caps every producer's outstanding credit at what the
+// lane processes in Env.Pace at its measured rate. A lane that waits on
+// something else while it processes (the committer's credit, a
+// downstream lane) measures the rate it achieves, which is the one that
+// counts.
+func (l *Lane) pace(more bool) {
+	if l.recvAt.IsZero() {
+		return
+	}
+	now := time.Now()
+	l.busy += now.Sub(l.recvAt)
+	l.recvAt = time.Time{}
+	if more {
+		l.recvAt = now
+	}
+	if l.busy < paceWindow {
+		return
+	}
+	limit := int64(float64(l.done) / l.busy.Seconds() * l.env.Pace.Seconds())
+	for _, c := range l.credits {
+		c.SetLimit(limit)
+	}
+	l.batchLimit.Store(max(limit, 1))
+	l.busy, l.done = 0, 0
+}
+
+// BatchLimit is the most records a producer should hand the lane at once
+// now: the pace limit (Env.Pace), or no limit.
+func (l *Lane) BatchLimit() int64 { return l.batchLimit.Load() }
+
 // giveBack returns the credit of the records processed to their
 // producers.
 func (l *Lane) giveBack() {
@@ -471,6 +546,9 @@ func (l *Lane) handle(it *Item) (done bool, err error) {
 	}
 	if it.kind == itemRecord {
 		err := l.process(it)
+		if l.done++; l.done%paceEvery == 0 && l.env.Pace > 0 {
+			l.pace(true)
+		}
 		if l.owed[it.from]++; l.owed[it.from] >= int64(l.env.GiveBack) {
 			l.credits[it.from].Give(l.owed[it.from])
 			l.owed[it.from] = 0

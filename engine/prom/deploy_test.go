@@ -2,13 +2,19 @@ package prom_test
 
 import (
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/stoatflow/stoatctl/engine/metrics"
 	"github.com/stoatflow/stoatctl/engine/prom"
+	"github.com/stoatflow/stoatctl/engine/watermark"
 )
 
 // TestShippedQueriesUseExportedFamilies: every stoatflow_ series the alert
@@ -84,5 +90,51 @@ func TestRulesWithPromtool(t *testing.T) {
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Errorf("promtool %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
+	}
+}
+
+// TestScrapeWithPromtool serves every family at the debug level over HTTP
+// and runs promtool check metrics on what a GET /metrics returns: it must
+// say nothing (no abbreviated unit, no counter without _total, no
+// non-base unit). The end-to-end test in cmd does the same on a running
+// engine.
+func TestScrapeWithPromtool(t *testing.T) {
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("promtool is not installed; CI needs Debian's prometheus package (scripts/test.sh installs it)")
+		}
+		t.Skip("promtool is not installed (Debian's prometheus package)")
+	}
+	sample := func() prom.Sample {
+		return prom.Sample{State: "RUNNING", EventTime: true, Global: 1_700_000_000_000, LagMs: 1500, BarrierInterval: 500 * time.Millisecond,
+			Partitions: []watermark.PartitionState{{Partition: watermark.Partition{Topic: "in", Partition: 0}, Watermark: 1_700_000_000_000,
+				LastEventTime: 1_700_000_001_000, IdlenessTimeout: time.Minute}},
+			RecordsIn: map[string]int64{"in": 3}, RecordsOut: map[string]int64{"out": 1}, Lag: map[string]int64{"in": 2},
+			Segments: []prom.StoreSegments{{Store: "win", Type: "timestamped-window", Segments: 3}}}
+	}
+	m := prom.New(prom.Debug, sample, metrics.NewRegistry())
+	m.Committed(10, 20*time.Millisecond)
+	m.Late(watermark.Partition{Topic: "in", Partition: 0})
+	srv := httptest.NewServer(m.Handler())
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range prom.Families {
+		if !strings.Contains(string(body), "# TYPE "+f.Name+" ") {
+			t.Errorf("the scrape lacks %s", f.Name)
+		}
+	}
+	cmd := exec.Command(promtool, "check", "metrics")
+	cmd.Stdin = strings.NewReader(string(body))
+	if out, err := cmd.CombinedOutput(); err != nil || len(strings.TrimSpace(string(out))) > 0 {
+		t.Errorf("promtool check metrics: %v\n%s", err, out)
 	}
 }

@@ -58,8 +58,8 @@ type Family struct {
 
 // Family names.
 const (
-	WatermarkCurrent        = "stoatflow_watermark_current"
-	WatermarkLagMs          = "stoatflow_watermark_lag_ms"
+	WatermarkTimestamp      = "stoatflow_watermark_timestamp_seconds"
+	WatermarkLag            = "stoatflow_watermark_lag_seconds"
 	WatermarkAdvance        = "stoatflow_watermark_advance_total"
 	DroppedRecords          = "stoatflow_dropped_records_total"
 	WatermarkPreview        = "stoatflow_watermark_preview_partitions"
@@ -80,11 +80,11 @@ const (
 	Restoring               = "stoatflow_restoration_active"
 	RestoredRecords         = "stoatflow_restoration_records_total"
 	RestoreRemaining        = "stoatflow_restoration_remaining_records"
-	PartitionWatermark      = "stoatflow_watermark_partition_current"
+	PartitionWatermark      = "stoatflow_watermark_partition_timestamp_seconds"
 	PartitionIdle           = "stoatflow_watermark_partition_idle"
 	LateRecords             = "stoatflow_watermark_late_records_total"
-	OutOfOrdernessMax       = "stoatflow_watermark_out_of_orderness_max"
-	PartitionLastEventTime  = "stoatflow_watermark_partition_last_event_time"
+	OutOfOrderness          = "stoatflow_watermark_out_of_orderness_seconds"
+	PartitionLastEventTime  = "stoatflow_watermark_partition_last_event_timestamp_seconds"
 	PartitionIdlenessTimout = "stoatflow_watermark_partition_idleness_timeout_seconds"
 	StoreSegmentCount       = "stoatflow_store_segments"
 )
@@ -98,8 +98,8 @@ var Reasons = []string{"late_window", "late_session", "no_event_time", "deserial
 // Families is every family the engine exports, in the order of
 // docs/metrics.md.
 var Families = []Family{
-	{WatermarkCurrent, Gauge, nil, Info, "The global watermark in epoch milliseconds: the minimum over the non-idle source partitions; -1 before the first."},
-	{WatermarkLagMs, Gauge, nil, Info, "Wall clock minus the global watermark, in milliseconds, sampled about once a second whether or not the watermark moved; -1 before the first watermark."},
+	{WatermarkTimestamp, Gauge, nil, Info, "The global watermark, in seconds since the epoch (millisecond precision): the minimum over the non-idle source partitions; absent before the first."},
+	{WatermarkLag, Gauge, nil, Info, "Wall clock minus the global watermark, in seconds, sampled about once a second whether or not the watermark moved; absent before the first watermark."},
 	{WatermarkAdvance, Counter, nil, Info, "How often the global watermark moved forward."},
 	{DroppedRecords, Counter, []string{"reason"}, Info, "Records dropped on purpose, by reason: late_window and late_session (their window had closed), no_event_time (no event time at the source), deserialization and processing (skipped by a continue handler), null_key and null_value."},
 	{WatermarkPreview, Gauge, nil, Info, "Partitions whose next record waits behind older records and counts toward the watermark as if processed; always 0, the engine has no preview."},
@@ -121,12 +121,12 @@ var Families = []Family{
 	{RestoreRemaining, Gauge, nil, Info, "While restoring, about how many changelog records are still to read (an upper bound: transaction markers count); 0 otherwise."},
 	{RestoredRecords, Counter, nil, Info, "Changelog records applied while restoring, over every restoration of this run."},
 	{StoreSegmentCount, Gauge, []string{"store_name", "store_type"}, Info, "Segments each window and session store holds data in, over every lane: it follows the expiry clock (the emit frontier or the committed watermark), not the write volume, and grows while the watermark stalls."},
-	{PartitionWatermark, Gauge, []string{"topic", "partition"}, Debug, "Each source partition's own watermark, epoch milliseconds; -1 before its first."},
+	{PartitionWatermark, Gauge, []string{"topic", "partition"}, Debug, "Each source partition's own watermark, in seconds since the epoch; absent before its first."},
 	{PartitionIdle, Gauge, []string{"topic", "partition"}, Debug, "1 when the partition is idle and excluded from the global watermark."},
-	{PartitionLastEventTime, Gauge, []string{"topic", "partition"}, Debug, "The largest event time seen on the partition, epoch milliseconds; -1 before the first."},
+	{PartitionLastEventTime, Gauge, []string{"topic", "partition"}, Debug, "The largest event time seen on the partition, in seconds since the epoch; absent before the first."},
 	{PartitionIdlenessTimout, Gauge, []string{"topic", "partition"}, Debug, "The idleness timeout in force for the partition, in seconds; 0 when it never idles."},
 	{LateRecords, Counter, []string{"topic", "partition"}, Debug, "Arrivals behind the watermark, most of them still inside grace and folded in."},
-	{OutOfOrdernessMax, Gauge, nil, Debug, "The spread between the most and least advanced non-idle partition watermarks, in milliseconds."},
+	{OutOfOrderness, Gauge, nil, Debug, "The spread between the most and least advanced non-idle partition watermarks, in seconds; absent while no non-idle partition has a watermark."},
 }
 
 // StateValue is ClientState's number for an engine state; a RUNNING

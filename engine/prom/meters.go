@@ -21,8 +21,8 @@ type Sample struct {
 	// Global is the global watermark, watermark.Unset before the first.
 	Global     int64
 	Partitions []watermark.PartitionState
-	// LagMs is the last once-a-second lag sample, -1 before the first
-	// watermark.
+	// LagMs is the last once-a-second lag sample, in milliseconds;
+	// negative before the first watermark (the series is then absent).
 	LagMs            int64
 	QueuedBatches    int
 	BarrierInterval  time.Duration
@@ -125,11 +125,13 @@ func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	}
 }
 
-func ms(v int64) float64 {
-	if v == watermark.Unset || v < 0 {
-		return -1
+// timestamp emits an epoch-millisecond time as seconds, and nothing for
+// watermark.Unset or a negative time: Prometheus' convention is an
+// absent series, not a sentinel a query must know to filter out.
+func timestamp(emit func(float64), v int64) {
+	if v != watermark.Unset && v >= 0 {
+		emit(float64(v) / 1000)
 	}
-	return float64(v)
 }
 
 func (c collector) Collect(ch chan<- prometheus.Metric) {
@@ -142,8 +144,10 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge := prometheus.GaugeValue
 	counter := prometheus.CounterValue
-	emit(WatermarkCurrent, gauge, ms(s.Global))
-	emit(WatermarkLagMs, gauge, float64(s.LagMs))
+	timestamp(func(v float64) { emit(WatermarkTimestamp, gauge, v) }, s.Global)
+	if s.LagMs >= 0 {
+		emit(WatermarkLag, gauge, float64(s.LagMs)/1000)
+	}
 	emit(WatermarkPreview, gauge, 0)
 	emit(EventTimeTracking, gauge, b2f(s.EventTime))
 	emit(ClientState, gauge, StateValue(s.State, s.Paused))
@@ -182,9 +186,9 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 			}
 		}
 		part := strconv.Itoa(int(p.Partition.Partition))
-		emit(PartitionWatermark, gauge, ms(p.Watermark), p.Topic, part)
+		timestamp(func(v float64) { emit(PartitionWatermark, gauge, v, p.Topic, part) }, p.Watermark)
 		emit(PartitionIdle, gauge, b2f(p.Idle), p.Topic, part)
-		emit(PartitionLastEventTime, gauge, ms(p.LastEventTime), p.Topic, part)
+		timestamp(func(v float64) { emit(PartitionLastEventTime, gauge, v, p.Topic, part) }, p.LastEventTime)
 		emit(PartitionIdlenessTimout, gauge, p.IdlenessTimeout.Seconds(), p.Topic, part)
 	}
 	for _, sg := range s.Segments {
@@ -192,7 +196,9 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	emit(WatermarkPartitions, gauge, float64(active), "active")
 	emit(WatermarkPartitions, gauge, float64(idle), "idle")
-	emit(OutOfOrdernessMax, gauge, float64(hi-lo))
+	if any {
+		emit(OutOfOrderness, gauge, float64(hi-lo)/1000)
+	}
 
 	dropped := map[string]float64{}
 	for _, r := range Reasons {

@@ -50,11 +50,48 @@ func TestFamiliesAreExported(t *testing.T) {
 			}
 		}
 		for _, want := range []string{`stoatflow_dropped_records_total{reason="deserialization"} 2`, `stoatflow_dropped_records_total{reason="late_window"} 0`,
-			"stoatflow_client_state 4", "stoatflow_watermark_lag_ms 5",
+			"stoatflow_client_state 4", "stoatflow_watermark_lag_seconds 0.005", "stoatflow_watermark_timestamp_seconds 1\n",
 			`stoatflow_store_segments{store_name="win",store_type="timestamped-window"} 3`, "stoatflow_epoch_records_count 1"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("level %s: scrape lacks %q", level, want)
 			}
+		}
+	}
+}
+
+// TestNoSentinels scrapes an engine before its first watermark: the
+// watermark, lag, per-partition time and spread series are absent, not -1
+// or math.MinInt64, and come once there is a value.
+func TestNoSentinels(t *testing.T) {
+	p := watermark.PartitionState{Partition: watermark.Partition{Topic: "in", Partition: 0}, Watermark: watermark.Unset, LastEventTime: watermark.Unset}
+	before := func() prom.Sample {
+		return prom.Sample{State: "RUNNING", EventTime: true, Global: watermark.Unset, LagMs: -1, Partitions: []watermark.PartitionState{p}}
+	}
+	out := scrape(t, prom.New(prom.Debug, before, metrics.NewRegistry()))
+	for _, name := range []string{prom.WatermarkTimestamp, prom.WatermarkLag, prom.PartitionWatermark, prom.PartitionLastEventTime, prom.OutOfOrderness} {
+		for l := range strings.Lines(out) {
+			if strings.HasPrefix(l, name+" ") || strings.HasPrefix(l, name+"{") {
+				t.Errorf("before the first watermark: %s", strings.TrimSpace(l))
+			}
+		}
+	}
+	for l := range strings.Lines(out) {
+		if strings.HasPrefix(l, "stoatflow_") && (strings.HasSuffix(l, " -1\n") || strings.Contains(l, "e+18")) {
+			t.Errorf("a sentinel in the scrape: %s", strings.TrimSpace(l))
+		}
+	}
+	after := func() prom.Sample {
+		q := p
+		q.Watermark, q.LastEventTime = 1_700_000_000_123, 1_700_000_000_500
+		return prom.Sample{State: "RUNNING", EventTime: true, Global: 1_700_000_000_123, LagMs: 2500, Partitions: []watermark.PartitionState{q}}
+	}
+	out = scrape(t, prom.New(prom.Debug, after, metrics.NewRegistry()))
+	for _, want := range []string{"stoatflow_watermark_timestamp_seconds 1.700000000123e+09", "stoatflow_watermark_lag_seconds 2.5",
+		`stoatflow_watermark_partition_timestamp_seconds{partition="0",topic="in"} 1.700000000123e+09`,
+		`stoatflow_watermark_partition_last_event_timestamp_seconds{partition="0",topic="in"} 1.7000000005e+09`,
+		"stoatflow_watermark_out_of_orderness_seconds 0\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("scrape lacks %q", want)
 		}
 	}
 }

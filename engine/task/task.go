@@ -577,10 +577,10 @@ func (t *Task) processDecoded(src *node, in *Input, key, value any, e hop.Entry)
 	if ts > pt {
 		*ptp = ts
 	}
-	if !t.sub.Global {
-		// A global store's updates are not the application's event time:
-		// a bulk load stamped in the future must not make stream records
-		// late.
+	if !t.sub.Global && !src.spec.Source.Table {
+		// A global store's or a table's updates are not the
+		// application's event time: a bulk load stamped in the future
+		// must not make stream records late (topology.SourceSpec.Table).
 		t.time.ObserveStreamTime(ts)
 	}
 	prevFloor := t.floor

@@ -254,12 +254,16 @@ type anyTable interface {
 	filter(name string, pred func(key, value any) bool, not bool) anyTable
 	mapValues(name string, fn func(key, value any) any, info flowInfo) anyTable
 	toStream(name string) anyStream
-	suppress(s dsl.Suppressed, name string) anyTable
+	suppress(s dsl.Suppressed, name, at string, barrier bool) anyTable
 }
 
 type tableFlow[K any] struct {
 	t    dsl.KTable[K, any]
 	info flowInfo
+	// noLookup, when set, is the step that makes the table impossible to
+	// look up, so to join: a suppress until the barrier, whose buffer
+	// lives in memory only. Filter and map-values carry it on.
+	noLookup string
 }
 
 func (t *tableFlow[K]) kind() string    { return "a table" }
@@ -284,22 +288,28 @@ func tableOpts(name string) []dsl.TableOption {
 func (t *tableFlow[K]) filter(name string, pred func(key, value any) bool, not bool) anyTable {
 	p := func(k K, v any) bool { return pred(k, v) }
 	if not {
-		return &tableFlow[K]{t: t.t.FilterNot(p, tableOpts(name)...), info: t.info}
+		return &tableFlow[K]{t: t.t.FilterNot(p, tableOpts(name)...), info: t.info, noLookup: t.noLookup}
 	}
-	return &tableFlow[K]{t: t.t.Filter(p, tableOpts(name)...), info: t.info}
+	return &tableFlow[K]{t: t.t.Filter(p, tableOpts(name)...), info: t.info, noLookup: t.noLookup}
 }
 
 func (t *tableFlow[K]) mapValues(name string, fn func(key, value any) any, info flowInfo) anyTable {
 	nt := dsl.MapTableValues(t.t, func(k K, v any) any { return fn(k, v) }, tableOpts(name)...)
-	return &tableFlow[K]{t: nt, info: info}
+	return &tableFlow[K]{t: nt, info: info, noLookup: t.noLookup}
 }
 
 func (t *tableFlow[K]) toStream(name string) anyStream {
 	return &streamFlow[K]{s: t.t.ToStream(named(name)...), info: t.info}
 }
 
-func (t *tableFlow[K]) suppress(s dsl.Suppressed, name string) anyTable {
-	return &tableFlow[K]{t: t.t.Suppress(s, named(name)...), info: t.info}
+// suppress suppresses the table; at names the step, for a join that
+// cannot read a table suppressed until the barrier.
+func (t *tableFlow[K]) suppress(s dsl.Suppressed, name, at string, barrier bool) anyTable {
+	out := &tableFlow[K]{t: t.t.Suppress(s, named(name)...), info: t.info, noLookup: t.noLookup}
+	if barrier {
+		out.noLookup = at
+	}
+	return out
 }
 
 // The processors behind the stream steps. They run the step's function

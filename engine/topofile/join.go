@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/expr-lang/expr/types"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/stoatflow/stoatctl/engine/dsl"
 	"github.com/stoatflow/stoatctl/engine/window"
@@ -112,6 +113,9 @@ func (c *compiler) joinStep(st *step) (flow, bool) {
 			}
 			return &streamFlow[any]{s: out, info: info}, true
 		case *tableFlow[any]:
+			if !c.readable(wn, st, o) {
+				return nil, false
+			}
 			if bad := c.refuse(st, f, windowOpts, "a stream-table join has no window"); bad {
 				return nil, false
 			}
@@ -138,6 +142,9 @@ func (c *compiler) joinStep(st *step) (flow, bool) {
 			c.errf(wn, "%s: a table joins another table, but %s is %s (to join a stream with a table, start from the stream)", st.what, otherName, other.kind())
 			return nil, false
 		}
+		if !c.readable(st.at, st, in) || !c.readable(wn, st, o) {
+			return nil, false
+		}
 		if bad := c.refuse(st, f, windowOpts, "a table-table join has no window"); bad {
 			return nil, false
 		}
@@ -159,6 +166,19 @@ func (c *compiler) joinStep(st *step) (flow, bool) {
 	}
 	c.errf(st.at, "%s: cannot join %s with %s", st.what, st.in.kind(), other.kind())
 	return nil, false
+}
+
+// readable reports, at n, a join input that cannot be looked up: a table
+// suppressed until the barrier keeps its buffer in the suppress
+// processor's memory, which no join can read (the DSL's Build refuses it
+// too, without the file position). A table suppressed until a time limit
+// or a window's close is read through its buffer.
+func (c *compiler) readable(n *yaml.Node, st *step, t *tableFlow[any]) bool {
+	if t.noLookup == "" {
+		return true
+	}
+	c.errf(n, "%s: cannot join a table suppressed until the barrier (%s): its buffer lives in memory only, where no join can read it; join before suppressing, or suppress until a time limit", st.what, t.noLookup)
+	return false
 }
 
 // refuse reports the first of keys present, which the join does not take.

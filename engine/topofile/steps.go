@@ -38,34 +38,36 @@ var stepFuncs map[string]stepFunc
 
 func init() {
 	stepFuncs = map[string]stepFunc{
-		"filter":           (*compiler).filterStep,
-		"filter-not":       (*compiler).filterStep,
-		"map":              (*compiler).mapStep,
-		"map-values":       (*compiler).mapValuesStep,
-		"flat-map":         (*compiler).flatMapStep,
-		"flat-map-values":  (*compiler).flatMapValuesStep,
-		"select-key":       (*compiler).selectKeyStep,
-		"peek":             (*compiler).peekStep,
-		"merge":            (*compiler).mergeStep,
-		"split":            (*compiler).splitStep,
-		"repartition":      (*compiler).repartitionStep,
-		"to":               (*compiler).toStep,
-		"group-by-key":     (*compiler).groupByKeyStep,
-		"group-by":         (*compiler).groupByStep,
-		"window":           (*compiler).windowStep,
-		"count":            (*compiler).aggregationStep,
-		"sum":              (*compiler).aggregationStep,
-		"min":              (*compiler).aggregationStep,
-		"max":              (*compiler).aggregationStep,
-		"reduce":           (*compiler).aggregationStep,
-		"aggregate":        (*compiler).aggregationStep,
-		"suppress":         (*compiler).suppressStep,
-		"to-stream":        (*compiler).toStreamStep,
-		"join":             (*compiler).joinStep,
-		"left-join":        (*compiler).joinStep,
-		"outer-join":       (*compiler).joinStep,
-		"join-global":      (*compiler).globalJoinStep,
-		"left-join-global": (*compiler).globalJoinStep,
+		"filter":                (*compiler).filterStep,
+		"filter-not":            (*compiler).filterStep,
+		"map":                   (*compiler).mapStep,
+		"map-values":            (*compiler).mapValuesStep,
+		"flat-map":              (*compiler).flatMapStep,
+		"flat-map-values":       (*compiler).flatMapValuesStep,
+		"select-key":            (*compiler).selectKeyStep,
+		"peek":                  (*compiler).peekStep,
+		"merge":                 (*compiler).mergeStep,
+		"split":                 (*compiler).splitStep,
+		"repartition":           (*compiler).repartitionStep,
+		"to":                    (*compiler).toStep,
+		"group-by-key":          (*compiler).groupByKeyStep,
+		"group-by":              (*compiler).groupByStep,
+		"window":                (*compiler).windowStep,
+		"count":                 (*compiler).aggregationStep,
+		"sum":                   (*compiler).aggregationStep,
+		"min":                   (*compiler).aggregationStep,
+		"max":                   (*compiler).aggregationStep,
+		"reduce":                (*compiler).aggregationStep,
+		"aggregate":             (*compiler).aggregationStep,
+		"suppress":              (*compiler).suppressStep,
+		"to-stream":             (*compiler).toStreamStep,
+		"join":                  (*compiler).joinStep,
+		"left-join":             (*compiler).joinStep,
+		"outer-join":            (*compiler).joinStep,
+		"join-global":           (*compiler).globalJoinStep,
+		"left-join-global":      (*compiler).globalJoinStep,
+		"join-foreign-key":      (*compiler).fkJoinStep,
+		"left-join-foreign-key": (*compiler).fkJoinStep,
 	}
 }
 
@@ -970,5 +972,5 @@ func (c *compiler) suppressStep(st *step) (flow, bool) {
 	if !ok {
 		return nil, false
 	}
-	return t.suppress(s, name), true
+	return t.suppress(s, name, st.what, until == "barrier"), true
 }

@@ -3,6 +3,7 @@ package topology
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -25,8 +26,12 @@ type Built struct {
 	// Global is the sub-topology that maintains global stores, or nil.
 	Global *Subtopology
 	Stores map[string]*StoreInfo
-	// Boundaries by topic.
+	// Boundaries by topic: the in-memory re-key boundaries
+	// (stoatflow.topology.rekey=memory, the default).
 	Boundaries map[string]*Boundary
+	// Repartitions are the re-key boundaries that cross through a topic
+	// (stoatflow.topology.rekey=topic), in topic order.
+	Repartitions []Repartition
 	// SourceTopics maps every source topic (boundary topics included) to
 	// its source node.
 	SourceTopics map[string]string
@@ -220,6 +225,21 @@ func (t *Topology) Build(cfg config.Config) (*Built, error) {
 		}
 	}
 
+	// A topology that reads only tables keeps their records as its time.
+	onlyTables := true
+	for _, name := range t.order {
+		if n := nodes[name]; n.Kind == SourceNode && !n.Global && !n.Source.Table && n.Boundary == nil {
+			onlyTables = false
+		}
+	}
+	if onlyTables {
+		for _, name := range t.order {
+			if n := nodes[name]; n.Kind == SourceNode {
+				n.Source.Table = false
+			}
+		}
+	}
+
 	// Timer-aware processors get their timer stores before grouping, so the
 	// stores land in their sub-topologies like any other.
 	warnings := t.resolveTimers(appID, cfg, nodes, stores, defKey, &errs, fail)
@@ -244,8 +264,27 @@ func (t *Topology) Build(cfg config.Config) (*Built, error) {
 		}
 	}
 	eventTime, defWatermark := checkEventTime(t.order, nodes, cfg, &errs, fail)
+	rekey, err := cfg.OneOf(config.TopologyRekey, config.RekeyMemory, config.RekeyTopic)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("topology: %w", err))
+	}
 	if len(errs) > 0 {
 		return nil, joinErrors(errs)
+	}
+	if rekey == config.RekeyTopic {
+		for _, name := range slices.Sorted(maps.Keys(boundaries)) {
+			if why := boundaries[name].InMemoryOnly; why != "" {
+				fail(boundaries[name].SinkNode, "%s=%s cannot be used: %s; run one instance with %s", config.TopologyRekey, config.RekeyTopic, why, config.RekeyMemory)
+			}
+		}
+		if len(errs) > 0 {
+			return nil, joinErrors(errs)
+		}
+	}
+	var repartitions []Repartition
+	if rekey == config.RekeyTopic {
+		repartitions = throughTopics(appID, boundaries, nodes, sourceTopics)
+		boundaries = map[string]*Boundary{}
 	}
 	return &Built{
 		ApplicationID:    appID,
@@ -260,7 +299,44 @@ func (t *Topology) Build(cfg config.Config) (*Built, error) {
 		DefaultWatermark: defWatermark,
 		Warnings:         warnings,
 		Copartitions:     copartitions(t.copartitions),
+		Repartitions:     repartitions,
 	}, nil
+}
+
+// Repartition is a re-key boundary that crosses through a Kafka topic
+// (stoatflow.topology.rekey=topic): its sink writes Topic, its source
+// reads it, like any sink and source.
+type Repartition struct {
+	// Topic is <application.id>-<name>-repartition, Kafka Streams' name.
+	Topic                string
+	SinkNode, SourceNode string
+	// Partitions is the declared count (Repartitioned.withNumberOfPartitions),
+	// or 0: the runtime then takes its upstream's.
+	Partitions int32
+}
+
+// throughTopics turns every boundary into a sink and a source of a
+// repartition topic, named as Kafka Streams names it, with the boundary's
+// serdes and partitioner (murmur2 of the serialized key when it has none,
+// Kafka's default). The sub-topologies do not change: a boundary already
+// splits them where a topic would. Sources reading the topic are then
+// ordinary sources, whose partitions the consumer group spreads over the
+// instances.
+func throughTopics(appID string, boundaries map[string]*Boundary, nodes map[string]*Node, sourceTopics map[string]string) []Repartition {
+	var out []Repartition
+	for _, name := range slices.Sorted(maps.Keys(boundaries)) {
+		b := boundaries[name]
+		topic := appID + "-" + b.Topic
+		sink, src := nodes[b.SinkNode], nodes[b.SourceNode]
+		sink.Sink.Topic = topic
+		sink.Sink.Partitioner = b.Partitioner
+		src.Source.Topics = []string{topic}
+		sink.Boundary, src.Boundary = nil, nil
+		delete(sourceTopics, b.Topic)
+		sourceTopics[topic] = src.Name
+		out = append(out, Repartition{Topic: topic, SinkNode: sink.Name, SourceNode: src.Name, Partitions: b.Partitions})
+	}
+	return out
 }
 
 // checkEventTime validates the sources' event-time declarations, refuses

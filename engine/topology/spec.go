@@ -58,6 +58,16 @@ type SourceSpec struct {
 	// the configured default (stoatflow.watermark.*). Its assigner, when
 	// set, replaces the timestamp extractor.
 	Watermark *watermark.Strategy
+	// Table marks the source of a table (dsl.Table) beside streams: its
+	// records update state and are not the application's event time, so
+	// its partitions neither hold the watermark back nor move it (a quiet
+	// or empty table would otherwise hold every window open, and a table
+	// update stamped ahead would make the stream's records late). Kafka
+	// Streams' windows likewise see only the records that reach them.
+	// Build clears it when the topology reads nothing but tables: their
+	// records are then the only time there is (a suppressed table lets
+	// results through on it).
+	Table bool
 }
 
 // SinkSpec is the erased configuration of a sink node.

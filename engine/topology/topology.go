@@ -3,6 +3,7 @@ package topology
 import (
 	"fmt"
 	"regexp"
+	"slices"
 
 	"github.com/stoatflow/stoatctl/engine/processor"
 	"github.com/stoatflow/stoatctl/engine/serde"
@@ -73,6 +74,10 @@ type Boundary struct {
 	// Partitioner is a custom partitioner of a repartition(), or nil; lanes
 	// behind it are not picked by hashing the key.
 	Partitioner Partitioner
+	// InMemoryOnly, when set, says why this boundary cannot cross
+	// through a repartition topic: Build refuses
+	// stoatflow.topology.rekey=topic with it.
+	InMemoryOnly string
 }
 
 type storeEntry struct {
@@ -199,12 +204,17 @@ func (t *Topology) AddSinkChooser(name string, spec SinkSpec, chooser TopicChoos
 	return t.add(&Node{Name: name, Kind: SinkNode, Sink: &s, Parents: parents})
 }
 
-// AddBoundary adds a re-key boundary after parent: a sink node sinkName and
-// a source node sourceName, joined in memory under topic. It returns the
-// Boundary, which callers may refine (partitions, partitioner) before Build.
-func (t *Topology) AddBoundary(sinkName, sourceName, topic string, keySerde, valueSerde serde.Any, parent string) *Boundary {
+// AddBoundary adds a re-key boundary after parents (one, but for a
+// foreign-key join's response, which two processors send): a sink node
+// sinkName and a source node sourceName, joined in memory under topic. It
+// returns the Boundary, which callers may refine (partitions, partitioner)
+// before Build.
+func (t *Topology) AddBoundary(sinkName, sourceName, topic string, keySerde, valueSerde serde.Any, parents ...string) *Boundary {
 	b := &Boundary{Topic: topic, SinkNode: sinkName, SourceNode: sourceName, KeySerde: keySerde, ValueSerde: valueSerde}
-	t.add(&Node{Name: sinkName, Kind: SinkNode, Sink: &SinkSpec{Topic: topic, KeySerde: keySerde, ValueSerde: valueSerde}, Parents: []string{parent}, Boundary: b})
+	if len(parents) == 0 {
+		t.fail(sinkName, "boundary sink has no parent")
+	}
+	t.add(&Node{Name: sinkName, Kind: SinkNode, Sink: &SinkSpec{Topic: topic, KeySerde: keySerde, ValueSerde: valueSerde}, Parents: slices.Clone(parents), Boundary: b})
 	t.add(&Node{Name: sourceName, Kind: SourceNode, Source: &SourceSpec{Topics: []string{topic}, KeySerde: keySerde, ValueSerde: valueSerde}, Boundary: b})
 	t.boundaries = append(t.boundaries, b)
 	return b

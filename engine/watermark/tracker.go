@@ -34,6 +34,11 @@ type PartitionState struct {
 	// IdleSince is the wall-clock time, epoch ms, at which the partition
 	// was last marked idle; 0 while it is not idle.
 	IdleSince int64
+	// Registered is the wall-clock time, epoch ms, at which the tracker
+	// started tracking the partition: since then a partition whose
+	// watermark never moved (LastAdvance 0), such as one that never had a
+	// record, has waited.
+	Registered int64
 	// IdlenessTimeout is the timeout in force for this partition: its
 	// source's, else the tracker's default; 0 means never idle.
 	IdlenessTimeout time.Duration
@@ -51,6 +56,7 @@ type partitionState struct {
 	lastAdvance int64
 	idle        bool
 	idleSince   int64
+	registered  int64
 	alignment   string
 }
 
@@ -76,7 +82,7 @@ func (t *Tracker) Register(p Partition, s Strategy, now int64) {
 	if idle == 0 {
 		idle = t.defaultIdleness
 	}
-	st := &partitionState{gen: s.NewGenerator(), idleness: idle, lastActivity: now, lastEvent: Unset}
+	st := &partitionState{gen: s.NewGenerator(), idleness: idle, lastActivity: now, lastEvent: Unset, registered: now}
 	st.wm = st.gen.Current()
 	if a := s.AlignmentGroup(); a != nil {
 		st.alignment = a.Group
@@ -174,7 +180,7 @@ func (t *Tracker) Snapshot() []PartitionState {
 		st := t.parts[k]
 		out = append(out, PartitionState{
 			Partition: k, Watermark: st.gen.Current(), LastEventTime: st.lastEvent, LastRecord: st.lastRecord, Idle: st.idle,
-			LastAdvance: st.lastAdvance, IdleSince: st.idleSince,
+			LastAdvance: st.lastAdvance, IdleSince: st.idleSince, Registered: st.registered,
 			IdlenessTimeout: time.Duration(st.idleness) * time.Millisecond, Alignment: st.alignment,
 		})
 	}

@@ -9,10 +9,14 @@
 //     (runtime/debug.ReadBuildInfo): the module's version and, when the
 //     build could see a version control checkout, its revision.
 //
-// A stamp wins over build information, which wins over "unknown".
+// A stamp wins over build information, which wins over "unknown". A
+// binary built by `go install module@version` from the module proxy has no
+// VCS information, but a pseudo-version (v0.0.0-20260101120000-0123456789ab)
+// names its commit: that is its commit then.
 package buildinfo
 
 import (
+	"regexp"
 	"runtime"
 	"runtime/debug"
 
@@ -53,6 +57,11 @@ const Unknown = "unknown"
 // modulePath is the fallback when build information is missing.
 const modulePath = "github.com/stoatflow/stoatctl"
 
+// pseudoRev matches a pseudo-version's revision: the twelve hex digits
+// after its fourteen-digit UTC timestamp (Go's module reference,
+// "Pseudo-versions").
+var pseudoRev = regexp.MustCompile(`[-.]\d{14}-([0-9a-f]{12})(?:\+incompatible)?$`)
+
 // Read combines the stamp with the binary's build information.
 func Read(s Stamp) Info {
 	bi, _ := debug.ReadBuildInfo()
@@ -91,6 +100,9 @@ func fromBuildInfo(s Stamp, bi *debug.BuildInfo) Info {
 			case "vcs.modified":
 				modified = kv.Value == "true"
 			}
+		}
+		if m := pseudoRev.FindStringSubmatch(info.Version); revision == "" && m != nil {
+			revision = m[1]
 		}
 		if revision != "" {
 			if len(revision) > 12 {

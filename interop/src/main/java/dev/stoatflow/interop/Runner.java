@@ -73,6 +73,14 @@ public final class Runner {
      */
     static final String EMIT_INTERVAL_CONFIG = "__emit.interval.ms.kstreams.windowed.aggregation__";
 
+    /**
+     * The same for a left or outer stream-stream join's null-joins
+     * (StreamsConfig.InternalConfig.EMIT_INTERVAL_MS_KSTREAMS_OUTER_JOIN_SPURIOUS_RESULTS_FIX):
+     * it looks for unmatched records whose window closed at most once a
+     * second, on a record at stream time. --emit-interval-ms sets both.
+     */
+    static final String OUTER_JOIN_EMIT_INTERVAL_CONFIG = "__emit.interval.ms.kstreams.outer.join.spurious.results.fix__";
+
     static final int EXIT_OK = 0;
     static final int EXIT_FAILED = 1;
     static final int EXIT_USAGE = 2;
@@ -237,6 +245,7 @@ public final class Runner {
         }
         if (a.has("--emit-interval-ms")) {
             p.put(EMIT_INTERVAL_CONFIG, a.getLong("--emit-interval-ms", 0L));
+            p.put(OUTER_JOIN_EMIT_INTERVAL_CONFIG, a.getLong("--emit-interval-ms", 0L));
         }
         // Kafka Streams does not leave its group when it closes, so the next
         // owner of its partitions waits out this timeout (a cutover test
@@ -429,6 +438,7 @@ public final class Runner {
         // No wall-clock throttle on emit-on-close: what is emitted must not
         // depend on how fast the records were piped.
         p.put(EMIT_INTERVAL_CONFIG, 0L);
+        p.put(OUTER_JOIN_EMIT_INTERVAL_CONFIG, 0L);
 
         List<String> lines = new ArrayList<>();
         try (TopologyTestDriver d = new TopologyTestDriver(spec.build().get(), p)) {

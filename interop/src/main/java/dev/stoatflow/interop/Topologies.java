@@ -16,11 +16,14 @@ import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.EmitStrategy;
 import org.apache.kafka.streams.kstream.Grouped;
+import org.apache.kafka.streams.kstream.JoinWindows;
+import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.SessionWindows;
 import org.apache.kafka.streams.kstream.SlidingWindows;
+import org.apache.kafka.streams.kstream.StreamJoined;
 import org.apache.kafka.streams.kstream.Suppressed;
 import org.apache.kafka.streams.kstream.Suppressed.BufferConfig;
 import org.apache.kafka.streams.kstream.TimeWindows;
@@ -75,6 +78,12 @@ final class Topologies {
         add(new Spec("session-close", Topologies::sessionClose,
                 List.of("page-views"), List.of(new Sink("session-close-counts",
                         WindowedSerdes.sessionWindowedSerdeFrom(String.class), LONG))));
+        add(new Spec("stream-stream-join", () -> streamStreamJoin("join"),
+                List.of("orders", "payments"), List.of(new Sink("orders-paid", STRING, STRING))));
+        add(new Spec("stream-stream-left-join", () -> streamStreamJoin("left"),
+                List.of("orders", "payments"), List.of(new Sink("orders-paid", STRING, STRING))));
+        add(new Spec("stream-stream-outer-join", () -> streamStreamJoin("outer"),
+                List.of("orders", "payments"), List.of(new Sink("orders-paid", STRING, STRING))));
         add(new Spec("processor-store", Topologies::processorStore,
                 List.of("amounts"), List.of(new Sink("totals-out", STRING, LONG))));
     }
@@ -211,6 +220,28 @@ final class Topologies {
         b.stream("orders", Consumed.with(STRING, STRING))
                 .leftJoin(customers, (String item, String name) -> item + "/" + (name == null ? "?" : name))
                 .to("orders-enriched", Produced.with(STRING, STRING));
+        return b.build();
+    }
+
+    /**
+     * Orders joined with their payments within 10 s (grace 5 s): "join",
+     * "left" or "outer"; the stores are named "pairs-..."
+     * (StreamJoined.withStoreName), so that the mirror's have the same
+     * names. A missing side is "null".
+     */
+    private static Topology streamStreamJoin(String kind) {
+        StreamsBuilder b = new StreamsBuilder();
+        KStream<String, String> orders = b.stream("orders", Consumed.with(STRING, STRING));
+        KStream<String, String> payments = b.stream("payments", Consumed.with(STRING, STRING));
+        JoinWindows w = JoinWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(10), Duration.ofSeconds(5));
+        StreamJoined<String, String, String> sj = StreamJoined.with(STRING, STRING, STRING).withStoreName("pairs");
+        KStream<String, String> paired = switch (kind) {
+            case "left" -> orders.leftJoin(payments, (String o, String p) -> o + "+" + (p == null ? "null" : p), w, sj);
+            case "outer" -> orders.outerJoin(payments,
+                    (String o, String p) -> (o == null ? "null" : o) + "+" + (p == null ? "null" : p), w, sj);
+            default -> orders.join(payments, (String o, String p) -> o + "+" + p, w, sj);
+        };
+        paired.to("orders-paid", Produced.with(STRING, STRING));
         return b.build();
     }
 

@@ -1,0 +1,54 @@
+package engine
+
+import (
+	"bytes"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stoatflow/stoatctl/engine/metrics"
+)
+
+// TestWarnDrops: records dropped on purpose are logged at WARN by reason,
+// with how many since the last warning, at most once per reason every
+// dropWarnEvery; a reason that did not grow says nothing.
+func TestWarnDrops(t *testing.T) {
+	var buf bytes.Buffer
+	e := &Engine{log: slog.New(slog.NewTextHandler(&buf, nil)), metrics: metrics.NewRegistry()}
+	nullKey := e.metrics.Counter(metrics.DroppedRecords, "reason", metrics.ReasonNullKey)
+	late := e.metrics.Counter(metrics.DroppedRecords, "reason", metrics.ReasonLateWindow)
+	m := &monitorState{}
+	t0 := time.Unix(1_800_000_000, 0)
+	steps := []struct {
+		at            time.Duration
+		nullKey, late int64
+		want          []string
+	}{
+		{0, 0, 0, nil},
+		{time.Second, 3, 0, []string{"reason=null_key dropped=3 total=3"}},
+		// Within dropWarnEvery of the last null_key warning: counted, not logged.
+		{2 * time.Second, 500, 1, []string{"reason=late_window dropped=1 total=1"}},
+		{5 * time.Second, 200, 0, nil},
+		{11 * time.Second, 0, 0, []string{"reason=null_key dropped=700 total=703"}},
+		{30 * time.Second, 0, 0, nil},
+	}
+	for _, s := range steps {
+		buf.Reset()
+		nullKey.Add(s.nullKey)
+		late.Add(s.late)
+		e.warnDrops(m, t0.Add(s.at))
+		var lines []string
+		for l := range strings.Lines(buf.String()) {
+			lines = append(lines, l)
+		}
+		if len(lines) != len(s.want) {
+			t.Fatalf("at %s: %d lines, want %d:\n%s", s.at, len(lines), len(s.want), buf.String())
+		}
+		for i, w := range s.want {
+			if !strings.Contains(lines[i], "level=WARN") || !strings.Contains(lines[i], w) || !strings.Contains(lines[i], "hint=") {
+				t.Errorf("at %s: %q lacks %q", s.at, lines[i], w)
+			}
+		}
+	}
+}
