@@ -3,6 +3,7 @@
 package rocks
 
 // #cgo LDFLAGS: -lrocksdb -lstdc++
+// #include <stdlib.h>
 // const char* stoat_rocksdb_version(void);
 import "C"
 
@@ -13,6 +14,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -34,11 +36,6 @@ const metaPrefix = "\x00meta\x00"
 
 var checkpointKey = []byte(metaPrefix + "checkpoint")
 
-// maxLayers is how many layers the stack may hold before the adjacent
-// layers nothing reads are merged. Layers multiply only when writes land
-// while an iterator is open.
-const maxLayers = 8
-
 // DB is one lane's RocksDB database with its epoch layers. Its methods are
 // safe for concurrent use: the lane reads and writes while the committer
 // commits.
@@ -59,14 +56,11 @@ type DB struct {
 	// iterators take it around their native calls, so that Close can free
 	// them.
 	mu sync.Mutex
-	// layers, oldest first; the last takes the writes of the processing
-	// epoch unless it is frozen.
+	// layers, oldest first, one per epoch not yet committed: the last
+	// takes the writes of the processing epoch unless it is sealed.
 	layers []*layer
 	// epoch is the processing epoch: the epoch of new writes.
 	epoch int64
-	// ranges counts the range deletes on the stack, so that writes check
-	// them only when there are some.
-	ranges int
 	// iters are the open native iterators, which Close frees.
 	iters  map[*iterator]struct{}
 	closed atomic.Bool
@@ -89,73 +83,6 @@ type DB struct {
 	// bulkMax is the bytes of one bulk write batch (SetRestoreBatchBytes,
 	// DefaultRestoreBatchBytes when 0).
 	bulkMax int
-}
-
-// layer is one indexed write batch of uncommitted writes.
-type layer struct {
-	epoch int64
-	wb    *grocksdb.WriteBatchWI
-	// vals is the layer's last write of each key, nil for a delete: reads
-	// and commits go by it (one entry per key, no native call), the batch
-	// is for iterators.
-	vals map[string][]byte
-	// pending are the keys written since the batch last took vals' writes:
-	// the batch is brought up to date when an iterator opens over the
-	// layer (sync), so a layer no iterator reads costs no native write.
-	pending map[string]struct{}
-	// refs counts the iterators reading the layer; a layer with readers
-	// takes no writes.
-	refs int
-	// sealed says the epoch's writes are complete.
-	sealed bool
-	// dropped says the layer left the stack; it is freed when refs is 0.
-	dropped bool
-	// ranges are the key ranges the layer deleted as units (DeleteRange):
-	// they hide what the database and the layers below hold in them. The
-	// layer's own writes before the range delete were turned into deletes;
-	// its writes after it, and the layers above, show through.
-	ranges []*keyRange
-}
-
-// keyRange is a range delete of one layer: from <= key < to, both
-// prefixed.
-type keyRange struct {
-	from, to []byte
-	// touched says a write landed in the range after the delete (in the
-	// layer or one above it), so an iterator must step through the range
-	// rather than seek past it.
-	touched bool
-}
-
-func (r *keyRange) covers(k []byte) bool {
-	return bytes.Compare(k, r.from) >= 0 && bytes.Compare(k, r.to) < 0
-}
-
-func newLayer(epoch int64) *layer {
-	return &layer{epoch: epoch, wb: grocksdb.NewWriteBatchWI(0, true), vals: map[string][]byte{}, pending: map[string]struct{}{}}
-}
-
-// sync writes the pending keys' last writes to the batch. Only a layer no
-// iterator reads has pending keys: one with readers takes no writes.
-func (l *layer) sync() {
-	for k := range l.pending {
-		if v := l.vals[k]; v == nil {
-			l.wb.Delete([]byte(k))
-		} else {
-			l.wb.Put([]byte(k), v)
-		}
-	}
-	clear(l.pending)
-}
-
-func (l *layer) writable(epoch int64) bool { return !l.sealed && l.refs == 0 && l.epoch == epoch }
-
-// release frees the batch once the layer is out of the stack and unread.
-func (l *layer) release() {
-	if l.dropped && l.refs == 0 && l.wb != nil {
-		l.wb.Destroy()
-		l.wb = nil
-	}
 }
 
 // Open opens (creating when missing) the lane database in dir. A database
@@ -195,6 +122,38 @@ func options() (*grocksdb.Options, *grocksdb.BlockBasedTableOptions) {
 	opts.SetMemTablePrefixBloomSizeRatio(0.1)
 	opts.SetMemtableWholeKeyFiltering(true)
 	return opts, bbto
+}
+
+// boundedReads are the read options of one native iterator, bounded to
+// lo <= key < hi (nil: unbounded), with the bounds in C memory: RocksDB
+// keeps pointers to them for the iterator's life. Without bounds a seek
+// whose range holds no live key steps over every deleted key past the
+// range until it finds one (a session store's old segment holds only
+// deletes once its sessions have moved on); with them it stops at the
+// bound.
+type boundedReads struct {
+	ro     *grocksdb.ReadOptions
+	lo, hi unsafe.Pointer
+}
+
+func newBoundedReads(lo, hi []byte) *boundedReads {
+	b := &boundedReads{ro: grocksdb.NewDefaultReadOptions()}
+	if len(lo) > 0 {
+		b.lo = C.CBytes(lo)
+		b.ro.SetIterateLowerBound(unsafe.Slice((*byte)(b.lo), len(lo)))
+	}
+	if len(hi) > 0 {
+		b.hi = C.CBytes(hi)
+		b.ro.SetIterateUpperBound(unsafe.Slice((*byte)(b.hi), len(hi)))
+	}
+	return b
+}
+
+// free frees the options once their iterator is closed.
+func (b *boundedReads) free() {
+	b.ro.Destroy()
+	C.free(b.lo)
+	C.free(b.hi)
 }
 
 // Path is the database's directory.
@@ -261,8 +220,7 @@ func (d *DB) Commit(epoch int64, cp Checkpoint) error {
 	for n < len(d.layers) && d.layers[n].epoch <= epoch {
 		n++
 	}
-	vals, ranges := merge(d.layers[:n])
-	rep := encodeBatch(vals, ranges)
+	rep := encodeBatch(d.layers[:n])
 	if err := checkRoom(d.path, len(rep)); err != nil {
 		return fmt.Errorf("commit epoch %d: %w", epoch, err)
 	}
@@ -280,57 +238,72 @@ func (d *DB) Commit(epoch int64, cp Checkpoint) error {
 // count (4 bytes, little-endian), before its records.
 const batchHeader = 12
 
-// merge is the last write of each key over layers, oldest first, and the
-// range deletes among them. A range delete drops the writes of the layers
-// below it that it covers: written after the range deletes, they would
-// bring back what it removed.
-func merge(layers []*layer) (map[string][]byte, []*keyRange) {
-	if len(layers) == 1 {
-		return layers[0].vals, layers[0].ranges
-	}
-	out := map[string][]byte{}
-	var ranges []*keyRange
+// encodeBatch lays the last writes of layers (oldest first) out as a
+// write batch's bytes, built in Go and handed over in one native call: the
+// range deletes first, then each key's newest write in key order (the
+// memtable's skip list inserts a run of ascending keys from where the
+// last one went, rather than from its head). A write of a layer below a
+// range delete that covers it is left out: written after the range
+// deletes, it would bring back what the range removed.
+func encodeBatch(layers []*layer) []byte {
+	size := batchHeader
+	var names []string
 	for _, l := range layers {
-		for _, r := range l.ranges {
-			for k := range out {
-				if r.covers([]byte(k)) {
-					delete(out, k)
-				}
+		for name, w := range l.stores {
+			size += w.size + w.cur.t.Len()*(1+2*binary.MaxVarintLen32)
+			for _, r := range w.ranges {
+				size += 1 + 2*binary.MaxVarintLen32 + len(r.from) + len(r.to)
+			}
+			if !slices.Contains(names, name) {
+				names = append(names, name)
 			}
 		}
-		ranges = append(ranges, l.ranges...)
-		for k, v := range l.vals {
-			out[k] = v
+	}
+	// Store by store, in the order of their key prefixes (name 0x00): in
+	// key order over the whole batch.
+	slices.SortFunc(names, func(a, b string) int { return strings.Compare(a+"\x00", b+"\x00") })
+	out := make([]byte, batchHeader, size)
+	count := 0
+	for _, name := range names {
+		var ws []*storeWrites
+		for _, l := range layers {
+			if w := l.stores[name]; w != nil {
+				ws = append(ws, w)
+			}
+		}
+		for _, w := range ws {
+			for _, r := range w.ranges {
+				out = append(out, byte(grocksdb.WriteBatchRangeDeletion))
+				out = binary.AppendUvarint(out, uint64(len(r.from)))
+				out = append(out, r.from...)
+				out = binary.AppendUvarint(out, uint64(len(r.to)))
+				out = append(out, r.to...)
+				count++
+			}
+		}
+		if len(ws) == 1 {
+			ws[0].cur.t.Ascend(func(e write) bool {
+				out = appendRecord(out, unsafe.Slice(unsafe.StringData(e.key), len(e.key)), e.value)
+				count++
+				return true
+			})
+			continue
+		}
+		// Newest first, as a scan merges them; nothing writes to the
+		// layers while the lock is held, so the cursors read the trees.
+		m := &merger{deletes: true}
+		for i := len(ws) - 1; i >= 0; i-- {
+			c := newTreeCursor(ws[i].cur.t, nil, false)
+			c.seek(nil)
+			m.srcs = append(m.srcs, c)
+			m.ranges = append(m.ranges, ws[i].ranges)
+		}
+		for src := m.next(); src >= 0; src = m.next() {
+			out = appendRecord(out, m.cur, m.srcs[src].value())
+			count++
 		}
 	}
-	return out, ranges
-}
-
-// encodeBatch lays writes out as a write batch's bytes (a nil value is a
-// delete), the range deletes first: built in Go and handed over in one
-// native call. Every write a range covers is newer than it (see merge).
-func encodeBatch(vals map[string][]byte, ranges []*keyRange) []byte {
-	size := batchHeader
-	for k, v := range vals {
-		size += 1 + 2*binary.MaxVarintLen32 + len(k) + len(v)
-	}
-	for _, r := range ranges {
-		size += 1 + 2*binary.MaxVarintLen32 + len(r.from) + len(r.to)
-	}
-	out := make([]byte, batchHeader, size)
-	binary.LittleEndian.PutUint32(out[8:], uint32(len(vals)+len(ranges)))
-	for _, r := range ranges {
-		out = append(out, byte(grocksdb.WriteBatchRangeDeletion))
-		out = binary.AppendUvarint(out, uint64(len(r.from)))
-		out = append(out, r.from...)
-		out = binary.AppendUvarint(out, uint64(len(r.to)))
-		out = append(out, r.to...)
-	}
-	// In key order: the memtable's skip list inserts a run of ascending
-	// keys from where the last one went, rather than from its head.
-	for _, k := range slices.Sorted(maps.Keys(vals)) {
-		out = appendRecord(out, []byte(k), vals[k])
-	}
+	binary.LittleEndian.PutUint32(out[8:], uint32(count))
 	return out
 }
 
@@ -357,13 +330,9 @@ func (d *DB) Abort() {
 	d.drop(len(d.layers))
 }
 
-// drop takes the first n layers off the stack. The lock must be held.
+// drop takes the first n layers off the stack; the iterators that read
+// them keep their snapshots. The lock must be held.
 func (d *DB) drop(n int) {
-	for _, l := range d.layers[:n] {
-		d.ranges -= len(l.ranges)
-		l.dropped = true
-		l.release()
-	}
 	rest := copy(d.layers, d.layers[n:])
 	clear(d.layers[rest:])
 	d.layers = d.layers[:rest]
@@ -463,8 +432,8 @@ func (d *DB) freeLocked() {
 }
 
 // writable returns the layer that takes the processing epoch's writes,
-// pushing a new one when the top layer is sealed, read or of an earlier
-// epoch. The lock must be held.
+// pushing a new one when the top layer is sealed or of an earlier epoch.
+// The lock must be held.
 func (d *DB) writable() *layer {
 	if n := len(d.layers); n > 0 && d.layers[n-1].writable(d.epoch) {
 		return d.layers[n-1]
@@ -474,51 +443,31 @@ func (d *DB) writable() *layer {
 	return l
 }
 
-// put writes key (prefixed, as a string: the layers' maps take it
-// without another copy) in the writable layer, or the restore's bulk.
-func (d *DB) put(key string, value []byte) {
+// put writes key of store name (prefixed, as a string: the layer's tree
+// takes it without another copy) in the writable layer, or the restore's
+// bulk.
+func (d *DB) put(name, key string, value []byte) {
 	v := append(make([]byte, 0, len(value)), value...)
 	if d.restoring {
 		d.bulkAdd(key, v)
 		return
 	}
-	l := d.writable()
-	l.vals[key] = v
-	l.pending[key] = struct{}{}
-	d.touch(key)
+	d.writable().of(name).set(key, v)
 }
 
-func (d *DB) del(key string) {
+func (d *DB) del(name, key string) {
 	if d.restoring {
 		d.bulkAdd(key, nil)
 		return
 	}
-	l := d.writable()
-	l.vals[key] = nil
-	l.pending[key] = struct{}{}
-	d.touch(key)
-}
-
-// touch marks the range deletes on the stack that cover key: a write
-// landed in them after the delete. The lock must be held.
-func (d *DB) touch(key string) {
-	if d.ranges == 0 {
-		return
-	}
-	for _, l := range d.layers {
-		for _, r := range l.ranges {
-			if !r.touched && r.covers([]byte(key)) {
-				r.touched = true
-			}
-		}
-	}
+	d.writable().of(name).set(key, nil)
 }
 
 // deleteRange deletes from <= key < to (prefixed keys) as one unit: a range
 // delete on the writable layer, which hides what lies below, the layer's
-// own earlier writes in the range turned into deletes. A restore writes it
+// own earlier writes in the range removed. A restore writes it
 // to the database at once. The lock must be held.
-func (d *DB) deleteRange(from, to []byte) error {
+func (d *DB) deleteRange(name string, from, to []byte) error {
 	if d.restoring {
 		d.flushBulk()
 		if d.bulkErr != nil {
@@ -535,16 +484,7 @@ func (d *DB) deleteRange(from, to []byte) error {
 		}
 		return nil
 	}
-	l := d.writable()
-	r := &keyRange{from: bytes.Clone(from), to: bytes.Clone(to)}
-	for k, v := range l.vals {
-		if v != nil && r.covers([]byte(k)) {
-			l.vals[k] = nil
-			l.pending[k] = struct{}{}
-		}
-	}
-	l.ranges = append(l.ranges, r)
-	d.ranges++
+	d.writable().of(name).deleteRange(keyRange{from: bytes.Clone(from), to: bytes.Clone(to)})
 	return nil
 }
 
@@ -583,7 +523,7 @@ func (d *DB) EndRestore(cp Checkpoint) error {
 	if err := d.checkOpen(); err != nil {
 		return err
 	}
-	d.put(string(checkpointKey), cp.encode())
+	d.bulkAdd(string(checkpointKey), cp.encode())
 	d.flushBulk()
 	d.restoring, d.bulk, d.bulkVals, d.arena, d.scratch = false, nil, nil, bulkArena{}, nil
 	err := d.bulkErr
@@ -720,19 +660,22 @@ func (a *bulkArena) reset() {
 	a.cur = 0
 }
 
-// get reads key through the layers, newest first, then the database. The
-// lock must be held.
-func (d *DB) get(key []byte) ([]byte, error) {
+// get reads key of store name (prefixed) through the layers, newest
+// first, then the database. The lock must be held.
+func (d *DB) get(name string, key []byte) ([]byte, error) {
 	d.flushBulk()
 	for i := len(d.layers) - 1; i >= 0; i-- {
-		l := d.layers[i]
-		if v, ok := l.vals[string(key)]; ok {
+		w := d.layers[i].stores[name]
+		if w == nil {
+			continue
+		}
+		if v, ok := w.lookup(key); ok {
 			if v == nil {
 				return nil, nil
 			}
 			return append(make([]byte, 0, len(v)), v...), nil
 		}
-		for _, r := range l.ranges {
+		for _, r := range w.ranges {
 			if r.covers(key) {
 				return nil, nil
 			}
@@ -747,43 +690,6 @@ func (d *DB) get(key []byte) ([]byte, error) {
 		return nil, nil
 	}
 	return append(make([]byte, 0, s.Size()), s.Data()...), nil
-}
-
-// compact merges adjacent layers of one epoch that nothing reads, once the
-// stack is deeper than maxLayers. The lock must be held.
-func (d *DB) compact() error {
-	if len(d.layers) <= maxLayers {
-		return nil
-	}
-	out := d.layers[:0:0]
-	for i := 0; i < len(d.layers); {
-		j := i + 1
-		for j < len(d.layers) && d.layers[j].epoch == d.layers[i].epoch && d.layers[j].refs == 0 && d.layers[i].refs == 0 {
-			j++
-		}
-		if j-i == 1 {
-			out = append(out, d.layers[i])
-			i = j
-			continue
-		}
-		m := newLayer(d.layers[i].epoch)
-		// Of two layers or more, merge makes a new map.
-		m.vals, m.ranges = merge(d.layers[i:j])
-		for k := range m.vals {
-			m.pending[k] = struct{}{}
-		}
-		for _, l := range d.layers[i:j] {
-			m.sealed = m.sealed || l.sealed
-		}
-		for _, l := range d.layers[i:j] {
-			l.dropped = true
-			l.release()
-		}
-		out = append(out, m)
-		i = j
-	}
-	d.layers = out
-	return nil
 }
 
 // layerCount is the depth of the stack, for tests.

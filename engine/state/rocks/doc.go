@@ -8,12 +8,19 @@
 //     lane lives in it, its keys prefixed by the store's name and a zero
 //     byte. RocksDB's own LOCK file in that directory keeps a second process
 //     out.
-//   - An epoch layer holds writes not yet committed: the last write of
-//     each key in a Go map, which point reads and commits use, and an
-//     indexed write batch (RocksDB's WriteBatchWithIndex) that iterators
-//     read, brought up to date when one opens. Reads and iterators see the
-//     layers newest first, then the database: the processing epoch over
-//     the committing epoch over committed state.
+//   - An epoch layer holds one epoch's writes not yet committed: per
+//     store, the last write of each key (nil for a delete) in a B-tree in
+//     key order, and the key ranges the store deleted as units. Point
+//     reads look keys up in it, scans merge it, in Go, with a RocksDB
+//     iterator over the database (bounded to the scan's keys, so that a
+//     seek among deleted keys stops at the bound), and a commit walks it
+//     in key order.
+//     Reads and scans see the layers newest first, then the database: the
+//     processing epoch over the committing epoch over committed state.
+//   - A version of a store's tree is what iterators read. A version with
+//     readers takes no writes: the next write clones the tree (copy on
+//     write: only the nodes on the written paths are copied) and goes to
+//     the clone, so an iterator sees the store as it was when it opened.
 //   - Sealing an epoch ends its writes: later writes go to a new layer of
 //     the next epoch. Committing an epoch writes its layers and a
 //     checkpoint to the database in one atomic write, once the epoch's
@@ -23,12 +30,12 @@
 //     database is complete up to, so that a restart restores only the
 //     changelog records after it.
 //
-// Iterators cannot outlive what they read. An iterator holds a reference on
-// every layer it reads, and a layer with readers takes no writes: a write
-// then goes to a new layer above it. A layer leaves the stack when its
-// epoch commits or aborts but is freed only when its last reader closes,
-// and the database is closed only when its last iterator is. Keys and
-// values are copied out of RocksDB as the iterator reaches them.
+// Iterators cannot outlive what they read. The layers are Go memory: an
+// iterator keeps the versions it reads after their layer leaves the stack
+// (a commit, an abort), and a write never changes a version with readers.
+// The database, whose native iterator it holds, is closed only when its
+// last iterator is. Keys and values are copied out of RocksDB as the
+// iterator reaches them.
 //
 // A full disk never reaches RocksDB: Open, and every write (a commit, a
 // restore's batch), first checks that its filesystem keeps room to spare

@@ -80,8 +80,8 @@ var lifetimeScenarios = []struct {
 		for i := range 100 {
 			must(0, s.Put(key(i), []byte(fmt.Sprintf("w%d", i))))
 		}
-		// The second iterator brings the new layer's batch up to date;
-		// the first still reads the layer it froze.
+		// The second iterator reads the layer with the new writes; the
+		// first still reads its snapshot.
 		second := must(s.All())
 		for i := range 100 {
 			if !second.Next() || string(second.Value()) != fmt.Sprintf("w%d", i) {
@@ -91,11 +91,11 @@ var lifetimeScenarios = []struct {
 		second.Close()
 		rest(t, first, 50, 100, "v")
 	}},
-	{"layers merged under an iterator", func(t *testing.T, d *DB) {
+	{"many scans with writes under an iterator", func(t *testing.T, d *DB) {
 		s := fill(t, d, 50)
 		it := must(s.All())
 		half(t, it, 25)
-		for i := range 4 * maxLayers {
+		for i := range 32 {
 			other := must(s.All())
 			other.Next()
 			must(0, s.Put(key(i), []byte(fmt.Sprintf("m%d", i))))

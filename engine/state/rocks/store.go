@@ -97,7 +97,7 @@ func (s *store) Get(key []byte) ([]byte, error) {
 	}
 	s.d.mu.Lock()
 	defer s.d.mu.Unlock()
-	v, err := s.d.get(s.key(key))
+	v, err := s.d.get(s.name, s.key(key))
 	if err != nil {
 		return nil, s.wrap("get", err)
 	}
@@ -122,10 +122,10 @@ func (s *store) putLocked(key, value []byte) {
 		return
 	}
 	if value == nil {
-		s.d.del(s.skey(key))
+		s.d.del(s.name, s.skey(key))
 		return
 	}
-	s.d.put(s.skey(key), value)
+	s.d.put(s.name, s.skey(key), value)
 }
 
 func (s *store) PutIfAbsent(key, value []byte) ([]byte, error) {
@@ -134,7 +134,7 @@ func (s *store) PutIfAbsent(key, value []byte) ([]byte, error) {
 	}
 	s.d.mu.Lock()
 	defer s.d.mu.Unlock()
-	old, err := s.d.get(s.key(key))
+	old, err := s.d.get(s.name, s.key(key))
 	if err != nil {
 		return nil, s.wrap("get", err)
 	}
@@ -167,12 +167,12 @@ func (s *store) Delete(key []byte) ([]byte, error) {
 	}
 	s.d.mu.Lock()
 	defer s.d.mu.Unlock()
-	old, err := s.d.get(s.key(key))
+	old, err := s.d.get(s.name, s.key(key))
 	if err != nil {
 		return nil, s.wrap("get", err)
 	}
 	if old != nil {
-		s.d.del(s.skey(key))
+		s.d.del(s.name, s.skey(key))
 	}
 	return old, nil
 }
@@ -189,7 +189,9 @@ func (s *store) ApproximateNumEntries() (int64, error) {
 	n, _ := s.d.db.GetIntProperty("rocksdb.estimate-num-keys")
 	total := int64(n)
 	for _, l := range s.d.layers {
-		total += int64(len(l.vals))
+		if w := l.stores[s.name]; w != nil {
+			total += int64(w.cur.t.Len())
+		}
 	}
 	return total, nil
 }
@@ -210,7 +212,7 @@ func (s *store) DeleteRange(from, to []byte) error {
 	}
 	s.d.mu.Lock()
 	defer s.d.mu.Unlock()
-	if err := s.d.deleteRange(s.key(from), hi); err != nil {
+	if err := s.d.deleteRange(s.name, s.key(from), hi); err != nil {
 		return s.wrap("delete range", err)
 	}
 	return nil
@@ -233,15 +235,16 @@ func (s *store) All() (state.BytesIterator, error) { return s.scan(nil, nil, nil
 func (s *store) ReverseAll() (state.BytesIterator, error) { return s.scan(nil, nil, nil, true) }
 
 // scan opens an iterator over the store as it is now: the database as of
-// now, under every layer on the stack. The layers it reads take no more
-// writes (see the package comment), so the caller may write while it
+// now (a RocksDB iterator reads the database as it was when it opened)
+// under the store's writes in every layer on the stack, which later writes
+// leave as they are (see version), so the caller may write while it
 // iterates without changing what it sees.
 func (s *store) scan(from, to, prefix []byte, reverse bool) (state.BytesIterator, error) {
 	if err := s.check(nil, false); err != nil {
 		return nil, err
 	}
-	it := &iterator{s: s, reverse: reverse, hasFrom: from != nil, hasTo: to != nil,
-		from: s.key(from), to: s.key(to), prefix: s.key(prefix)}
+	it := &iterator{s: s, sc: scope{reverse: reverse, hasFrom: from != nil, hasTo: to != nil,
+		from: s.key(from), to: s.key(to), prefix: s.key(prefix)}}
 	if from != nil && to != nil && bytes.Compare(from, to) > 0 {
 		it.done = true
 		return it, nil
@@ -253,31 +256,36 @@ func (s *store) scan(from, to, prefix []byte, reverse bool) (state.BytesIterator
 		return nil, fmt.Errorf("store %q: %w", s.name, err)
 	}
 	d.flushBulk()
-	native := d.db.NewIterator(d.ro)
-	for _, l := range d.layers {
-		l.sync()
-		l.refs++
-		it.layers = append(it.layers, l)
-		it.ranges = it.ranges || len(l.ranges) > 0
-		native = l.wb.NewIteratorWithBase(d.db, native)
+	it.m = merger{sc: &it.sc, reverse: reverse}
+	for i := len(d.layers) - 1; i >= 0; i-- {
+		w := d.layers[i].stores[s.name]
+		if w == nil || w.empty() {
+			continue
+		}
+		v, ranges := w.read()
+		it.versions = append(it.versions, v)
+		it.m.srcs = append(it.m.srcs, newTreeCursor(v.t, &it.sc, reverse))
+		it.m.ranges = append(it.m.ranges, ranges)
 	}
+	it.reads = newBoundedReads(it.sc.bounds())
+	it.native = d.db.NewIterator(it.reads.ro)
+	it.m.srcs = append(it.m.srcs, &nativeCursor{n: it.native, reverse: reverse})
+	it.m.ranges = append(it.m.ranges, nil)
 	d.iters[it] = struct{}{}
-	it.native = native
 	return it, nil
 }
 
-// iterator walks one store's keys through the layers it holds.
+// iterator walks one store's keys: a merge of the layers' versions over
+// a RocksDB iterator.
 type iterator struct {
 	s      *store
 	native *grocksdb.Iterator
-	layers []*layer
-	// ranges says a layer it reads deleted key ranges (see hiddenBy).
-	ranges bool
-
-	reverse        bool
-	hasFrom, hasTo bool
-	from, to       []byte // prefixed bounds
-	prefix         []byte // prefixed scan prefix: the store's prefix at least
+	// reads bound native to the scan's keys.
+	reads *boundedReads
+	// versions are the layers' trees the iterator reads (see version).
+	versions []*version
+	m        merger
+	sc       scope
 
 	started bool
 	done    bool
@@ -308,107 +316,39 @@ func (it *iterator) Next() bool {
 	d := it.s.d
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	n := it.native
-	if n == nil {
+	if it.native == nil {
 		// Freed by the database's Close.
 		it.err = fmt.Errorf("store %q: %w", it.s.name, d.checkOpen())
 		it.done = true
 		return false
 	}
-	switch {
-	case it.started && it.reverse:
-		n.Prev()
-	case it.started:
-		n.Next()
-	case it.reverse && it.hasTo:
-		n.SeekForPrev(it.to)
-	case it.reverse:
-		n.SeekForPrev(it.s.end)
-	case it.hasFrom:
-		n.Seek(it.from)
-	default:
-		n.Seek(it.prefix)
-	}
-	it.started = true
-	var ks *grocksdb.Slice
-	var k []byte
-	for {
-		if !n.Valid() {
-			if err := n.Err(); err != nil {
-				it.err = it.s.wrap("iterate", err)
-			}
-			it.releaseLocked()
-			return false
-		}
-		ks = n.Key()
-		k = ks.Data()
-		ok := bytes.HasPrefix(k, it.prefix)
+	if !it.started {
+		it.started = true
+		start := it.sc.prefix
 		switch {
-		case it.reverse && it.hasFrom:
-			ok = ok && bytes.Compare(k, it.from) >= 0
-		case !it.reverse && it.hasTo:
-			ok = ok && bytes.Compare(k, it.to) <= 0
+		case it.sc.reverse && it.sc.hasTo:
+			start = it.sc.to
+		case it.sc.reverse:
+			start = it.s.end
+		case it.sc.hasFrom:
+			start = it.sc.from
 		}
-		if !ok {
-			ks.Free()
-			it.releaseLocked()
-			return false
-		}
-		r := it.hiddenBy(k)
-		if r == nil {
-			break
-		}
-		// A range delete hides k: seek past the range when nothing was
-		// written in it since, else step over k.
-		ks.Free()
-		switch {
-		case r.touched && it.reverse:
-			n.Prev()
-		case r.touched:
-			n.Next()
-		case it.reverse:
-			n.SeekForPrev(r.from)
-			if n.Valid() {
-				cur := n.Key()
-				at := bytes.Equal(cur.Data(), r.from)
-				cur.Free()
-				if at {
-					n.Prev()
-				}
-			}
-		default:
-			n.Seek(r.to)
+		for _, c := range it.m.srcs {
+			c.seek(start)
 		}
 	}
-	it.key = append(it.key[:0], k[len(it.s.prefix):]...)
-	ks.Free()
-	vs := n.Value()
-	it.value = append(it.value[:0], vs.Data()...)
-	vs.Free()
+	src := it.m.next()
+	if src < 0 {
+		if err := it.native.Err(); err != nil {
+			it.err = it.s.wrap("iterate", err)
+		}
+		it.releaseLocked()
+		return false
+	}
+	it.key = append(it.key[:0], it.m.cur[len(it.s.prefix):]...)
+	it.value = append(it.value[:0], it.m.srcs[src].value()...)
 	it.valid = true
 	return true
-}
-
-// hiddenBy returns the range delete that hides k from the iterator, nil
-// when k shows: k shows when a layer at or above the newest range delete
-// covering it wrote k after that delete (the native iterator then yields
-// the newest write). The lock must be held.
-func (it *iterator) hiddenBy(k []byte) *keyRange {
-	if !it.ranges {
-		return nil
-	}
-	for i := len(it.layers) - 1; i >= 0; i-- {
-		l := it.layers[i]
-		if _, ok := l.vals[string(k)]; ok {
-			return nil
-		}
-		for _, r := range l.ranges {
-			if r.covers(k) {
-				return r
-			}
-		}
-	}
-	return nil
 }
 
 // Key returns a copy.
@@ -436,17 +376,14 @@ func (it *iterator) Close() error {
 	return nil
 }
 
-// release frees the native iterator and lets go of the layers, as soon as
-// the iterator is exhausted or closed: a finished but unclosed iterator
-// pins nothing.
+// release frees the native iterator and lets go of the snapshots, as
+// soon as the iterator is exhausted or closed: a finished but unclosed
+// iterator pins nothing.
 func (it *iterator) release() {
 	d := it.s.d
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	it.releaseLocked()
-	if !d.closed.Load() {
-		_ = d.compact()
-	}
 }
 
 // releaseLocked is release with the database's lock held.
@@ -458,11 +395,13 @@ func (it *iterator) releaseLocked() {
 	d := it.s.d
 	it.native.Close()
 	it.native = nil
-	for _, l := range it.layers {
-		l.refs--
-		l.release()
+	it.reads.free()
+	it.reads = nil
+	it.m = merger{}
+	for _, v := range it.versions {
+		v.done()
 	}
-	it.layers = nil
+	it.versions = nil
 	delete(d.iters, it)
 	d.freeLocked()
 }

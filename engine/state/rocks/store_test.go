@@ -247,8 +247,8 @@ func TestWriteDuringIteration(t *testing.T) {
 	}
 }
 
-// TestLayersStayBounded: scans interleaved with writes push layers; once
-// their iterators close the stack is merged back.
+// TestLayersStayBounded: writes while scans are open go to the epoch's one
+// layer, which the scans read snapshots of.
 func TestLayersStayBounded(t *testing.T) {
 	d := openTest(t)
 	s := d.Store("s")
@@ -258,8 +258,8 @@ func TestLayersStayBounded(t *testing.T) {
 		must(0, s.Put(beKey(i), []byte{byte(i)}))
 		it.Close()
 	}
-	if n := d.layerCount(); n > maxLayers+1 {
-		t.Fatalf("%d layers after 100 scans, want at most %d", n, maxLayers+1)
+	if n := d.layerCount(); n != 1 {
+		t.Fatalf("%d layers after 100 scans in one epoch, want 1", n)
 	}
 	if got := len(collect(t, must(s.All()))); got != 100 {
 		t.Fatalf("%d keys, want 100", got)
@@ -323,11 +323,9 @@ func TestWipe(t *testing.T) {
 	}
 }
 
-// TestModel runs random operations, seals, commits, aborts and reopens
-// against a map model of what is committed and what is not. Run with
-// -seed to replay.
 // modelOp is one write of the model: a put (v set), a delete (v nil), or
-// a range delete of from <= key < to.
+// a range delete of from <= key < to. Keys are the store's name, a zero
+// byte and the key, so that a range stays within its store.
 type modelOp struct {
 	k, to string
 	v     *string
@@ -351,6 +349,19 @@ func applyOps(m map[string]string, ops []modelOp) {
 	}
 }
 
+// openScan is a scan the model left open across later operations, and
+// the entries it has still to read: those of the store when it opened.
+type openScan struct {
+	it   state.BytesIterator
+	rest []string
+}
+
+// TestModel runs random operations on two stores of one database (puts,
+// deletes, range deletes, gets, scans, scans left open across later
+// writes, seals, commits of one or two epochs, aborts and reopens)
+// against a map model of what is committed and what is not; a scan left
+// open must read, when it goes on, what the store held when it opened.
+// Run with -seed to replay.
 func TestModel(t *testing.T) {
 	seed := uint64(*seedFlag)
 	if seed == 0 {
@@ -365,17 +376,23 @@ func TestModel(t *testing.T) {
 	var sealed, open []modelOp // the committing and processing epochs' writes
 	hasSealed := false
 	epoch := int64(1)
-	view := func() map[string]string {
+	// view is what store st holds, by its own keys.
+	view := func(st string) map[string]string {
 		m := map[string]string{}
 		for k, v := range committed {
 			m[k] = v
 		}
 		applyOps(m, sealed)
 		applyOps(m, open)
-		return m
+		out := map[string]string{}
+		for k, v := range m {
+			if rest, ok := strings.CutPrefix(k, st+"\x00"); ok {
+				out[rest] = v
+			}
+		}
+		return out
 	}
-	// check reads a scan whole against the model, in order.
-	check := func(op int, it state.BytesIterator, m map[string]string, from, to string, reverse bool) {
+	entries := func(m map[string]string, from, to string, reverse bool) []string {
 		var want []string
 		for k, v := range m {
 			if (from == "" || k >= from) && (to == "" || k <= to) {
@@ -386,63 +403,79 @@ func TestModel(t *testing.T) {
 		if reverse {
 			slices.Reverse(want)
 		}
+		return want
+	}
+	// check reads a scan whole against the model, in order.
+	check := func(op int, it state.BytesIterator, m map[string]string, from, to string, reverse bool) {
+		want := entries(m, from, to, reverse)
 		if got := collect(t, it); !slices.Equal(got, want) {
 			t.Fatalf("op %d: scan [%s, %s] reverse=%v read\n  %v\nwant\n  %v", op, from, to, reverse, got, want)
 		}
 	}
-	var iters []state.BytesIterator
-	for op := range 3000 {
-		s := d.Store("s")
+	var scans []openScan
+	for op := range 4000 {
+		st := []string{"s", "t"}[r.IntN(2)]
+		s := d.Store(st)
 		k := fmt.Sprintf("k%02d", r.IntN(40))
+		mk := st + "\x00" + k
 		switch x := r.IntN(100); {
 		case x < 40:
 			v := fmt.Sprintf("v%d", op)
 			must(0, s.Put([]byte(k), []byte(v)))
-			open = append(open, modelOp{k: k, v: &v})
+			open = append(open, modelOp{k: mk, v: &v})
 		case x < 52:
 			must(s.Delete([]byte(k)))
-			open = append(open, modelOp{k: k})
+			open = append(open, modelOp{k: mk})
 		case x < 56:
 			// A range delete, as expiry drops a segment.
 			to := fmt.Sprintf("k%02d", r.IntN(45))
 			must(0, s.(state.RangeDeleter).DeleteRange([]byte(k), []byte(to)))
-			open = append(open, modelOp{k: k, to: to, rng: true})
+			open = append(open, modelOp{k: mk, to: st + "\x00" + to, rng: true})
 		case x < 68:
-			want, ok := view()[k]
+			want, ok := view(st)[k]
 			got := must(s.Get([]byte(k)))
 			if (got != nil) != ok || string(got) != want {
-				t.Fatalf("op %d: get %s = %q, want %q (%v)", op, k, got, want, ok)
+				t.Fatalf("op %d: get %s/%s = %q, want %q (%v)", op, st, k, got, want, ok)
 			}
 		case x < 72:
 			to := fmt.Sprintf("k%02d", r.IntN(45))
 			if r.IntN(2) == 0 {
-				check(op, must(s.Range([]byte(k), []byte(to))), view(), k, to, false)
+				check(op, must(s.Range([]byte(k), []byte(to))), view(st), k, to, false)
 			} else {
-				check(op, must(s.ReverseRange([]byte(k), []byte(to))), view(), k, to, true)
+				check(op, must(s.ReverseRange([]byte(k), []byte(to))), view(st), k, to, true)
 			}
 		case x < 74:
-			check(op, must(s.ReverseAll()), view(), "", "", true)
+			check(op, must(s.ReverseAll()), view(st), "", "", true)
 		case x < 82:
-			// A scan, sometimes left open across later writes.
+			// A scan, sometimes left open across later operations.
+			reverse := r.IntN(2) == 0
 			it := must(s.All())
-			m := view()
+			if reverse {
+				it.Close()
+				it = must(s.ReverseAll())
+			}
+			want := entries(view(st), "", "", reverse)
 			n := 0
 			for it.Next() {
-				if want, ok := m[string(it.Key())]; !ok || want != string(it.Value()) {
-					t.Fatalf("op %d: scan read %s=%s, want %q", op, it.Key(), it.Value(), want)
+				if got := fmt.Sprintf("%s=%s", it.Key(), it.Value()); n >= len(want) || got != want[n] {
+					t.Fatalf("op %d: scan of %s read %s at %d, want %v", op, st, got, n, want)
 				}
 				n++
 				if r.IntN(4) == 0 {
-					iters = append(iters, it)
 					break
 				}
 			}
-			if n == len(m) {
+			if n < len(want) {
+				scans = append(scans, openScan{it: it, rest: want[n:]})
+			} else {
+				must(0, it.Err())
 				it.Close()
 			}
-		case x < 88 && !hasSealed:
+		case x < 88:
+			// A second seal before the commit makes the commit write
+			// two epochs' layers at once, merged.
 			d.Seal(epoch)
-			sealed, open, hasSealed = open, nil, true
+			sealed, open, hasSealed = append(sealed, open...), nil, true
 			epoch++
 		case x < 94 && hasSealed:
 			must(0, d.Commit(epoch-1, Checkpoint{Lanes: 1}))
@@ -452,28 +485,39 @@ func TestModel(t *testing.T) {
 			d.Abort()
 			sealed, open, hasSealed = nil, nil, false
 		case x < 98:
-			for _, it := range iters {
-				it.Close()
+			// The open scans go on, or close unread.
+			for _, sc := range scans {
+				if r.IntN(2) == 0 {
+					sc.it.Close()
+					continue
+				}
+				if got := collect(t, sc.it); !slices.Equal(got, sc.rest) {
+					t.Fatalf("op %d: a scan left open read on\n  %v\nwant what it had when opened\n  %v", op, got, sc.rest)
+				}
 			}
-			iters = nil
+			scans = nil
 		default:
 			must(0, d.Close())
-			for _, it := range iters {
-				if it.Next() {
+			for _, sc := range scans {
+				if sc.it.Next() {
 					t.Fatalf("op %d: an iterator read on after its database closed", op)
 				}
-				it.Close()
+				sc.it.Close()
 			}
-			iters = nil
+			scans = nil
 			d = must(Open(dir))
 			sealed, open, hasSealed = nil, nil, false
 			epoch = d.Epoch()
 		}
 	}
-	for _, it := range iters {
-		it.Close()
+	for _, sc := range scans {
+		if got := collect(t, sc.it); !slices.Equal(got, sc.rest) {
+			t.Fatalf("end: a scan left open read on\n  %v\nwant\n  %v", got, sc.rest)
+		}
 	}
-	check(-1, must(d.Store("s").All()), view(), "", "", false)
+	for _, st := range []string{"s", "t"} {
+		check(-1, must(d.Store(st).All()), view(st), "", "", false)
+	}
 }
 
 // TestLeakedIteratorReleasesTheDatabase: an iterator nobody closed does
