@@ -80,7 +80,7 @@ func TestBacklogCommitsInBoundedEpochs(t *testing.T) {
 // transaction again and again.
 func TestJoinBacklogOnRocksCommitsSteadily(t *testing.T) {
 	// Enough for many barrier intervals of work: since the epoch layers
-	// are trees (decision 0030) the join on RocksDB runs a 20 k backlog
+	// are trees (decision 0032) the join on RocksDB runs a 20 k backlog
 	// in about five, and its first commit carried up to 31 % of it.
 	const n = 60_000
 	addr := startBroker(t, map[string]int32{"out": 4})
