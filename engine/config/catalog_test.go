@@ -158,6 +158,7 @@ func TestDefaultsUnchanged(t *testing.T) {
 		TimerLaneAffinityGuard:        VerdictError,
 		TimerLaneAffinitySampledCheck: VerdictWarn,
 		TopologyRekey:                 RekeyMemory,
+		JoinLateRecords:               JoinLateDrop,
 		RepartitionPurgeIntervalMs:    "30000",
 	}
 	if !maps.Equal(Defaults, want) {

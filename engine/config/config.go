@@ -44,6 +44,12 @@ const (
 	TopologyRekey = "stoatflow.topology.rekey"
 	RekeyMemory   = "memory"
 	RekeyTopic    = "topic"
+	// JoinLateRecords is what a stream-stream join does with a record
+	// whose window has closed at its floor: drop it (JoinLateDrop, the
+	// one late rule) or join it as Kafka Streams does (JoinLateJoin).
+	JoinLateRecords = "stoatflow.join.late-records"
+	JoinLateDrop    = "drop"
+	JoinLateJoin    = "join"
 	// RepartitionPurgeIntervalMs is Kafka Streams' key: how often records
 	// of repartition topics that every reader committed past are deleted.
 	RepartitionPurgeIntervalMs = "repartition.purge.interval.ms"

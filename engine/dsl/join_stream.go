@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/stoatflow/stoatctl/engine/config"
 	"github.com/stoatflow/stoatctl/engine/metrics"
 	"math"
 	"slices"
@@ -482,10 +483,30 @@ type joinWindowed[K, V any] struct {
 	expired    int64
 	ctx        processor.Context[any, any]
 	win        state.WindowStore[K, V]
+	// joinLate is stoatflow.join.late-records=join: a late record is
+	// joined, not dropped.
+	joinLate bool
+}
+
+// lateRecordsJoin reads stoatflow.join.late-records: true for join (Kafka
+// Streams' behaviour), false for drop (the one late rule, the default).
+func lateRecordsJoin(ctx processor.Context[any, any]) (bool, error) {
+	switch v := ctx.AppConfig()[config.JoinLateRecords]; v {
+	case "", config.JoinLateDrop:
+		return false, nil
+	case config.JoinLateJoin:
+		return true, nil
+	default:
+		return false, fmt.Errorf("config %s: %q is not one of %s, %s", config.JoinLateRecords, v, config.JoinLateDrop, config.JoinLateJoin)
+	}
 }
 
 func (p *joinWindowed[K, V]) Init(ctx processor.Context[any, any]) error {
 	p.ctx = ctx
+	var err error
+	if p.joinLate, err = lateRecordsJoin(ctx); err != nil {
+		return err
+	}
 	p.expiryStep = max(p.span.retention()/16, 1)
 	p.expired = math.MinInt64
 	if err := configureSerdes(ctx, p.serdes); err != nil {
@@ -512,10 +533,18 @@ func (p *joinWindowed[K, V]) Process(rec processor.Erased) error {
 	// The one late rule: the record's window has closed at or before the
 	// floor, so a result it took part in could reach a window downstream
 	// that has already been emitted.
+	// Under stoatflow.join.late-records=join it is joined instead, as
+	// Kafka Streams joins it, and kept only if its side's store would
+	// still hold it (gone: below what the store keeps).
+	gone := false
 	if c := p.span.closeTime(rec.Timestamp); window.Closed(c, p.ctx.Floor()) {
-		from, to := p.span.lookup(rec.Timestamp)
-		dropLate(p.ctx, metrics.ReasonLateWindow, rec, window.Window{Start: from, End: to}, c)
-		return nil
+		if !p.joinLate {
+			from, to := p.span.lookup(rec.Timestamp)
+			dropLate(p.ctx, metrics.ReasonLateWindow, rec, window.Window{Start: from, End: to}, c)
+			return nil
+		}
+		// The store drops t <= x - retention at expiry frontier x.
+		gone = rec.Timestamp <= streamJoinAdd(p.span.expiryFrontier(p.ctx.Floor()), -p.span.retention())
 	}
 	k, v, err := narrow[K, V](rec)
 	if err != nil {
@@ -524,6 +553,10 @@ func (p *joinWindowed[K, V]) Process(rec processor.Erased) error {
 	// Forward before keeping, as Kafka Streams does: a record reaching
 	// both sides (a self-join) then pairs with itself once, not twice.
 	p.ctx.Forward(rec)
+	if gone {
+		// Kafka Streams' segmented store ignores the put too.
+		return nil
+	}
 	if err := p.win.Put(k, v, rec.Timestamp); err != nil {
 		return fmt.Errorf("keep record for the join: %w", err)
 	}
@@ -576,10 +609,16 @@ type streamJoinSide[K, V1, V2, VR any] struct {
 	ctx   processor.Context[any, any]
 	other state.WindowStore[K, V2]
 	outer state.KeyValueStore[outerJoinKey[K], []outerJoinValue]
+	// joinLate is stoatflow.join.late-records=join.
+	joinLate bool
 }
 
 func (p *streamJoinSide[K, V1, V2, VR]) Init(ctx processor.Context[any, any]) error {
 	p.ctx = ctx
+	var err error
+	if p.joinLate, err = lateRecordsJoin(ctx); err != nil {
+		return err
+	}
 	if err := configureSerdes(ctx, p.serdes); err != nil {
 		return fmt.Errorf("serdes of state store %s: %w", p.otherStore, err)
 	}
@@ -650,6 +689,14 @@ func (p *streamJoinSide[K, V1, V2, VR]) Process(rec processor.Erased) error {
 		return fmt.Errorf("look up partners: %w", err)
 	}
 	if p.keep && !matched {
+		if p.joinLate && window.Closed(p.span.closeTime(rec.Timestamp), p.ctx.Floor()) {
+			// A late record (stoatflow.join.late-records=join) whose
+			// window has closed finds no partner later: Kafka Streams
+			// emits it at once rather than keep it.
+			var none V2
+			p.ctx.Forward(processor.Erased{Key: rec.Key, Value: orNull(p.joiner(k, v, none)), Timestamp: rec.Timestamp, Headers: rec.Headers})
+			return nil
+		}
 		return p.keepUnmatched(outerJoinKey[K]{ts: rec.Timestamp, left: p.left, key: k}, v)
 	}
 	return nil

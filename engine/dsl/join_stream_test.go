@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stoatflow/stoatctl/engine/config"
 	"github.com/stoatflow/stoatctl/engine/dsl"
 	"github.com/stoatflow/stoatctl/engine/metrics"
 	"github.com/stoatflow/stoatctl/engine/serde"
@@ -155,6 +156,50 @@ func TestStreamJoinLateBoundary(t *testing.T) {
 	})
 	if n := sjLate(d); n != 2 {
 		t.Fatalf("late drops: %d, want 2", n)
+	}
+}
+
+// TestStreamJoinLateRecordsJoined is TestStreamJoinLateBoundary under
+// stoatflow.join.late-records=join, Kafka Streams' behaviour (its
+// KStreamKStreamJoin drops no record for its window having closed): the
+// late a84 finds no partner and, its window closed, is emitted unmatched
+// at once; the late b74 is kept and pairs with a90 as b75 does; nothing
+// is counted late.
+func TestStreamJoinLateRecordsJoined(t *testing.T) {
+	w := window.JoinWindowsOfTimeDifferenceAndGrace(10*sjTick, 5*sjTick).Before(20 * sjTick)
+	str := serde.String()
+	b := dsl.NewBuilder()
+	dsl.LeftJoinStream(dsl.Stream(b, dsl.ConsumedWith(str, str), "a"), dsl.Stream(b, dsl.ConsumedWith(str, str), "b"), plusJoiner, w).To("out")
+	d, err := testdriver.New(b.Topology(), map[string]string{"default.key.serde": "string", "default.value.serde": "string", config.JoinLateRecords: config.JoinLateJoin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	sjRun(t, d, []sjStep{
+		{advance: 100},
+		{in: []tjIn{tjPut("a", "A", "a84", 84)}, want: []tjRec{tjVal("A", "a84+", 84)}},
+		{in: []tjIn{tjPut("a", "A", "a85", 85)}},
+		{in: []tjIn{tjPut("b", "B", "b74", 74)}},
+		{in: []tjIn{tjPut("b", "B", "b75", 75)}},
+		{in: []tjIn{tjPut("a", "B", "a90", 90)}, want: []tjRec{tjVal("B", "a90+b74", 90), tjVal("B", "a90+b75", 90)}},
+		{advance: 101, want: []tjRec{tjVal("A", "a85+", 85)}},
+		{advance: 1000},
+	})
+	if n := sjLate(d); n != 0 {
+		t.Fatalf("late drops: %d, want 0", n)
+	}
+}
+
+// TestStreamJoinLateRecordsSetting: a value of stoatflow.join.late-records
+// that is neither drop nor join fails the join's start, naming the key.
+func TestStreamJoinLateRecordsSetting(t *testing.T) {
+	str := serde.String()
+	b := dsl.NewBuilder()
+	dsl.JoinStream(dsl.Stream(b, dsl.ConsumedWith(str, str), "a"), dsl.Stream(b, dsl.ConsumedWith(str, str), "b"), plusJoiner,
+		window.JoinWindowsOfTimeDifferenceWithNoGrace(10*sjTick)).To("out")
+	_, err := testdriver.New(b.Topology(), map[string]string{"default.key.serde": "string", "default.value.serde": "string", config.JoinLateRecords: "keep"})
+	if err == nil || !strings.Contains(err.Error(), config.JoinLateRecords) {
+		t.Fatalf("error %v, want one naming %s", err, config.JoinLateRecords)
 	}
 }
 
