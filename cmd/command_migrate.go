@@ -72,7 +72,7 @@ rocksdbjni jar. Offsets and event time still come from its committed offsets.`,
 				return usageErrorf("--from-application-id is required: the Kafka Streams application's id")
 			}
 			if topo == "" {
-				return usageErrorf("-t/--topology is required: a topology file or a bundled example name")
+				return usageErrorf("-t/--topology is required: a topology file or the name of a compiled-in topology (topology list)")
 			}
 			wd, _ := os.Getwd()
 			file, err := topofile.Resolve(topo, wd)
@@ -188,7 +188,7 @@ rocksdbjni jar. Offsets and event time still come from its committed offsets.`,
 	f := c.Flags()
 	f.StringVar(&from, "from-application-id", "", "the Kafka Streams application's `ID`")
 	f.StringVar(&to, "application-id", "", "our application `ID` (default: the topology's application-id)")
-	f.StringVarP(&topo, "topology", "t", "", "our `TOPOLOGY`: a YAML topology file or a bundled example name")
+	f.StringVarP(&topo, "topology", "t", "", "our `TOPOLOGY`: a YAML topology file or a compiled-in topology's name (topology list)")
 	f.StringVarP(&bootstrap, "bootstrap-servers", "b", "", "Kafka `HOST:PORT` list")
 	f.StringVarP(&configFile, "config", "c", "", "read configuration from `FILE`: YAML, or a Java .properties file (security.protocol, ssl.*, sasl.*, ...)")
 	f.StringArrayVarP(&overrides, "set", "X", nil, "configuration `KEY=VALUE` (repeatable)")
