@@ -182,10 +182,21 @@ func TestInterruptedRunFinishes(t *testing.T) {
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("interrupted run: %v (report %+v, progress %v)", err, rep, seen)
 	}
-	opts.Progress = nil
+	// The second run's progress counts over what it copies: partition 1
+	// only, from nothing to all of it.
+	seen = nil
+	opts.Progress = func(p migrate.Progress) { seen = append(seen, p) }
 	rep, err = migrate.Run(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for i, p := range seen {
+		if p.ToCopy != rep.Translated || p.Copied > p.ToCopy || (i > 0 && p.Copied <= seen[i-1].Copied) {
+			t.Fatalf("progress %d of the second run: %+v (all %+v), want Copied rising to ToCopy = %d", i, p, seen, rep.Translated)
+		}
+	}
+	if len(seen) == 0 || seen[len(seen)-1].Copied != rep.Translated {
+		t.Fatalf("the second run's progress %+v does not end at %d records copied", seen, rep.Translated)
 	}
 	// The interrupted partition 1 is written again whole.
 	want := 0
