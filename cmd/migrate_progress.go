@@ -33,6 +33,8 @@ type progressMeter struct {
 	start time.Time
 	// last is when the last plain line was written.
 	last time.Time
+	// ended is set once the line at 100% is written.
+	ended bool
 }
 
 func newProgressMeter(w io.Writer, tty bool, now func() time.Time) *progressMeter {
@@ -43,7 +45,20 @@ func newProgressMeter(w io.Writer, tty bool, now func() time.Time) *progressMete
 // report is migrate.Options.Progress.
 func (m *progressMeter) report(p migrate.Progress) {
 	now := m.now()
+	if p.Copied == 0 {
+		// The copy starts (the plan took its time before): the rate
+		// counts from here.
+		m.start, m.last = now, now
+		if m.tty {
+			fmt.Fprintf(m.w, "\r%s\x1b[K", m.line(p, now, true))
+		}
+		return
+	}
 	finished := p.Copied >= p.ToCopy
+	if m.ended {
+		return
+	}
+	m.ended = finished
 	if m.tty {
 		// \x1b[K clears what a longer earlier line left.
 		fmt.Fprintf(m.w, "\r%s\x1b[K", m.line(p, now, true))

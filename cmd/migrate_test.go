@@ -50,6 +50,9 @@ func TestMigrateCommand(t *testing.T) {
 		{"yes", append(base, "-y"), ExitOK},
 		{"again", append(base, "-y"), ExitOK},
 		{"verify_only", append(base, "--verify-only"), ExitOK},
+		// Under -o json, stderr carries no progress: the report is on
+		// stdout, and stderr is for errors.
+		{"yes_json", []string{"migrate", "--from-application-id", "ks", "--application-id", "ours-json", "-t", topo, "-b", "ADDR", "-o", "json", "-y"}, ExitOK},
 	}
 	if !isTerminal(os.Stdin) {
 		steps = append(steps, step{"usage_no_yes", base, ExitUsage})

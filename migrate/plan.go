@@ -49,7 +49,8 @@ type Options struct {
 	// leave its group (its consumers close without LeaveGroup); its member
 	// goes after the session timeout, 45 s by default.
 	WaitForGroups time.Duration
-	// Progress, when set, is told after every committed batch.
+	// Progress, when set, is told as the copy starts and after every
+	// committed batch (see Progress).
 	Progress func(Progress)
 	// StateDir, when set, is where the stores come from: Kafka Streams'
 	// state.dir (or its application's folder in it), read while Kafka
@@ -69,7 +70,8 @@ type Options struct {
 // Progress is where a translation stands on one source partition (Done
 // of Total records) and over the whole run (Copied of ToCopy: the records
 // of every partition the run copies, those an earlier run finished left
-// out).
+// out). A run reports once with Copied 0 (and no Topic) as the copy
+// starts, then after every committed batch that carried records.
 type Progress struct {
 	Topic     string
 	Partition int32

@@ -118,6 +118,11 @@ func (s *session) run(ctx context.Context, p *Plan) (*Report, error) {
 			}
 		}
 	}
+	if s.opts.Progress != nil && s.toCopy > 0 {
+		// The copy starts: a meter's clock for the rate starts here, not
+		// before the plan.
+		s.opts.Progress(Progress{ToCopy: s.toCopy})
+	}
 	for _, sp := range p.Stores {
 		for _, pp := range sp.Partitions {
 			if pp.Done {
@@ -210,7 +215,7 @@ func (s *session) translate(ctx context.Context, tx *kgo.Client, p *Plan, sp *St
 		done += int64(records)
 		s.copied += int64(records)
 		batch = batch[:0]
-		if s.opts.Progress != nil {
+		if s.opts.Progress != nil && records > 0 {
 			s.opts.Progress(Progress{Topic: sp.SourceTopic, Partition: pp.Partition, Done: done, Total: pp.Records,
 				Copied: s.copied, ToCopy: max(s.toCopy, s.copied)})
 		}

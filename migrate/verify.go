@@ -142,16 +142,24 @@ func (s *session) verify(ctx context.Context, p *Plan) (Verify, error) {
 		}
 		sv.Keys = len(want)
 		sv.Differences = misplaced
-		for _, k := range slices.Sorted(maps.Keys(want)) {
-			g, ok := got[k]
-			w := want[k]
-			if ok && bytes.Equal(g.value, w.value) && g.ts == w.ts {
+		// Only the keys that differ are sorted, for the examples: sorting
+		// every key took longer than reading both topics at 10 M keys.
+		var differ []string
+		for k, w := range want {
+			if g, ok := got[k]; ok && bytes.Equal(g.value, w.value) && g.ts == w.ts {
 				continue
 			}
-			sv.Differences++
-			if len(sv.Examples) < 5 {
-				sv.Examples = append(sv.Examples, fmt.Sprintf("%s: source %x at %d, ours %x at %d (present %v)", k, w.value, w.ts, g.value, g.ts, ok))
+			differ = append(differ, k)
+		}
+		slices.Sort(differ)
+		sv.Differences += len(differ)
+		for _, k := range differ {
+			if len(sv.Examples) >= 5 {
+				break
 			}
+			g, ok := got[k]
+			w := want[k]
+			sv.Examples = append(sv.Examples, fmt.Sprintf("%s: source %x at %d, ours %x at %d (present %v)", k, w.value, w.ts, g.value, g.ts, ok))
 		}
 		for k := range got {
 			if _, ok := want[k]; !ok {
