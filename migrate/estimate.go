@@ -28,15 +28,15 @@ const (
 	// copyPerRead is a copy's rate over the plan's read: the translation
 	// reads each record again as the plan did, decodes it, and writes it
 	// in a transaction. BenchmarkMigrateVsCopy reports it
-	// (copy-per-plan-read): 0.35-0.37 on the embedded broker at 1 M
+	// (copy-per-plan-read): 0.31-0.37 on the embedded broker at 1 M
 	// records; the estimate takes 0.3, to err long.
 	copyPerRead = 0.3
 	// minMeasured is the fewest records whose reading is taken as a rate:
 	// below it the time is mostly round trips, not records.
 	minMeasured = 50_000
 	// assumedCopyRate (records/s) stands in for a measurement when the
-	// plan read too little to time: a fifth of the copy rate
-	// BenchmarkMigrateVsCopy measures on the embedded broker (1.4-2.2 M
+	// plan read too little to time: a third to a fifth of the copy rate
+	// BenchmarkMigrateVsCopy measures on the embedded broker (0.9-1.7 M
 	// records/s), since a replicated cluster across a network is slower.
 	// Below minMeasured records the copy takes a second or two whatever
 	// the rate, so the guess matters little.
