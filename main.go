@@ -1,12 +1,12 @@
 // Command stoatctl is a stream-processing engine for Apache Kafka with Kafka
 // Streams' programming model. See README.md and `stoatctl --help`.
+//
+// It is package cli's Main and nothing else: a program that registers its
+// own topologies and calls cli.Main is the same binary with those
+// topologies added (examples/custom-binary).
 package main
 
-import (
-	"os"
-
-	"github.com/stoatflow/stoatctl/cmd"
-)
+import "github.com/stoatflow/stoatctl/cli"
 
 // Set at link time by scripts/build.sh:
 //
@@ -17,5 +17,5 @@ var (
 )
 
 func main() {
-	os.Exit(cmd.Run(os.Args[1:], os.Stdout, os.Stderr, cmd.WithStamp(version, commit)))
+	cli.Main(cli.WithStamp(version, commit))
 }

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"strings"
@@ -72,7 +71,7 @@ rocksdbjni jar. Offsets and event time still come from its committed offsets.`,
 				return usageErrorf("--from-application-id is required: the Kafka Streams application's id")
 			}
 			if topo == "" {
-				return usageErrorf("-t/--topology is required: a topology file or a bundled example name")
+				return usageErrorf("-t/--topology is required: a topology file or the name of a compiled-in topology (topology list)")
 			}
 			wd, _ := os.Getwd()
 			file, err := topofile.Resolve(topo, wd)
@@ -172,7 +171,10 @@ rocksdbjni jar. Offsets and event time still come from its committed offsets.`,
 					return fmt.Errorf("migrate: not confirmed; nothing written")
 				}
 			}
-			opts.Progress = progressLines(c.ErrOrStderr(), isTerminal(os.Stderr))
+			if format.String() != output.JSON {
+				// Under -o json, stderr carries errors only.
+				opts.Progress = newProgressMeter(c.ErrOrStderr(), isTerminal(os.Stderr), time.Now).report
+			}
 			rep, err := migrate.Run(ctx, opts)
 			if rep != nil {
 				if werr := format.Write(c.OutOrStdout(), rep, rep.WriteText); werr != nil {
@@ -188,7 +190,7 @@ rocksdbjni jar. Offsets and event time still come from its committed offsets.`,
 	f := c.Flags()
 	f.StringVar(&from, "from-application-id", "", "the Kafka Streams application's `ID`")
 	f.StringVar(&to, "application-id", "", "our application `ID` (default: the topology's application-id)")
-	f.StringVarP(&topo, "topology", "t", "", "our `TOPOLOGY`: a YAML topology file or a bundled example name")
+	f.StringVarP(&topo, "topology", "t", "", "our `TOPOLOGY`: a YAML topology file or a compiled-in topology's name (topology list)")
 	f.StringVarP(&bootstrap, "bootstrap-servers", "b", "", "Kafka `HOST:PORT` list")
 	f.StringVarP(&configFile, "config", "c", "", "read configuration from `FILE`: YAML, or a Java .properties file (security.protocol, ssl.*, sasl.*, ...)")
 	f.StringArrayVarP(&overrides, "set", "X", nil, "configuration `KEY=VALUE` (repeatable)")
@@ -207,25 +209,4 @@ rocksdbjni jar. Offsets and event time still come from its committed offsets.`,
 	f.StringVar(&rocksLib, "rocksdb-library", "", "the RocksDB that reads --from-state-dir: a librocksdb.so, or the Kafka Streams application's rocksdbjni `JAR` (default "+migrate.DefaultRocksDBLibrary+")")
 	f.VarP(format, "output", "o", "output `format`: "+format.Usage())
 	return c
-}
-
-// progressLines reports translation progress: one line per committed batch,
-// rewritten in place on a terminal.
-func progressLines(w io.Writer, tty bool) func(migrate.Progress) {
-	return func(p migrate.Progress) {
-		pct := 100
-		if p.Total > 0 {
-			pct = int(100 * p.Done / p.Total)
-		}
-		if tty {
-			bar := strings.Repeat("#", pct/5) + strings.Repeat(".", 20-pct/5)
-			end := ""
-			if p.Done >= p.Total {
-				end = "\n"
-			}
-			fmt.Fprintf(w, "\r%s[%d] [%s] %d/%d%s", p.Topic, p.Partition, bar, p.Done, p.Total, end)
-			return
-		}
-		fmt.Fprintf(w, "migrate: %s[%d]: %d/%d records (%d%%)\n", p.Topic, p.Partition, p.Done, p.Total, pct)
-	}
 }

@@ -38,9 +38,9 @@ func newRunCommand(stamp buildinfo.Stamp) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "run -t TOPOLOGY",
 		Short: "Run a topology against Kafka, or against an embedded broker",
-		Long: `Run a topology (a YAML topology file, or the name of a bundled example) on
-the live engine until SIGINT or SIGTERM, which commits a final barrier and
-exits 0.
+		Long: `Run a topology (a YAML topology file, or the name of a bundled example or
+of a Go topology the binary registered with package cli) on the live engine
+until SIGINT or SIGTERM, which commits a final barrier and exits 0.
 
 Without -b (and without bootstrap.servers in the configuration) it starts
 an embedded Kafka-protocol broker on 127.0.0.1:--broker-port, creates the
@@ -77,7 +77,7 @@ says which. --http off serves nothing.`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if topo == "" {
-				return usageErrorf("-t/--topology is required: a topology file or a bundled example name")
+				return usageErrorf("-t/--topology is required: a topology file or the name of a compiled-in topology (topology list)")
 			}
 			level, ok := brokerLogLevels[logLevel]
 			if !ok {
@@ -208,7 +208,7 @@ says which. --http off serves nothing.`,
 		},
 	}
 	f := c.Flags()
-	f.StringVarP(&topo, "topology", "t", "", "run `TOPOLOGY`: a YAML topology file or a bundled example name")
+	f.StringVarP(&topo, "topology", "t", "", "run `TOPOLOGY`: a YAML topology file or a compiled-in topology's name (topology list)")
 	f.StringVarP(&configFile, "config", "c", "", "read configuration from `FILE`: YAML, or a Java .properties file")
 	f.StringVarP(&bootstrap, "bootstrap-server", "b", "", "connect to Kafka at `HOST:PORT[,...]` (default: an embedded broker)")
 	f.StringVar(&stateDir, "state-dir", "", "keep local state under `DIR` (state.dir)")

@@ -17,7 +17,8 @@ func newTopologyCommand() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "topology",
 		Short: "List, describe, validate and try topologies",
-		Long: `List, describe and try the example topologies bundled with stoatctl, and
+		Long: `List, describe and try the example topologies bundled with stoatctl (and
+the Go topologies a program built on package cli registered), and
 describe or validate topology files (FILE or -t FILE, see
 docs/topology-files.md).
 

@@ -20,8 +20,9 @@ TopologyDescription: its sub-topologies with their sources, processors and
 sinks, the in-memory boundaries between sub-topologies, and its state stores
 with their changelog topics.
 
-Name a bundled example or give a topology file (see docs/topology-files.md),
-as the argument or with -t. -o json prints the same as data.`,
+Name a bundled example or a Go topology the binary registered (package
+cli), or give a topology file (see docs/topology-files.md), as the argument
+or with -t. -o json prints the same as data.`,
 		Example: `  stoatctl topology describe uppercase
   stoatctl topology describe fixtures/word-count/topology.yaml -o json`,
 		Args:              cobra.ArbitraryArgs,

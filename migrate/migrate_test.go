@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -182,10 +184,21 @@ func TestInterruptedRunFinishes(t *testing.T) {
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("interrupted run: %v (report %+v, progress %v)", err, rep, seen)
 	}
-	opts.Progress = nil
+	// The second run's progress counts over what it copies: partition 1
+	// only, from nothing to all of it.
+	seen = nil
+	opts.Progress = func(p migrate.Progress) { seen = append(seen, p) }
 	rep, err = migrate.Run(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for i, p := range seen {
+		if p.ToCopy != rep.Translated || p.Copied > p.ToCopy || (i > 0 && p.Copied <= seen[i-1].Copied) {
+			t.Fatalf("progress %d of the second run: %+v (all %+v), want Copied rising to ToCopy = %d", i, p, seen, rep.Translated)
+		}
+	}
+	if len(seen) == 0 || seen[len(seen)-1].Copied != rep.Translated {
+		t.Fatalf("the second run's progress %+v does not end at %d records copied", seen, rep.Translated)
 	}
 	// The interrupted partition 1 is written again whole.
 	want := 0
@@ -301,3 +314,46 @@ func TestRefusesOnceOursHasRun(t *testing.T) {
 
 // syncBuffer is a log clients write from several goroutines.
 type syncBuffer = syncbuf.Buffer
+
+// TestVerifyFindsDifferences: after a migration, values changed in our
+// changelog behind its back are counted, and the examples name the first
+// keys in order, with both values.
+func TestVerifyFindsDifferences(t *testing.T) {
+	addr := kafkatest.Start(t, map[string]int32{"lines": 2, "word-counts": 2})
+	fakeWordCount(t, addr, 20)
+	_, built := load(t, "word-count", "ours")
+	opts := migrate.Options{From: "ks", To: "ours", Built: built, Seeds: []string{addr}}
+	ctx := context.Background()
+	if rep, err := migrate.Run(ctx, opts); err != nil || !rep.Verify.OK {
+		t.Fatalf("run: %v, %+v", err, rep)
+	}
+	cl := client(t, addr, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	var recs []*kgo.Record
+	for _, w := range []string{"w7", "w12", "w3"} {
+		k := []byte(w)
+		hash := binary.BigEndian.AppendUint32(nil, uint32(lane.Murmur2(k)))
+		recs = append(recs, &kgo.Record{Topic: "ours-counts-changelog", Partition: int32(lane.For(k, 2)), Key: k, Value: long(99),
+			Timestamp: time.UnixMilli(1000), Headers: []kgo.RecordHeader{{Key: lane.HashHeader, Value: hash}}})
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := migrate.VerifyOnly(ctx, opts)
+	if err == nil || rep.Verify.OK {
+		t.Fatalf("verify-only after tampering: %v, %+v", err, rep)
+	}
+	sv := rep.Verify.Stores[0]
+	if sv.Differences != 3 || len(sv.Examples) != 3 {
+		t.Fatalf("verify: %+v, want 3 differences with 3 examples", sv)
+	}
+	if !slices.IsSorted(sv.Examples) {
+		t.Errorf("examples not in key order: %q", sv.Examples)
+	}
+	for _, w := range []string{"w12", "w3", "w7"} {
+		if !slices.ContainsFunc(sv.Examples, func(e string) bool {
+			return strings.Contains(e, fmt.Sprintf("key %q: source ", w)) && strings.Contains(e, "ours 0000000000000063")
+		}) {
+			t.Errorf("no example names key %s with our value 99: %q", w, sv.Examples)
+		}
+	}
+}

@@ -49,7 +49,8 @@ type Options struct {
 	// leave its group (its consumers close without LeaveGroup); its member
 	// goes after the session timeout, 45 s by default.
 	WaitForGroups time.Duration
-	// Progress, when set, is told after every committed batch.
+	// Progress, when set, is told as the copy starts and after every
+	// committed batch (see Progress).
 	Progress func(Progress)
 	// StateDir, when set, is where the stores come from: Kafka Streams'
 	// state.dir (or its application's folder in it), read while Kafka
@@ -66,12 +67,18 @@ type Options struct {
 	Overrides
 }
 
-// Progress is where a translation stands on one source partition.
+// Progress is where a translation stands on one source partition (Done
+// of Total records) and over the whole run (Copied of ToCopy: the records
+// of every partition the run copies, those an earlier run finished left
+// out). A run reports once with Copied 0 (and no Topic) as the copy
+// starts, then after every committed batch that carried records.
 type Progress struct {
 	Topic     string
 	Partition int32
 	Done      int64
 	Total     int64
+	Copied    int64
+	ToCopy    int64
 }
 
 // windowedChangelogExtraRetention is the day Kafka Streams adds to a
@@ -96,6 +103,8 @@ type Plan struct {
 	// Empty are the stores of ours that start empty because an override
 	// said so: the verification checks they are.
 	Empty []EmptyStore `json:"start_empty"`
+	// Estimate is how long the copy is expected to take.
+	Estimate *Estimate `json:"estimate"`
 
 	ourPartitions int32
 }
@@ -266,6 +275,10 @@ type session struct {
 	// refused so to the store of ours it maps to.
 	problems      []Problem
 	refusedStores map[string]string
+	// meter times the plan's reading of the stores, for Plan.Estimate.
+	meter readMeter
+	// copied and toCopy are the run's progress over every partition.
+	copied, toCopy int64
 }
 
 func newSession(o Options) (*session, error) {
@@ -559,6 +572,7 @@ func (s *session) plan(ctx context.Context) (*Plan, error) {
 	if err := s.readMarkers(ctx, p); err != nil {
 		return nil, err
 	}
+	p.Estimate = s.meter.estimate(p)
 	if err := settle(p, o.Overrides, s.problems); err != nil {
 		return p, err
 	}
@@ -911,7 +925,7 @@ func (s *session) planStore(ctx context.Context, p *Plan, ksStore, ours string, 
 	if sp.Frontier != nil || sp.Kind == JoinOuter {
 		live = map[int32]map[string]Entry{}
 	}
-	ends, err := s.read(ctx, topic, kafka.FromLogStart(parts...), func(r *kgo.Record) error {
+	countRecord := func(r *kgo.Record) error {
 		e, err := s.decode(sp, r)
 		if err != nil {
 			sp.recordProblem(err)
@@ -936,6 +950,14 @@ func (s *session) planStore(ctx context.Context, p *Plan, ksStore, ours string, 
 			}
 		}
 		return nil
+	}
+	var ends kafka.Positions
+	err = s.meter.measure(func() (n int64, err error) {
+		ends, err = s.read(ctx, topic, kafka.FromLogStart(parts...), func(r *kgo.Record) error {
+			n++
+			return countRecord(r)
+		})
+		return n, err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("migrate: read %s: %w", topic, err)
@@ -1034,23 +1056,26 @@ func (s *session) planStoreOffline(ctx context.Context, p *Plan, st *ksStore, ou
 	}
 	for _, part := range slices.Sorted(maps.Keys(st.tasks)) {
 		pp := PartitionPlan{Partition: part}
-		if err := r.each(part, func(path string, key, value []byte, ts int64) error {
-			e, err := s.decodeState(sp, path, key, value, ts)
-			if err != nil {
-				sp.recordProblem(err)
-				return nil
-			}
-			if sp.check != nil {
-				sp.check.entry(e, fmt.Sprintf("%s key %x", path, key))
-			}
-			pp.Records++
-			if live != nil {
-				if live[part] == nil {
-					live[part] = map[string]Entry{}
+		if err := s.meter.measure(func() (int64, error) {
+			err := r.each(part, func(path string, key, value []byte, ts int64) error {
+				e, err := s.decodeState(sp, path, key, value, ts)
+				if err != nil {
+					sp.recordProblem(err)
+					return nil
 				}
-				live[part][string(e.Key)] = Entry{Start: e.Start, End: e.End, Timestamp: e.Timestamp, Left: e.Left, Waiting: e.Waiting}
-			}
-			return nil
+				if sp.check != nil {
+					sp.check.entry(e, fmt.Sprintf("%s key %x", path, key))
+				}
+				pp.Records++
+				if live != nil {
+					if live[part] == nil {
+						live[part] = map[string]Entry{}
+					}
+					live[part][string(e.Key)] = Entry{Start: e.Start, End: e.End, Timestamp: e.Timestamp, Left: e.Left, Waiting: e.Waiting}
+				}
+				return nil
+			})
+			return pp.Records, err
 		}); err != nil {
 			var sde *StateDirError
 			if !errors.As(err, &sde) {

@@ -79,6 +79,9 @@ func (p *Plan) WriteText(w io.Writer) error {
 	for _, g := range p.Groups {
 		fmt.Fprintf(tw, "group %s: %d active members\n", g.Group, g.Members)
 	}
+	if p.Estimate != nil {
+		fmt.Fprintln(tw, p.Estimate)
+	}
 	return tw.Flush()
 }
 

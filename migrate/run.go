@@ -110,6 +110,19 @@ func (s *session) run(ctx context.Context, p *Plan) (*Report, error) {
 	}
 	defer tx.Close()
 	rep := &Report{Plan: p}
+	s.copied, s.toCopy = 0, 0
+	for _, sp := range p.Stores {
+		for _, pp := range sp.Partitions {
+			if !pp.Done {
+				s.toCopy += pp.Records
+			}
+		}
+	}
+	if s.opts.Progress != nil && s.toCopy > 0 {
+		// The copy starts: a meter's clock for the rate starts here, not
+		// before the plan.
+		s.opts.Progress(Progress{ToCopy: s.toCopy})
+	}
 	for _, sp := range p.Stores {
 		for _, pp := range sp.Partitions {
 			if pp.Done {
@@ -200,9 +213,11 @@ func (s *session) translate(ctx context.Context, tx *kgo.Client, p *Plan, sp *St
 			return fmt.Errorf("migrate: write %s from %s[%d]: %w", sp.Topic, sp.SourceTopic, pp.Partition, err)
 		}
 		done += int64(records)
+		s.copied += int64(records)
 		batch = batch[:0]
-		if s.opts.Progress != nil {
-			s.opts.Progress(Progress{Topic: sp.SourceTopic, Partition: pp.Partition, Done: done, Total: pp.Records})
+		if s.opts.Progress != nil && records > 0 {
+			s.opts.Progress(Progress{Topic: sp.SourceTopic, Partition: pp.Partition, Done: done, Total: pp.Records,
+				Copied: s.copied, ToCopy: max(s.toCopy, s.copied)})
 		}
 		return nil
 	}

@@ -142,22 +142,30 @@ func (s *session) verify(ctx context.Context, p *Plan) (Verify, error) {
 		}
 		sv.Keys = len(want)
 		sv.Differences = misplaced
-		for _, k := range slices.Sorted(maps.Keys(want)) {
-			g, ok := got[k]
-			w := want[k]
-			if ok && bytes.Equal(g.value, w.value) && g.ts == w.ts {
+		// Only the keys that differ are sorted, for the examples: sorting
+		// every key took longer than reading both topics at 10 M keys.
+		var differ []string
+		for k, w := range want {
+			if g, ok := got[k]; ok && bytes.Equal(g.value, w.value) && g.ts == w.ts {
 				continue
 			}
-			sv.Differences++
-			if len(sv.Examples) < 5 {
-				sv.Examples = append(sv.Examples, fmt.Sprintf("%s: source %x at %d, ours %x at %d (present %v)", k, w.value, w.ts, g.value, g.ts, ok))
+			differ = append(differ, k)
+		}
+		slices.Sort(differ)
+		sv.Differences += len(differ)
+		for _, k := range differ {
+			if len(sv.Examples) >= 5 {
+				break
 			}
+			g, ok := got[k]
+			w := want[k]
+			sv.Examples = append(sv.Examples, fmt.Sprintf("%s: source %x at %d, ours %x at %d (present %v)", describeKey(k), w.value, w.ts, g.value, g.ts, ok))
 		}
 		for k := range got {
 			if _, ok := want[k]; !ok {
 				sv.Differences++
 				if len(sv.Examples) < 5 {
-					sv.Examples = append(sv.Examples, fmt.Sprintf("%s: ours only", k))
+					sv.Examples = append(sv.Examples, fmt.Sprintf("%s: ours only", describeKey(k)))
 				}
 			}
 		}
@@ -288,8 +296,17 @@ func seq(n int32) []int32 {
 	return out
 }
 
-// partKey names a changelog key in a partition, as the examples of a
-// difference print it.
+// partKey is a changelog key in a partition as the verification's maps
+// hold it: the partition, 4 bytes big-endian, then the key. One
+// allocation, where formatting the name took a tenth of a 1 M-key
+// verification; they sort by partition, then key.
 func partKey(partition int32, key []byte) string {
-	return fmt.Sprintf("partition %d key %q", partition, key)
+	b := make([]byte, 4, 4+len(key))
+	binary.BigEndian.PutUint32(b, uint32(partition))
+	return string(append(b, key...))
+}
+
+// describeKey names a partKey as the examples of a difference print it.
+func describeKey(k string) string {
+	return fmt.Sprintf("partition %d key %q", int32(binary.BigEndian.Uint32([]byte(k[:4]))), k[4:])
 }
