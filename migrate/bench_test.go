@@ -4,13 +4,16 @@ import (
 	"context"
 	"encoding/binary"
 	"flag"
+	"runtime"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/stoatflow/stoatctl/engine/benchbase"
 	"github.com/stoatflow/stoatctl/engine/broker"
 	"github.com/stoatflow/stoatctl/engine/config"
 	"github.com/stoatflow/stoatctl/engine/kafka"
@@ -153,4 +156,39 @@ func BenchmarkMigrateVsCopy(b *testing.B) {
 	// shows how close that is.
 	b.ReportMetric(planRate/float64(b.N), "plan-read-records/s")
 	b.ReportMetric(float64(n)*float64(b.N)/ours.Seconds()/(planRate/float64(b.N)), "copy-per-plan-read")
+
+	// The verification pass that follows a run: its rate against the
+	// bare copy's, and the most heap it held (sampled every 10 ms; a
+	// store is compared one partition at a time).
+	runtime.GC()
+	base := benchbase.HeapInUse()
+	var peak atomic.Uint64
+	stop := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		t := time.NewTicker(10 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				if h := benchbase.HeapInUse(); h > peak.Load() {
+					peak.Store(h)
+				}
+			}
+		}
+	}()
+	start := time.Now()
+	v, err := s.verify(ctx, p)
+	took := time.Since(start)
+	close(stop)
+	<-sampled
+	if err != nil || !v.OK {
+		b.Fatalf("verify: %v, %+v", err, v)
+	}
+	b.ReportMetric(float64(n)/took.Seconds(), "verify-records/s")
+	b.ReportMetric(float64(n)/took.Seconds()/(float64(n)*float64(b.N)/bare.Seconds()), "verify-per-copy")
+	b.ReportMetric(float64(peak.Load()-min(base, peak.Load()))/(1<<20), "verify-peak-heap-MB")
 }

@@ -1,10 +1,10 @@
 package migrate
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
+	"hash/maphash"
 	"maps"
 	"slices"
 	"strings"
@@ -53,9 +53,157 @@ func VerifyOnly(ctx context.Context, o Options) (*Report, error) {
 	return &Report{Plan: p, Verify: v, VerifyOnly: true}, err
 }
 
+// kv is a value as the verification holds it: its hash, length and
+// timestamp, and the value itself when it is short enough to print in an
+// example. Holding no slice of the record lets the fetch's buffers go as
+// soon as a partition is read.
 type kv struct {
-	value []byte
+	sum   uint64
+	n     int
 	ts    int64
+	short [16]byte
+}
+
+// verifySeed seeds the verification's value hashes: any seed will do,
+// as both sides are hashed in one process.
+var verifySeed = maphash.MakeSeed()
+
+func kvOf(value []byte, ts int64) kv {
+	v := kv{sum: maphash.Bytes(verifySeed, value), n: len(value), ts: ts}
+	copy(v.short[:], value)
+	return v
+}
+
+// same says two held values are equal (up to a 64-bit hash collision).
+func (v kv) same(o kv) bool { return v.sum == o.sum && v.n == o.n && v.ts == o.ts }
+
+// String is the value as an example prints it: in hex when short, else
+// its length and hash.
+func (v kv) String() string {
+	if v.n <= len(v.short) {
+		return fmt.Sprintf("%x", v.short[:v.n])
+	}
+	return fmt.Sprintf("(%d bytes, hash %016x)", v.n, v.sum)
+}
+
+// verifyStore compares one mapped store, partition by partition: a task's
+// state is in the partition of the task, in both changelogs, so only one
+// partition's keys are held at once (a 10 M-key store held both sides'
+// every key, 5.3 GB, before). Each side's state is what a restore would
+// build: the latest record per key up to the planned end (the source) or
+// the end (ours), whose lane hash header must be the one our engine
+// restores by.
+func (s *session) verifyStore(ctx context.Context, p *Plan, sp *StorePlan) (StoreVerify, error) {
+	sv := StoreVerify{Store: sp.Store}
+	ends := map[int32]int64{}
+	for _, pp := range sp.Partitions {
+		ends[pp.Partition] = pp.End
+	}
+	parts := seq(p.ourPartitions)
+	for _, pp := range sp.Partitions {
+		if !slices.Contains(parts, pp.Partition) {
+			parts = append(parts, pp.Partition)
+		}
+	}
+	slices.Sort(parts)
+	var examples []string
+	for _, part := range parts {
+		want := map[string]kv{}
+		if _, ok := ends[part]; ok {
+			if sp.reader != nil {
+				// The state directory's stores, read again.
+				if err := sp.reader.each(part, func(_ string, key, value []byte, ts int64) error {
+					want[string(key)] = kvOf(value, ts)
+					return nil
+				}); err != nil {
+					return sv, fmt.Errorf("migrate: verify: store %s of %s: %w", sp.Source, sp.StateDir, err)
+				}
+			} else if _, err := s.read(ctx, sp.SourceTopic, kafka.Positions{part: kafka.LogStart}, func(r *kgo.Record) error {
+				if r.Offset >= ends[r.Partition] {
+					return nil
+				}
+				value, ts := r.Value, r.Timestamp.UnixMilli()
+				if sp.Kind == SuppressBuffer && value != nil {
+					// Compared in our layout: the translation's.
+					e, err := s.decode(sp, r)
+					if err != nil {
+						return err
+					}
+					value, ts = e.Value, e.Timestamp
+				}
+				if value == nil {
+					delete(want, string(r.Key))
+				} else {
+					want[string(r.Key)] = kvOf(value, ts)
+				}
+				return nil
+			}); err != nil {
+				return sv, fmt.Errorf("migrate: verify: read %s: %w", sp.SourceTopic, err)
+			}
+		}
+		got := map[string]kv{}
+		if part < p.ourPartitions {
+			if _, err := s.readOurs(ctx, sp.Topic, kafka.Positions{part: kafka.LogStart}, func(r *kgo.Record) error {
+				var e Entry
+				var err error
+				if sp.Kind == SuppressBuffer {
+					// Ours, in our layout: only the lane key is needed.
+					e, err = DecodeSuppress(r.Key, nil, nil, 0, sp.keySuffix)
+				} else {
+					e, err = Decode(sp.Kind, r.Key, r.Value, 0, nil)
+				}
+				if err != nil {
+					return &RecordError{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Store: sp.Store, Err: err}
+				}
+				h := headerMap(r)[lane.HashHeader]
+				if len(h) != 4 || int32(binary.BigEndian.Uint32(h)) != lane.Murmur2(e.LaneKey) {
+					sv.Differences++
+					if len(examples) < 5 {
+						examples = append(examples, fmt.Sprintf("%s[%d] offset %d: key %q is not where our engine would restore it from", r.Topic, r.Partition, r.Offset, r.Key))
+					}
+				}
+				if r.Value == nil {
+					delete(got, string(r.Key))
+				} else {
+					got[string(r.Key)] = kvOf(r.Value, r.Timestamp.UnixMilli())
+				}
+				return nil
+			}); err != nil {
+				return sv, fmt.Errorf("migrate: verify: read %s: %w", sp.Topic, err)
+			}
+		}
+		sv.Keys += len(want)
+		// Only the keys that differ are sorted, for the examples: sorting
+		// every key took longer than reading both topics at 10 M keys.
+		var differ []string
+		for k, w := range want {
+			if g, ok := got[k]; ok && g.same(w) {
+				continue
+			}
+			differ = append(differ, k)
+		}
+		for k := range got {
+			if _, ok := want[k]; !ok {
+				differ = append(differ, k)
+			}
+		}
+		slices.Sort(differ)
+		sv.Differences += len(differ)
+		for _, k := range differ {
+			if len(examples) >= 5 {
+				break
+			}
+			w, inWant := want[k]
+			g, ok := got[k]
+			if !inWant {
+				examples = append(examples, fmt.Sprintf("%s: ours only", describeKey(partKey(part, []byte(k)))))
+				continue
+			}
+			examples = append(examples, fmt.Sprintf("%s: source %s at %d, ours %s at %d (present %v)", describeKey(partKey(part, []byte(k))), w, w.ts, g, g.ts, ok))
+		}
+	}
+	sv.Examples = examples
+	return sv, nil
 }
 
 // verify restores each mapped store's state as our engine would, from
@@ -67,107 +215,9 @@ type kv struct {
 func (s *session) verify(ctx context.Context, p *Plan) (Verify, error) {
 	v := Verify{OK: true, Stores: []StoreVerify{}}
 	for _, sp := range p.Stores {
-		want := map[string]kv{}
-		from := kafka.Positions{}
-		for _, pp := range sp.Partitions {
-			from[pp.Partition] = kafka.LogStart
-		}
-		ends := map[int32]int64{}
-		for _, pp := range sp.Partitions {
-			ends[pp.Partition] = pp.End
-		}
-		if sp.reader != nil {
-			// The state directory's stores, read again.
-			for _, pp := range sp.Partitions {
-				if err := sp.reader.each(pp.Partition, func(_ string, key, value []byte, ts int64) error {
-					want[partKey(pp.Partition, key)] = kv{value, ts}
-					return nil
-				}); err != nil {
-					return v, fmt.Errorf("migrate: verify: store %s of %s: %w", sp.Source, sp.StateDir, err)
-				}
-			}
-		} else if _, err := s.read(ctx, sp.SourceTopic, from, func(r *kgo.Record) error {
-			if r.Offset >= ends[r.Partition] {
-				return nil
-			}
-			value, ts := r.Value, r.Timestamp.UnixMilli()
-			if sp.Kind == SuppressBuffer && value != nil {
-				// Compared in our layout: the translation's.
-				e, err := s.decode(sp, r)
-				if err != nil {
-					return err
-				}
-				value, ts = e.Value, e.Timestamp
-			}
-			if value == nil {
-				delete(want, partKey(r.Partition, r.Key))
-			} else {
-				want[partKey(r.Partition, r.Key)] = kv{value, ts}
-			}
-			return nil
-		}); err != nil {
-			return v, fmt.Errorf("migrate: verify: read %s: %w", sp.SourceTopic, err)
-		}
-		sv := StoreVerify{Store: sp.Store}
-		got := map[string]kv{}
-		misplaced := 0
-		ourFrom := kafka.FromLogStart(seq(p.ourPartitions)...)
-		if _, err := s.readOurs(ctx, sp.Topic, ourFrom, func(r *kgo.Record) error {
-			var e Entry
-			var err error
-			if sp.Kind == SuppressBuffer {
-				// Ours, in our layout: only the lane key is needed.
-				e, err = DecodeSuppress(r.Key, nil, nil, 0, sp.keySuffix)
-			} else {
-				e, err = Decode(sp.Kind, r.Key, r.Value, 0, nil)
-			}
-			if err != nil {
-				return &RecordError{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Store: sp.Store, Err: err}
-			}
-			h := headerMap(r)[lane.HashHeader]
-			if len(h) != 4 || int32(binary.BigEndian.Uint32(h)) != lane.Murmur2(e.LaneKey) {
-				misplaced++
-				if len(sv.Examples) < 5 {
-					sv.Examples = append(sv.Examples, fmt.Sprintf("%s[%d] offset %d: key %q is not where our engine would restore it from", r.Topic, r.Partition, r.Offset, r.Key))
-				}
-			}
-			if r.Value == nil {
-				delete(got, partKey(r.Partition, r.Key))
-			} else {
-				got[partKey(r.Partition, r.Key)] = kv{r.Value, r.Timestamp.UnixMilli()}
-			}
-			return nil
-		}); err != nil {
-			return v, fmt.Errorf("migrate: verify: read %s: %w", sp.Topic, err)
-		}
-		sv.Keys = len(want)
-		sv.Differences = misplaced
-		// Only the keys that differ are sorted, for the examples: sorting
-		// every key took longer than reading both topics at 10 M keys.
-		var differ []string
-		for k, w := range want {
-			if g, ok := got[k]; ok && bytes.Equal(g.value, w.value) && g.ts == w.ts {
-				continue
-			}
-			differ = append(differ, k)
-		}
-		slices.Sort(differ)
-		sv.Differences += len(differ)
-		for _, k := range differ {
-			if len(sv.Examples) >= 5 {
-				break
-			}
-			g, ok := got[k]
-			w := want[k]
-			sv.Examples = append(sv.Examples, fmt.Sprintf("%s: source %x at %d, ours %x at %d (present %v)", describeKey(k), w.value, w.ts, g.value, g.ts, ok))
-		}
-		for k := range got {
-			if _, ok := want[k]; !ok {
-				sv.Differences++
-				if len(sv.Examples) < 5 {
-					sv.Examples = append(sv.Examples, fmt.Sprintf("%s: ours only", describeKey(k)))
-				}
-			}
+		sv, err := s.verifyStore(ctx, p, sp)
+		if err != nil {
+			return v, err
 		}
 		if sv.Differences > 0 {
 			v.OK = false
