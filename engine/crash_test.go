@@ -330,15 +330,15 @@ func crashJoin() *topology.Topology {
 	return b.Topology()
 }
 
-// TestCrashJoinExactlyOnce kills the engine while it joins a stream with
-// itself (crashJoin) as records flow, on each store backend: the two
+// TestCrashJoinExactlyOnce kills the engine twelve times while it joins a
+// stream with itself (crashJoin) as records flow, on each store backend: the two
 // sides' window stores survive the kills with the epochs that wrote them,
 // so every pair the driver makes is committed exactly once (issue 37's
 // crash test of a join on RocksDB under live load).
 func TestCrashJoinExactlyOnce(t *testing.T) {
 	kafkatest.Parallel(t)
 	crashStores(t, func(t *testing.T, store string) {
-		keys, steps, kills := 50, 120, 8
+		keys, steps, kills := 50, 150, 12
 		if testing.Short() {
 			keys, steps, kills = 20, 60, 3
 		}
