@@ -36,11 +36,6 @@ const (
 // has committed no offset: there is nothing to carry back.
 var ErrNotStarted = errors.New("our application has committed no offset")
 
-// ProblemBufferHolds is a reverse migration of a suppress buffer of ours
-// that holds records: they are not translated back into Kafka Streams'
-// layout (docs/migration.md, "The way back"): --skip-store.
-const ProblemBufferHolds = "buffer-holds-records"
-
 // ourState is one store of ours restored as our engine restores it: the
 // latest record of each key in each partition.
 type ourState map[int32]map[string]kv
@@ -93,30 +88,24 @@ func (s *session) planReverse(ctx context.Context) (*Plan, error) {
 		for i := range sp.problems {
 			sp.problems[i].Loses = fmt.Sprintf("the state of our store %s does not go back; Kafka Streams' store %s restores what its changelog held before", ours, ks)
 		}
-		if len(sp.problems) > 0 && sp.Kind != SuppressBuffer {
+		if len(sp.problems) > 0 {
 			s.problems = append(s.problems, sp.problems...)
 			s.refusedStores[ks] = ours
 			continue
 		}
 		// Ours, as our engine restores it.
-		st, ends, err := s.restoreOurs(ctx, sp, p.ourPartitions)
-		if err != nil {
-			return nil, err
+		st, ends := ourState{}, map[int32]int64{}
+		if _, ok := topics[sp.Topic]; ok {
+			if st, ends, err = s.restoreOurs(ctx, sp, p.ourPartitions); err != nil {
+				return nil, err
+			}
 		}
 		live := 0
 		for _, keys := range st {
 			live += len(keys)
 		}
-		if sp.Kind == SuppressBuffer {
-			if live == 0 {
-				p.Unmapped = append(p.Unmapped, Unmapped{info.ChangelogTopic, "suppress buffer holding no record: nothing to carry"})
-				continue
-			}
-			sp.problems = append(sp.problems, Problem{Code: ProblemBufferHolds, Subject: ks,
-				Message: fmt.Sprintf("store %s: our suppress buffer %s holds %d records; they are not translated back into Kafka Streams' layout: let the suppression release them before stopping ours", ks, ours, live),
-				Loses:   fmt.Sprintf("the %d records our suppress buffer %s holds are never released by Kafka Streams", live, ours)})
-			s.problems = append(s.problems, sp.problems...)
-			s.refusedStores[ks] = ours
+		if sp.Kind == SuppressBuffer && live == 0 && !exists {
+			p.Unmapped = append(p.Unmapped, Unmapped{info.ChangelogTopic, "suppress buffer holding no record, and Kafka Streams has no changelog for it: nothing to carry"})
 			continue
 		}
 		// Kafka Streams' keys that ours does not hold get a tombstone, so
@@ -139,9 +128,12 @@ func (s *session) planReverse(ctx context.Context) (*Plan, error) {
 		}
 		sp.ours, sp.theirs = st, theirs
 		if sp.Frontier != nil {
-			v, ok, err := s.readFrontier(ctx, sp.Frontier, sp.Store, p.ourPartitions)
-			if err != nil {
-				return nil, err
+			var v int64
+			_, ok := topics[sp.Frontier.Topic]
+			if ok {
+				if v, ok, err = s.readFrontier(ctx, sp.Frontier, sp.Store, p.ourPartitions); err != nil {
+					return nil, err
+				}
 			}
 			if ok {
 				// Kafka Streams emits a window once its close time
@@ -201,8 +193,19 @@ func (s *session) restoreOurs(ctx context.Context, sp *StorePlan, partitions int
 		return nil, nil, fmt.Errorf("migrate: read our changelog %s: %w", sp.Topic, err)
 	}
 	for part, keys := range st {
-		for k := range keys {
-			if _, err := Decode(sp.Kind, []byte(k), []byte{}, 0, nil); err != nil {
+		for k, v := range keys {
+			var err error
+			if sp.Kind == SuppressBuffer {
+				// Kafka Streams' buffer keeps the same key, the value in
+				// its V3 layout.
+				if _, err = DecodeSuppress([]byte(k), nil, nil, 0, sp.keySuffix); err == nil {
+					v.value, err = EncodeSuppress(v.value)
+					keys[k] = v
+				}
+			} else {
+				_, err = Decode(sp.Kind, []byte(k), []byte{}, 0, nil)
+			}
+			if err != nil {
 				return nil, nil, &RecordError{Topic: sp.Topic, Partition: part, Offset: -1, Store: sp.Store, Err: err}
 			}
 		}
@@ -412,6 +415,11 @@ func (s *session) runReverse(ctx context.Context, p *Plan) (*Report, error) {
 				r := &kgo.Record{Topic: sp.SourceTopic, Partition: pp.Partition, Key: []byte(k), Timestamp: msTime(v.ts)}
 				if !tombstone {
 					r.Value = v.value
+					if sp.Kind == SuppressBuffer {
+						// Kafka Streams reads a buffer record by its
+						// version header.
+						r.Headers = []kgo.RecordHeader{{Key: "v", Value: []byte{3}}}
+					}
 				}
 				batch = append(batch, r)
 				if len(batch) >= o.BatchRecords {

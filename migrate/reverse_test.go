@@ -187,3 +187,158 @@ func restoreKS(t *testing.T, addr, topic string) map[string]string {
 	}
 	return got
 }
+
+// TestReverseSuppressBuffer: Kafka Streams' suppress buffer (V3, as its
+// changelog holds it) migrated to ours and straight back: Kafka Streams'
+// changelog then holds, for each key, a V3 record (header v = 3) with the
+// same buffer time, latest timestamp, prior and new value (the old value
+// the prior, as ours emits it), and ours and its offsets are untouched
+// by the way back.
+func TestReverseSuppressBuffer(t *testing.T) {
+	addr := kafkatest.Start(t, map[string]int32{"logins": 1, "login-counts": 1})
+	ctx := context.Background()
+	_, built := load(t, "suppress", "ours")
+	var buffer string
+	for name, info := range built.Stores {
+		if _, ok := info.Builder.(interface{ SuppressKeySuffix() (int, bool) }); ok {
+			buffer = name
+		}
+	}
+	const size, grace = 300_000, 30_000
+	w := int64(100 * size)
+	adm := kadm.NewClient(client(t, addr))
+	counts, buf := "ks-failed-logins-changelog", "ks-"+buffer+"-changelog"
+	kafkatest.CreateTopic(t, adm, counts, 1, map[string]*string{"cleanup.policy": ptr("compact,delete"),
+		"retention.ms": ptr(strconv.Itoa(size + grace + 24*3600*1000))})
+	kafkatest.CreateTopic(t, adm, buf, 1, map[string]*string{"cleanup.policy": ptr("compact")})
+	var recs []*kgo.Record
+	type entry struct{ prior, newValue, ts int64 }
+	want := map[string]entry{}
+	for i := range 3 {
+		user := "u" + strconv.Itoa(i)
+		n := int64(i + 1)
+		recs = append(recs, &kgo.Record{Topic: counts, Key: append(append([]byte(user), long(w)...), 0, 0, 0, 0), Value: long(n), Timestamp: time.UnixMilli(w + 1000)})
+		var old []byte
+		if n > 1 {
+			old = long(n - 1)
+		}
+		key := append([]byte(user), long(w)...)
+		recs = append(recs, &kgo.Record{Topic: buf, Key: key, Value: v3Value(w+1000*n, n, 0, old, n, w+size),
+			Headers: []kgo.RecordHeader{{Key: "v", Value: []byte{3}}}, Timestamp: time.UnixMilli(w + 1000*n)})
+		want[string(key)] = entry{0, n, w + 1000*n} // the fixture's prior is null
+	}
+	produceTo(t, addr, recs...)
+	md, _ := kafka.TopicPartitionMetadata{PartitionTime: w + 200_000}.Encode()
+	var offs kadm.Offsets
+	offs.Add(kadm.Offset{Topic: "logins", Partition: 0, At: 3, LeaderEpoch: -1, Metadata: md})
+	if _, err := adm.CommitOffsets(ctx, "ks", offs); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := migrate.Run(ctx, migrate.Options{From: "ks", To: "ours", Built: built, Seeds: []string{addr}}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := migrate.Run(ctx, migrate.Options{From: "ks", To: "ours", Built: built, Seeds: []string{addr}, Direction: migrate.Reverse})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Verify.OK || rep.Translated != 6 {
+		t.Fatalf("report: translated %d, verify %+v", rep.Translated, rep.Verify)
+	}
+	latest := map[string]*kgo.Record{}
+	if _, err := kafka.ReadToEnd(ctx, []string{addr}, buf, kafka.FromLogStart(0), func(r *kgo.Record) error {
+		latest[string(r.Key)] = r
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(latest) != len(want) {
+		t.Fatalf("%s holds %d keys, want %d", buf, len(latest), len(want))
+	}
+	for k, e := range want {
+		r := latest[k]
+		if len(r.Headers) != 1 || r.Headers[0].Key != "v" || string(r.Headers[0].Value) != "\x03" {
+			t.Errorf("key %q: headers %v, want v=3", k, r.Headers)
+		}
+		got, err := migrate.DecodeSuppressV3(r.Value)
+		if err != nil {
+			t.Fatalf("key %q: %v", k, err)
+		}
+		var prior []byte
+		if e.prior > 0 {
+			prior = long(e.prior)
+		}
+		if got.BufferTime != w+size || got.Timestamp != e.ts || string(got.Prior) != string(prior) || (got.Prior == nil) != (prior == nil) ||
+			string(got.Old) != string(prior) || string(got.New) != string(long(e.newValue)) || got.Offset != -1 {
+			t.Errorf("key %q: Kafka Streams reads %+v, want buffer time %d, timestamp %d, prior %x, new %d", k, got, w+size, e.ts, prior, e.newValue)
+		}
+	}
+	theirs, err := adm.FetchOffsets(ctx, "ks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := theirs.Lookup("logins", 0); r.At != 3 {
+		t.Errorf("group ks: logins[0] at %d, want 3", r.At)
+	} else if m, err := kafka.DecodeTopicPartitionMetadata(r.Metadata); err != nil || m.PartitionTime != w+200_000 {
+		t.Errorf("group ks: logins[0] metadata %+v (%v), want partition time %d", m, err, w+200_000)
+	}
+}
+
+// TestReverseRefused: the way back refuses, listing every problem before
+// writing anything, what Kafka Streams has no layout for (a foreign-key
+// join's subscription store and its resolver's copy of the left table)
+// and a Kafka Streams changelog with another partition count than ours;
+// and refuses an application of ours that never committed an offset.
+func TestReverseRefused(t *testing.T) {
+	addr := kafkatest.Start(t, map[string]int32{"orders": 1, "customers": 1, "order-rows": 1})
+	ctx := context.Background()
+	built := loadYAML(t, fkJoinYAML)
+	adm := kadm.NewClient(client(t, addr))
+	opts := migrate.Options{From: "ks", To: "ours", Built: built, Seeds: []string{addr}, Direction: migrate.Reverse}
+	if _, err := migrate.MakePlan(ctx, opts); !errors.Is(err, migrate.ErrNotStarted) {
+		t.Fatalf("ours never committed: %v, want %v", err, migrate.ErrNotStarted)
+	}
+	kafkatest.CreateTopic(t, adm, "ks-customers-store-changelog", 2, map[string]*string{"cleanup.policy": ptr("compact")})
+	produceTo(t, addr, &kgo.Record{Topic: "orders", Key: []byte("o1"), Value: []byte("c1")})
+	md, _ := kafka.TopicPartitionMetadata{PartitionTime: 1000}.Encode()
+	var offs kadm.Offsets
+	offs.Add(kadm.Offset{Topic: "orders", Partition: 0, At: 1, LeaderEpoch: -1, Metadata: md})
+	if _, err := adm.CommitOffsets(ctx, "ours", offs); err != nil {
+		t.Fatal(err)
+	}
+	before, err := adm.ListTopics(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = migrate.Run(ctx, opts)
+	var refusal *migrate.RefusalError
+	if !errors.As(err, &refusal) {
+		t.Fatalf("err = %v, want a refusal", err)
+	}
+	type problem struct{ code, subject string }
+	var got []problem
+	for _, p := range refusal.Problems {
+		got = append(got, problem{p.Code, p.Subject})
+	}
+	want := []problem{{migrate.ProblemStoreKind, "customers-store"}, {migrate.ProblemStoreKind, "oc-subscription-response-resolver-primary-store"}, {migrate.ProblemStoreKind, "oc-subscription-store"}}
+	if !slices.Equal(got, want) {
+		t.Errorf("problems %v, want %v\n%v", got, want, err)
+	}
+	for _, s := range []string{
+		"store customers-store: Kafka Streams' changelog ks-customers-store-changelog has 2 partitions, our changelog 1",
+		"our store oc-subscription-store is a foreign-key join's subscription store, whose layout is not Kafka Streams'",
+	} {
+		if !strings.Contains(err.Error(), s) {
+			t.Errorf("the refusal does not say %q:\n%v", s, err)
+		}
+	}
+	after, err := adm.ListTopics(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(slices.Sorted(maps.Keys(before)), slices.Sorted(maps.Keys(after))) {
+		t.Errorf("the refused way back created topics: %v, before %v", slices.Sorted(maps.Keys(after)), slices.Sorted(maps.Keys(before)))
+	}
+	if theirs, err := adm.FetchOffsets(ctx, "ks"); err == nil && len(theirs.Sorted()) > 0 {
+		t.Errorf("the refused way back committed offsets to ks: %v", theirs.Sorted())
+	}
+}
