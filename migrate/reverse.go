@@ -203,7 +203,8 @@ func (s *session) restoreOurs(ctx context.Context, sp *StorePlan, partitions int
 					keys[k] = v
 				}
 			} else {
-				_, err = Decode(sp.Kind, []byte(k), []byte{}, 0, nil)
+				// The value too: a join's shared store's lists.
+				_, err = Decode(sp.Kind, []byte(k), v.value, 0, nil)
 			}
 			if err != nil {
 				return nil, nil, &RecordError{Topic: sp.Topic, Partition: part, Offset: -1, Store: sp.Store, Err: err}
@@ -332,7 +333,17 @@ func (s *session) reverseOffsets(ctx context.Context, p *Plan, topics kadm.Topic
 		return nil
 	}
 	var first error
+	skipped := map[string]bool{}
 	ours.Each(func(r kadm.OffsetResponse) {
+		if strings.HasPrefix(r.Topic, o.To+"-") {
+			// Our own internal topic (a re-key through a topic): Kafka
+			// Streams has its own.
+			if !skipped[r.Topic] {
+				skipped[r.Topic] = true
+				p.Unmapped = append(p.Unmapped, Unmapped{r.Topic, "our internal topic: its offsets do not go to Kafka Streams' group"})
+			}
+			return
+		}
 		if first == nil && r.Err == nil && r.At >= 0 {
 			first = add(o.To, r.Topic, r.Partition, r.At, r.Metadata, -1)
 		}
