@@ -49,6 +49,12 @@ func TestMigrateCommand(t *testing.T) {
 		{"yes", append(base, "-y"), ExitOK},
 		{"again", append(base, "-y"), ExitOK},
 		{"verify_only", append(base, "--verify-only"), ExitOK},
+		// The way back, once ours has "run" (its offsets are the copied
+		// ones): the plan, a usage error, the run, its verification.
+		{"reverse_dry_run", append(base, "--reverse", "--dry-run"), ExitOK},
+		{"usage_reverse_state_dir", append(base, "--reverse", "--from-state-dir", "x", "--dry-run"), ExitUsage},
+		{"reverse", append(base, "--reverse", "-y"), ExitOK},
+		{"reverse_verify_only", append(base, "--reverse", "--verify-only"), ExitOK},
 	}
 	if !isTerminal(os.Stdin) {
 		steps = append(steps, step{"usage_no_yes", base, ExitUsage})

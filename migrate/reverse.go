@@ -408,6 +408,7 @@ func (s *session) runReverse(ctx context.Context, p *Plan) (*Report, error) {
 	for _, sp := range p.Stores {
 		for _, pp := range sp.Partitions {
 			var batch []*kgo.Record
+			var done int64
 			flush := func() error {
 				if len(batch) == 0 {
 					return nil
@@ -416,9 +417,10 @@ func (s *session) runReverse(ctx context.Context, p *Plan) (*Report, error) {
 					return fmt.Errorf("migrate: write %s[%d] from %s: %w", sp.SourceTopic, pp.Partition, sp.Topic, err)
 				}
 				rep.Translated += int64(len(batch))
+				done += int64(len(batch))
 				batch = batch[:0]
 				if o.Progress != nil {
-					o.Progress(Progress{Topic: sp.Topic, Partition: pp.Partition, Done: rep.Translated, Total: pp.Records + pp.Tombstones})
+					o.Progress(Progress{Topic: sp.Topic, Partition: pp.Partition, Done: done, Total: pp.Records + pp.Tombstones})
 				}
 				return nil
 			}
