@@ -201,7 +201,8 @@ type FrontierPlan struct {
 	Store string `json:"store"`
 	Topic string `json:"topic"`
 	// Value is the frontier seeded under --emit-frontier: windows closing
-	// at or before it count as emitted.
+	// at or before it count as emitted. In a reverse plan it is Kafka
+	// Streams' lastEmitWindowCloseTime written back (-1: none).
 	Value int64 `json:"value"`
 	// From says where Value comes from: "processor metadata" (Kafka
 	// Streams' last emitted window close time plus the grace), "partition

@@ -68,8 +68,10 @@ func (s *session) planReverse(ctx context.Context) (*Plan, error) {
 	frontiers := map[string]int64{}
 	for _, ours := range slices.Sorted(maps.Keys(o.Built.Stores)) {
 		info := o.Built.Stores[ours]
-		if info.ChangelogTopic == "" || info.Global || strings.HasSuffix(ours, "-emitfrontier") {
-			// Emit frontiers go to the processor metadata, below.
+		if info.Global || strings.HasSuffix(ours, "-emitfrontier") {
+			// Emit frontiers go to the processor metadata, below. A store
+			// with logging disabled is refused by newStorePlan: its
+			// state is in our state directory only.
 			continue
 		}
 		ks := ours
