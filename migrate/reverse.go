@@ -36,6 +36,12 @@ const (
 // has committed no offset: there is nothing to carry back.
 var ErrNotStarted = errors.New("our application has committed no offset")
 
+// ErrKafkaStreamsAhead is a way back to a Kafka Streams application that
+// has committed past our offsets: it has run since (after an earlier way
+// back, or beside ours), and ours would rewind it and write older state
+// over its.
+var ErrKafkaStreamsAhead = errors.New("the Kafka Streams application has processed past our offsets")
+
 // ourState is one store of ours restored as our engine restores it: the
 // latest record of each key in each partition.
 type ourState map[int32]map[string]kv
@@ -346,9 +352,15 @@ func (s *session) reverseOffsets(ctx context.Context, p *Plan, topics kadm.Topic
 			}
 			return
 		}
-		if first == nil && r.Err == nil && r.At >= 0 {
-			first = add(o.To, r.Topic, r.Partition, r.At, r.Metadata, -1)
+		if first != nil || r.Err != nil || r.At < 0 {
+			return
 		}
+		if t, ok := theirs.Lookup(r.Topic, r.Partition); ok && t.Err == nil && t.At > r.At {
+			first = fmt.Errorf("migrate: group %s has committed %s[%d] at %d, group %s at %d: %w; going back would rewind it",
+				o.From, r.Topic, r.Partition, t.At, o.To, r.At, ErrKafkaStreamsAhead)
+			return
+		}
+		first = add(o.To, r.Topic, r.Partition, r.At, r.Metadata, -1)
 	})
 	if first != nil {
 		return first

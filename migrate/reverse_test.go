@@ -149,6 +149,20 @@ func TestReverseWindowClose(t *testing.T) {
 	}
 	golden.Check(t, "./migrate", "testdata/reverse-window-close.golden", b.String())
 
+	// Run again, the way back writes the same; once Kafka Streams has
+	// processed past our offsets, it is refused.
+	if _, err := migrate.Run(ctx, migrate.Options{From: "ks", To: "ours", Built: built, Seeds: []string{addr}, Direction: migrate.Reverse}); err != nil {
+		t.Fatalf("the way back again: %v", err)
+	}
+	var ahead kadm.Offsets
+	ahead.Add(kadm.Offset{Topic: "clicks", Partition: 0, At: 5, LeaderEpoch: -1})
+	if _, err := adm.CommitOffsets(ctx, "ks", ahead); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := migrate.Run(ctx, migrate.Options{From: "ks", To: "ours", Built: built, Seeds: []string{addr}, Direction: migrate.Reverse}); !errors.Is(err, migrate.ErrKafkaStreamsAhead) {
+		t.Fatalf("the way back after Kafka Streams ran: %v, want %v", err, migrate.ErrKafkaStreamsAhead)
+	}
+
 	// Kafka Streams emits a window once its end passes the metadata's
 	// lastEmitWindowCloseTime: every window emitted (by it before the
 	// cutover, ending by 2:00, or by us) must end by it, every other
