@@ -25,7 +25,7 @@ func newMigrateCommand() *cobra.Command {
 		configFile                string
 		maps, overrides           []string
 		emitFrontier, dryRun, yes bool
-		verifyOnly                bool
+		verifyOnly, reverse       bool
 		batch                     int
 		stateDir, rocksLib        string
 		waitGroups                time.Duration
@@ -59,12 +59,21 @@ and skipped. docs/migration.md walks through a cutover.
 directory instead of its changelogs (for changelogs disabled, compacted away
 or deleted), with the RocksDB of --rocksdb-library: Kafka Streams 4.x writes
 its stores with a RocksDB newer than the system's, so pass the application's
-rocksdbjni jar. Offsets and event time still come from its committed offsets.`,
+rocksdbjni jar. Offsets and event time still come from its committed offsets.
+
+--reverse is the way back, with the same flags and the same plan: our
+stopped application's state goes to Kafka Streams' changelogs (the same
+stores, the same --map), our group's offsets with their partition times to
+its group, and each on-window-close store's emit frontier to its processor
+metadata (lastEmitWindowCloseTime), so that it resumes where ours stopped
+and emits no window twice. It refuses a store with no Kafka Streams layout
+and a suppress buffer still holding records.`,
 		Example: `  stoatctl migrate --from-application-id wordcount -t topology.yaml -b kafka:9092 --dry-run
   stoatctl migrate --from-application-id clicks --application-id clicks-stoat -t clicks.yaml \
       --map KSTREAM-AGGREGATE-STATE-STORE-0000000002=clicks-store --emit-frontier -y
   stoatctl migrate --from-application-id wordcount -t topology.yaml -b kafka:9092 \
-      --from-state-dir /var/lib/kafka-streams --rocksdb-library rocksdbjni-10.1.3.jar --dry-run`,
+      --from-state-dir /var/lib/kafka-streams --rocksdb-library rocksdbjni-10.1.3.jar --dry-run
+  stoatctl migrate --reverse --from-application-id wordcount -t topology.yaml -b kafka:9092 --wait-for-groups 60s -y`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if from == "" {
@@ -132,6 +141,12 @@ rocksdbjni jar. Offsets and event time still come from its committed offsets.`,
 			opts := migrate.Options{From: from, To: built.ApplicationID, Built: built, Seeds: strings.Split(cfg[config.BootstrapServers], ","),
 				ClientOpts: clientOpts, Config: conf, Map: mapping, EmitFrontier: emitFrontier, BatchRecords: batch, WaitForGroups: waitGroups,
 				StateDir: stateDir, RocksDBLibrary: rocksLib, Overrides: accept}
+			if reverse {
+				if stateDir != "" {
+					return usageErrorf("--reverse writes Kafka Streams' changelogs; --from-state-dir reads its state directory: pass one")
+				}
+				opts.Direction = migrate.Reverse
+			}
 			ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			if verifyOnly {
@@ -182,6 +197,9 @@ rocksdbjni jar. Offsets and event time still come from its committed offsets.`,
 				}
 			}
 			if err != nil && ctx.Err() != nil {
+				if reverse {
+					return fmt.Errorf("interrupted: run the same command again to finish (it writes every key again): %w", err)
+				}
 				return fmt.Errorf("interrupted: run the same command again to finish (partitions done are marked and skipped): %w", err)
 			}
 			return err
@@ -200,6 +218,7 @@ rocksdbjni jar. Offsets and event time still come from its committed offsets.`,
 	f.StringArrayVar(&accept.SkipInputs, "skip-input", nil, "accept that our topology does not read Kafka Streams' input `TOPIC` (repeatable)")
 	f.StringArrayVar(&accept.NewInputs, "new-input", nil, "accept that Kafka Streams committed no offset for our input `TOPIC`: it starts at auto.offset.reset (repeatable)")
 	f.BoolVar(&emitFrontier, "emit-frontier", false, "seed the emit frontier of on-window-close stores, so already emitted windows are not emitted again")
+	f.BoolVar(&reverse, "reverse", false, "the way back: move our stopped application's state, offsets and emit frontiers to the Kafka Streams application")
 	f.BoolVar(&dryRun, "dry-run", false, "print the plan and write nothing")
 	f.BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation")
 	f.BoolVar(&verifyOnly, "verify-only", false, "only compare our changelogs and offsets with the source")

@@ -53,6 +53,12 @@ func TestMigrateCommand(t *testing.T) {
 		// Under -o json, stderr carries no progress: the report is on
 		// stdout, and stderr is for errors.
 		{"yes_json", []string{"migrate", "--from-application-id", "ks", "--application-id", "ours-json", "-t", topo, "-b", "ADDR", "-o", "json", "-y"}, ExitOK},
+		// The way back, once ours has "run" (its offsets are the copied
+		// ones): the plan, a usage error, the run, its verification.
+		{"reverse_dry_run", append(base, "--reverse", "--dry-run"), ExitOK},
+		{"usage_reverse_state_dir", append(base, "--reverse", "--from-state-dir", "x", "--dry-run"), ExitUsage},
+		{"reverse", append(base, "--reverse", "-y"), ExitOK},
+		{"reverse_verify_only", append(base, "--reverse", "--verify-only"), ExitOK},
 	}
 	if !isTerminal(os.Stdin) {
 		steps = append(steps, step{"usage_no_yes", base, ExitUsage})

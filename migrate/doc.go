@@ -75,6 +75,16 @@
 // of its records arrives. A null-join pending at the cutover (its window
 // closed, Kafka Streams had not looked yet) is emitted once by our engine.
 //
+// The way back (Options.Direction = Reverse, reverse.go) runs the same
+// plan backwards: a stopped application of ours goes to a Kafka Streams
+// application id. Each store of ours goes to Kafka Streams' changelog of
+// the store it maps to (our state, and a tombstone for every key only
+// that changelog holds, so that Kafka Streams' restore ends on our state
+// from wherever its checkpoint says), our group's offsets with their
+// partition times to its group, and each emit frontier to the processor
+// metadata Kafka Streams reads its last emitted window close time from.
+// A store without a Kafka Streams layout is refused as on the way there.
+//
 // Kafka Streams' suppress buffers (changelog header v=3) are translated
 // into our topology's suppress buffer of the same name (suppress.go), from
 // their changelog also on the offline path (Kafka Streams keeps them in

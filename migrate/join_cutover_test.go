@@ -175,6 +175,40 @@ func TestJoinCutover(t *testing.T) {
 			if !maps.Equal(got, tc.want) {
 				t.Fatalf("after the cutover we emitted %v, want %v", got, tc.want)
 			}
+
+			// The way back, Kafka Streams' changelogs gone: they are
+			// created with ours' cleanup policy and retention, and hold
+			// our join's state key by key (the side stores' records and
+			// the shared store's lists of those still unmatched: o9,
+			// and pz2 for the outer join), which the verification reads
+			// back and compares.
+			deleteChangelogs(t, addr, "ks")
+			opts.Direction = migrate.Reverse
+			back, err := migrate.Run(ctx, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(back.Plan.Stores) != len(want) || !back.Verify.OK || back.Translated == 0 {
+				t.Fatalf("the way back: %d stores, translated %d, verify %+v", len(back.Plan.Stores), back.Translated, back.Verify)
+			}
+			adm := kadm.NewClient(client(t, addr))
+			for _, sp := range back.Plan.Stores {
+				theirs, err := adm.DescribeTopicConfigs(ctx, sp.SourceTopic, sp.Topic)
+				if err != nil {
+					t.Fatal(err)
+				}
+				policy := map[string]string{}
+				for _, rc := range theirs {
+					for _, c := range rc.Configs {
+						if c.Key == "cleanup.policy" && c.Value != nil {
+							policy[rc.Name] = *c.Value
+						}
+					}
+				}
+				if policy[sp.SourceTopic] == "" || policy[sp.SourceTopic] != policy[sp.Topic] {
+					t.Errorf("%s created with cleanup.policy %q, ours %q", sp.SourceTopic, policy[sp.SourceTopic], policy[sp.Topic])
+				}
+			}
 		})
 	}
 }

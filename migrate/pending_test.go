@@ -207,6 +207,68 @@ func TestPendingWindowsEmittedOnce(t *testing.T) {
 			if !maps.Equal(got, tc.want) {
 				t.Fatalf("after the cutover we emitted %v (window start: count), want %v", got, tc.want)
 			}
+
+			// The way back: the lastEmitWindowCloseTime Kafka Streams
+			// resumes with must count as emitted every window emitted
+			// (by it before the cutover, by us after) and no other, by
+			// Kafka Streams' own rule for the window kind: a time window
+			// once its end is at or before it, a sliding window or a
+			// session once its end is before it.
+			back, err := migrate.Run(ctx, migrate.Options{From: "ks", To: "ours", Built: built, Seeds: []string{addr}, Direction: migrate.Reverse})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !back.Verify.OK {
+				t.Fatalf("the way back: %+v", back.Verify)
+			}
+			theirs, err := adm.FetchOffsets(ctx, "ks")
+			if err != nil {
+				t.Fatal(err)
+			}
+			lastEmit := int64(-1)
+			for _, r := range theirs.Sorted() {
+				m, err := kafka.DecodeTopicPartitionMetadata(r.Metadata)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if v, ok := m.Processor["clicks-per-minute-store"]; ok {
+					lastEmit = max(lastEmit, v)
+				}
+			}
+			ksEmitted := func(end, w int64) bool {
+				if tc.name == "tumbling" {
+					return end <= w
+				}
+				return end <= w-1
+			}
+			windows := 0
+			if _, err := kafka.ReadToEnd(ctx, []string{addr}, topic, kafka.FromLogStart(0), func(r *kgo.Record) error {
+				var start, end int64
+				if tc.name == "session" {
+					_, s, e, err := state.DecodeSessionKey(r.Key)
+					if err != nil {
+						return err
+					}
+					start, end = s, e
+				} else {
+					_, s, _, err := state.DecodeWindowKey(r.Key)
+					if err != nil {
+						return err
+					}
+					start, end = s, s+minute
+				}
+				windows++
+				_, byUs := got[start]
+				if emitted := byUs || ksEmitted(end, tc.meta); emitted != ksEmitted(end, lastEmit) {
+					t.Errorf("window [%d, %d]: emitted %v, but Kafka Streams resumes with lastEmitWindowCloseTime %d", start, end, emitted, lastEmit)
+				}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if windows == 0 || lastEmit < 0 {
+				t.Fatalf("the way back left %d windows, lastEmitWindowCloseTime %d", windows, lastEmit)
+			}
 		})
 	}
 }

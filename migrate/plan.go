@@ -62,6 +62,9 @@ type Options struct {
 	// application's own, whose RocksDB wrote them). Empty is the system's
 	// librocksdb.so.
 	RocksDBLibrary string
+	// Direction is Forward (Kafka Streams to ours, the zero value) or
+	// Reverse (ours back to Kafka Streams, reverse.go).
+	Direction Direction
 	// Overrides accept problems that would refuse the migration, each by
 	// naming it.
 	Overrides
@@ -88,13 +91,17 @@ const windowedChangelogExtraRetention = 24 * 60 * 60 * 1000
 
 // Plan is what a migration does; see the package comment.
 type Plan struct {
-	From     string         `json:"from_application_id"`
-	To       string         `json:"application_id"`
-	Stores   []*StorePlan   `json:"stores"`
-	Unmapped []Unmapped     `json:"unmapped"`
-	Offsets  []OffsetCopy   `json:"offsets"`
-	Floor    *Floor         `json:"floor,omitempty"`
-	Groups   []GroupMembers `json:"groups"`
+	From string `json:"from_application_id"`
+	To   string `json:"application_id"`
+	// Direction is "forward", or "reverse" for the way back: records
+	// then go from our changelogs (StorePlan.Topic) to Kafka Streams'
+	// (SourceTopic), offsets from our group to its.
+	Direction Direction      `json:"direction"`
+	Stores    []*StorePlan   `json:"stores"`
+	Unmapped  []Unmapped     `json:"unmapped"`
+	Offsets   []OffsetCopy   `json:"offsets"`
+	Floor     *Floor         `json:"floor,omitempty"`
+	Groups    []GroupMembers `json:"groups"`
 	// EmitFrontier says whether emit frontiers are seeded.
 	EmitFrontier bool `json:"emit_frontier"`
 	// Accepted are the problems an override accepted, each with what it
@@ -156,6 +163,9 @@ type StorePlan struct {
 	// that did not decode, the first of which is in problems.
 	problems   []Problem
 	badRecords int64
+	// ours and theirs are, in a reverse plan, our store restored and
+	// Kafka Streams' changelog restored, by partition and key.
+	ours, theirs ourState
 }
 
 // problem refuses the store, naming Kafka Streams' store: --skip-store
@@ -200,7 +210,8 @@ type FrontierPlan struct {
 	Store string `json:"store"`
 	Topic string `json:"topic"`
 	// Value is the frontier seeded under --emit-frontier: windows closing
-	// at or before it count as emitted.
+	// at or before it count as emitted. In a reverse plan it is Kafka
+	// Streams' lastEmitWindowCloseTime written back (-1: none).
 	Value int64 `json:"value"`
 	// From says where Value comes from: "processor metadata" (Kafka
 	// Streams' last emitted window close time plus the grace), "partition
@@ -288,6 +299,12 @@ func newSession(o Options) (*session, error) {
 	if o.From == o.To {
 		return nil, fmt.Errorf("migrate: the Kafka Streams application id and ours are both %q", o.From)
 	}
+	if o.Direction == "" {
+		o.Direction = Forward
+	}
+	if o.Direction != Forward && o.Direction != Reverse {
+		return nil, fmt.Errorf("migrate: direction %q is neither %s nor %s", o.Direction, Forward, Reverse)
+	}
 	if o.BatchRecords <= 0 {
 		o.BatchRecords = 50_000
 	}
@@ -313,8 +330,11 @@ func MakePlan(ctx context.Context, o Options) (*Plan, error) {
 }
 
 func (s *session) plan(ctx context.Context) (*Plan, error) {
+	if s.opts.Direction == Reverse {
+		return s.planReverse(ctx)
+	}
 	o := s.opts
-	p := &Plan{From: o.From, To: o.To, EmitFrontier: o.EmitFrontier, Unmapped: []Unmapped{}, Offsets: []OffsetCopy{}, Accepted: []Problem{}, Empty: []EmptyStore{}}
+	p := &Plan{From: o.From, To: o.To, Direction: Forward, EmitFrontier: o.EmitFrontier, Unmapped: []Unmapped{}, Offsets: []OffsetCopy{}, Accepted: []Problem{}, Empty: []EmptyStore{}}
 	topics, err := s.adm.ListTopics(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("migrate: list topics: %w", err)
@@ -331,14 +351,9 @@ func (s *session) plan(ctx context.Context) (*Plan, error) {
 		}
 	}
 	slices.Sort(sources)
-	for _, t := range sources {
-		d, ok := topics[t]
-		if !ok {
-			return nil, fmt.Errorf("migrate: source topic %s of our topology does not exist", t)
-		}
-		p.ourPartitions = max(p.ourPartitions, int32(len(d.Partitions)))
+	if p.ourPartitions, err = s.ourPartitionCount(topics); err != nil {
+		return nil, err
 	}
-	p.ourPartitions = max(p.ourPartitions, 1)
 
 	var offsets kadm.OffsetResponses
 	err = kafka.WhileSettling(ctx, func() (err error) {

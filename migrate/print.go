@@ -11,6 +11,9 @@ import (
 // and floor values, and the offsets to copy.
 func (p *Plan) WriteText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	if p.Direction == Reverse {
+		return p.writeReverse(tw)
+	}
 	fmt.Fprintf(tw, "migrate %s (Kafka Streams) to %s\n\n", p.From, p.To)
 	fmt.Fprintln(tw, "STORE\tKIND\tFROM\tTO\tPARTITION\tRECORDS\tTOMBSTONES\tEND OFFSET\tSTATE")
 	for _, s := range p.Stores {
@@ -76,6 +79,12 @@ func (p *Plan) WriteText(w io.Writer) error {
 		}
 		fmt.Fprintln(tw)
 	}
+	return p.writeTail(tw)
+}
+
+// writeTail prints what both directions share: the problems accepted,
+// the topics left, the groups.
+func (p *Plan) writeTail(tw *tabwriter.Writer) error {
 	for _, g := range p.Groups {
 		fmt.Fprintf(tw, "group %s: %d active members\n", g.Group, g.Members)
 	}
@@ -83,6 +92,53 @@ func (p *Plan) WriteText(w io.Writer) error {
 		fmt.Fprintln(tw, p.Estimate)
 	}
 	return tw.Flush()
+}
+
+// writeReverse prints a reverse plan: per store and partition, the keys
+// written to Kafka Streams' changelog and the tombstones for its keys
+// ours does not hold; the processor metadata; the offsets.
+func (p *Plan) writeReverse(tw *tabwriter.Writer) error {
+	fmt.Fprintf(tw, "migrate %s back to %s (Kafka Streams)\n\n", p.To, p.From)
+	fmt.Fprintln(tw, "STORE\tKIND\tFROM\tTO\tPARTITION\tKEYS\tTOMBSTONES\tOUR END OFFSET")
+	for _, s := range p.Stores {
+		for _, pp := range s.Partitions {
+			fmt.Fprintf(tw, "%s -> %s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\n", s.Store, s.Source, s.Kind, s.Topic, s.SourceTopic, pp.Partition, pp.Records, pp.Tombstones, pp.End)
+		}
+	}
+	if len(p.Stores) == 0 {
+		fmt.Fprintln(tw, "(no store mapped)")
+	}
+	fmt.Fprintln(tw)
+	for _, s := range p.Stores {
+		if f := s.Frontier; f != nil {
+			if f.Value >= 0 {
+				fmt.Fprintf(tw, "processor metadata %s (lastEmitWindowCloseTime): %d, from %s\n", s.Source, f.Value, f.From)
+			} else {
+				fmt.Fprintf(tw, "processor metadata %s: not set (%s)\n", s.Source, f.From)
+			}
+		}
+	}
+	fmt.Fprintln(tw)
+	fmt.Fprintln(tw, "OFFSET\tPARTITION\tCOMMITTED\tPARTITION TIME")
+	for _, o := range p.Offsets {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\n", o.Topic, o.Partition, o.Offset, o.PartitionTime)
+	}
+	fmt.Fprintln(tw)
+	if len(p.Accepted) > 0 {
+		fmt.Fprintln(tw, "ACCEPTED\tPROBLEM\tLOSES")
+		for _, a := range p.Accepted {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", a.Override, a.Message, a.Loses)
+		}
+		fmt.Fprintln(tw)
+	}
+	if len(p.Unmapped) > 0 {
+		fmt.Fprintln(tw, "NOT CARRIED BACK\tREASON")
+		for _, u := range p.Unmapped {
+			fmt.Fprintf(tw, "%s\t%s\n", u.Topic, u.Reason)
+		}
+		fmt.Fprintln(tw)
+	}
+	return p.writeTail(tw)
 }
 
 // WriteText prints the report.

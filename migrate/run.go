@@ -84,6 +84,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 }
 
 func (s *session) run(ctx context.Context, p *Plan) (*Report, error) {
+	if p.Direction == Reverse {
+		return s.runReverse(ctx, p)
+	}
 	o := s.opts
 	if err := s.awaitEmptyGroups(ctx, p); err != nil {
 		return nil, err

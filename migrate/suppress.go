@@ -83,6 +83,49 @@ func DecodeSuppressV3(b []byte) (SuppressV3, error) {
 	return v, nil
 }
 
+// EncodeSuppressV3 writes v in the V3 layout DecodeSuppressV3 reads: the
+// value of a record of Kafka Streams' suppress buffer changelog, logged
+// with the header "v" = 3. A null topic cannot be written (Kafka Streams
+// requires one): an empty Topic is written empty.
+func EncodeSuppressV3(v SuppressV3) []byte {
+	array := func(b, a []byte) []byte {
+		if a == nil {
+			return binary.BigEndian.AppendUint32(b, 0xffffffff)
+		}
+		return append(binary.BigEndian.AppendUint32(b, uint32(len(a))), a...)
+	}
+	b := binary.BigEndian.AppendUint64(nil, uint64(v.Timestamp))
+	b = binary.BigEndian.AppendUint64(b, uint64(v.Offset))
+	b = array(b, []byte(v.Topic))
+	b = binary.BigEndian.AppendUint32(b, uint32(v.Partition))
+	b = binary.BigEndian.AppendUint32(b, uint32(len(v.Headers)))
+	for _, h := range v.Headers {
+		b = array(b, []byte(h.Key))
+		b = array(b, h.Value)
+	}
+	b = array(b, v.Prior)
+	b = array(b, v.Old)
+	b = array(b, v.New)
+	return binary.BigEndian.AppendUint64(b, uint64(v.BufferTime))
+}
+
+// EncodeSuppress translates the value of one record of our suppress
+// buffer's changelog (dsl.SuppressBufferValue) into Kafka Streams' V3
+// layout, the inverse of DecodeSuppress. What our buffer does not keep is
+// written so that Kafka Streams emits what ours would: the latest old
+// value is the prior (ours emits the prior as the old value), the source
+// offset and partition -1 and the topic empty (our buffer does not know
+// them; Kafka Streams only hands them to processors downstream as the
+// record's context).
+func EncodeSuppress(value []byte) ([]byte, error) {
+	bt, ts, headers, prior, newValue, err := dsl.DecodeSuppressBufferValue(value)
+	if err != nil {
+		return nil, err
+	}
+	return EncodeSuppressV3(SuppressV3{Timestamp: ts, Offset: -1, Topic: "", Partition: -1, Headers: headers,
+		Prior: prior, Old: prior, New: newValue, BufferTime: bt}), nil
+}
+
 // beReader reads big-endian fields, remembering the first error and what
 // it was reading, at which byte.
 type beReader struct {

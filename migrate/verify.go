@@ -49,7 +49,11 @@ func VerifyOnly(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	v, err := s.verify(ctx, p)
+	verify := s.verify
+	if p.Direction == Reverse {
+		verify = s.verifyReverse
+	}
+	v, err := verify(ctx, p)
 	return &Report{Plan: p, Verify: v, VerifyOnly: true}, err
 }
 

@@ -466,6 +466,16 @@ func SuppressBufferValue(bufferTime, timestamp int64, headers processor.Headers,
 	return encodeSuppressValue(suppressValue{bufferTime: bufferTime, timestamp: timestamp, headers: headers, prior: prior, newValue: newValue})
 }
 
+// DecodeSuppressBufferValue reads what SuppressBufferValue writes, for
+// tools that read the buffer's changelog (the way back of a migration).
+func DecodeSuppressBufferValue(b []byte) (bufferTime, timestamp int64, headers processor.Headers, prior, newValue []byte, err error) {
+	v, err := decodeSuppressValue(b)
+	if err != nil {
+		return 0, 0, nil, nil, nil, err
+	}
+	return v.bufferTime, v.timestamp, v.headers, v.prior, v.newValue, nil
+}
+
 // BufferFullError fails the record that overfilled a suppress buffer that
 // shuts down when full. Records and Bytes are what the buffer held awaiting
 // release (keys the floor had already made due are not counted: the next
