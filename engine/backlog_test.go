@@ -65,8 +65,11 @@ func TestBacklogCommitsInBoundedEpochs(t *testing.T) {
 	if len(steps) < 6 {
 		t.Errorf("the backlog of %d records committed in %d steps (%v), want at least 6", n, len(steps), steps)
 	}
-	if steps[0] > n/4 {
-		t.Errorf("the first commit carried %d of %d records, want at most a quarter", steps[0], n)
+	// Before a lane has measured its rate each producer may queue one
+	// batch (256 records) ahead of it: the first epoch holds a few
+	// hundred records per lane.
+	if steps[0] > n/3 {
+		t.Errorf("the first commit carried %d of %d records, want at most a third", steps[0], n)
 	}
 	if got := readCommitted(t, addr, "out", n, 30*time.Second); len(got) != n {
 		t.Fatalf("%d records out, want %d", len(got), n)

@@ -149,8 +149,16 @@ type Env struct {
 const paceWindow = 100 * time.Millisecond
 
 // paceStart is each producer's limit before the lane has measured its
-// rate (Env.Pace).
-const paceStart = 32
+// rate (Env.Pace): one dispatcher batch, so that a fast lane is handed
+// batches as large as without pacing from the start, and a slow one
+// queues one batch before it has measured.
+const paceStart = BatchSize
+
+// paceRecords is how many records a lane processes before it sets its
+// producers' limits anew even within paceWindow: a fast lane that is
+// mostly idle (its producers are the bottleneck) reaches its full limit
+// after a few batches, not after 100 ms of busy time.
+const paceRecords = 4096
 
 // paceEvery is how many records a lane processes between two looks at
 // the clock within a batch, so that a batch of slow records sets the
@@ -503,7 +511,7 @@ func (l *Lane) pace(more bool) {
 	if more {
 		l.recvAt = now
 	}
-	if l.busy < paceWindow {
+	if l.busy < paceWindow && l.done < paceRecords {
 		return
 	}
 	limit := int64(float64(l.done) / l.busy.Seconds() * l.env.Pace.Seconds())
