@@ -51,22 +51,22 @@ func TestRunThreeInstancesWithKcat(t *testing.T) {
 			"-X", "session.timeout.ms=10000", "--http", "off")
 	}
 	stop := func(name string, in *runInstance) { in.stop(t, name) }
-	// Let each join settle a little before the next round, so that the
-	// rounds land on different assignments.
-	settle := func() { time.Sleep(1500 * time.Millisecond) }
+	// Each join completes (the new instance is assigned partitions)
+	// before the next round, so that the rounds land on different
+	// assignments.
 
 	a := start("a")
 	round()
 	b := start("b")
-	settle()
+	b.awaitAssigned(t, "b")
 	round()
 	c := start("c")
-	settle()
+	c.awaitAssigned(t, "c")
 	round()
 	stop("b", b)
 	round()
 	b = start("b")
-	settle()
+	b.awaitAssigned(t, "b")
 	round()
 	stop("a", a)
 	round()
@@ -112,6 +112,19 @@ func startRun(t *testing.T, bin string, args ...string) *runInstance {
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	return in
+}
+
+// awaitAssigned waits until the instance logs its first assignment
+// (the engine's "partitions assigned" line), at most 60 s.
+func (in *runInstance) awaitAssigned(t *testing.T, name string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(in.stderr.String(), "partitions assigned") {
+		if time.Now().After(deadline) {
+			t.Fatalf("instance %s was assigned no partition within 60 s; stderr:\n%s", name, in.stderr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // stop sends SIGTERM and requires a clean exit within 40 s.

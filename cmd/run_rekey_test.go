@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stoatflow/stoatctl/internal/kafkatest"
 )
@@ -51,18 +50,17 @@ func TestRunWordCountOnTwoInstances(t *testing.T) {
 			"-X", "session.timeout.ms=10000", "--http", "off")
 	}
 	stop := func(name string, in *runInstance) { in.stop(t, name) }
-	settle := func() { time.Sleep(1500 * time.Millisecond) }
 
 	a := start("a")
 	round()
 	b := start("b")
-	settle()
+	b.awaitAssigned(t, "b")
 	round()
 	round()
 	stop("a", a)
 	round()
 	a = start("a")
-	settle()
+	a.awaitAssigned(t, "a")
 	round()
 
 	got := readInt64s(t, kc, "word-counts", words*rounds*linesPerRound)
