@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -64,12 +65,32 @@ type rawInput struct {
 }
 
 // nullValues marks, per example name, the inputs whose value is null.
-var nullValues = map[string]map[int]bool{}
+// Parallel tests mark and read it, hence the lock.
+var nullValues = struct {
+	sync.Mutex
+	byExample map[string]map[int]bool
+}{byExample: map[string]map[int]bool{}}
+
+// markNull records that input i of the named example has a null value.
+func markNull(example string, i int) {
+	nullValues.Lock()
+	defer nullValues.Unlock()
+	if nullValues.byExample[example] == nil {
+		nullValues.byExample[example] = map[int]bool{}
+	}
+	nullValues.byExample[example][i] = true
+}
+
+func isNull(example string, i int) bool {
+	nullValues.Lock()
+	defer nullValues.Unlock()
+	return nullValues.byExample[example][i]
+}
 
 func rawInputs(ex examples.Example) []rawInput {
 	var out []rawInput
 	for i, in := range ex.Inputs {
-		out = append(out, rawInput{Topic: in.Topic, kv: kv{Key: in.Key, Value: in.Value, Timestamp: in.Timestamp, NullValue: nullValues[ex.Name][i]}})
+		out = append(out, rawInput{Topic: in.Topic, kv: kv{Key: in.Key, Value: in.Value, Timestamp: in.Timestamp, NullValue: isNull(ex.Name, i)}})
 	}
 	return out
 }
@@ -336,10 +357,7 @@ func fixtureCase(path string) (tc timedCase, skip string, err error) {
 		}
 		tc.steps = append(tc.steps, timedStep{kind: s.Kind, input: len(ex.Inputs), wall: wall})
 		if v == nil {
-			if nullValues[ex.Name] == nil {
-				nullValues[ex.Name] = map[int]bool{}
-			}
-			nullValues[ex.Name][len(ex.Inputs)] = true
+			markNull(ex.Name, len(ex.Inputs))
 		}
 		ex.Inputs = append(ex.Inputs, examples.Input{Topic: s.Record.Topic, Key: string(k), Value: string(v), Timestamp: ts})
 	}

@@ -100,9 +100,8 @@ func TestForeignKeyJoinEngine(t *testing.T) {
 	}
 	for _, left := range []bool{true, false} {
 		ex := fkJoinExample(left)
-		nullValues[ex.Name] = map[int]bool{}
 		for _, d := range fkJoinDeletes {
-			nullValues[ex.Name][len(ex.Inputs)] = true
+			markNull(ex.Name, len(ex.Inputs))
 			ex.Inputs = append(ex.Inputs, examples.Input{Topic: d.Topic, Key: d.Key, Timestamp: d.Timestamp})
 		}
 		want := driverOutput(t, ex)
