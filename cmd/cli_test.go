@@ -40,7 +40,7 @@ var cliTests = []struct {
 	{"usage_run_data_dir_with_b", []string{"run", "-t", "word-count", "-b", "127.0.0.1:1", "--broker-data-dir", "/tmp/x"}, ExitUsage, nil},
 
 	{"usage_unknown_flag", []string{"topology", "try", "uppercase", "--bogus"}, ExitUsage, nil},
-	{"usage_bad_output_format", []string{"topology", "list", "-o", "yaml"}, ExitUsage, nil},
+	{"usage_bad_output_format", []string{"topology", "list", "-o", "xml"}, ExitUsage, nil},
 	{"usage_unknown_command", []string{"topolgy", "list"}, ExitUsage, nil},
 	{"usage_unknown_subcommand", []string{"topology", "run", "uppercase"}, ExitUsage, nil},
 	{"usage_missing_argument", []string{"topology", "describe"}, ExitUsage, nil},

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -68,7 +67,7 @@ func viewOf(k config.Key) keyView {
 }
 
 func newConfigListCommand() *cobra.Command {
-	format := output.NewFormat(output.Text, output.JSON)
+	format := output.NewTabular()
 	c := &cobra.Command{
 		Use:   "list",
 		Short: "List every configuration key: type, default, reader, description",
@@ -80,7 +79,7 @@ func newConfigListCommand() *cobra.Command {
 				rows[i] = viewOf(k)
 			}
 			return format.Write(c.OutOrStdout(), rows, func(w io.Writer) error {
-				tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+				tw := output.NewTable(w)
 				fmt.Fprintln(tw, "KEY\tTYPE\tDEFAULT\tREAD BY\tDESCRIPTION")
 				for _, k := range keys {
 					def := k.Default
@@ -98,7 +97,7 @@ func newConfigListCommand() *cobra.Command {
 }
 
 func newConfigDescribeCommand() *cobra.Command {
-	format := output.NewFormat(output.Text, output.JSON)
+	format := output.New()
 	c := &cobra.Command{
 		Use:   "describe KEY",
 		Short: "Describe one configuration key in full",
@@ -130,7 +129,7 @@ func newConfigDescribeCommand() *cobra.Command {
 }
 
 func describeKey(w io.Writer, k config.Key) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	tw := output.NewTable(w)
 	row := func(name, value string) {
 		if value != "" {
 			fmt.Fprintf(tw, "%s:\t%s\n", name, value)

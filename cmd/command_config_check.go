@@ -8,7 +8,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -37,7 +36,7 @@ const (
 
 func newConfigCheckCommand() *cobra.Command {
 	var overrides []string
-	format := output.NewFormat(output.Text, output.JSON)
+	format := output.NewTabular()
 	c := &cobra.Command{
 		Use:   "check FILE",
 		Short: "Say key by key what a configuration file's keys do: honoured, no effect, refused, unknown",
@@ -71,7 +70,7 @@ Exit 1 when a key is refused.`,
 				refused = refused || r.Status == statusRefused
 			}
 			err = format.Write(c.OutOrStdout(), rows, func(w io.Writer) error {
-				tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+				tw := output.NewTable(w)
 				fmt.Fprintln(tw, "KEY\tVALUE\tSTATUS\tWHY")
 				for _, r := range rows {
 					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Key, r.Value, r.Status, r.Reason)

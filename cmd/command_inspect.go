@@ -2,12 +2,10 @@ package cmd
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -87,7 +85,7 @@ func newInspectSubcommand(name, short string, run func(context.Context, *inspect
 		base, token string
 		timeout     time.Duration
 	)
-	format := output.NewFormat(inspect.Formats...)
+	format := output.NewTabular()
 	c := &cobra.Command{
 		Use:   name,
 		Short: short,
@@ -114,8 +112,8 @@ func newInspectSubcommand(name, short string, run func(context.Context, *inspect
 			if errors.Is(err, context.DeadlineExceeded) {
 				err = fmt.Errorf("%w: no answer from %s within %s", inspect.ErrUnreachable, base, timeout)
 			}
-			if format.String() == inspect.JSON {
-				writeJSONError(c, err)
+			if !format.IsText() {
+				writeDataError(c, format, err)
 			}
 			if errors.Is(err, inspect.ErrUnreachable) {
 				return fmt.Errorf("%w (is stoatctl run serving its API there? see --http)", err)
@@ -134,14 +132,13 @@ func newInspectSubcommand(name, short string, run func(context.Context, *inspect
 	return c
 }
 
-// writeJSONError prints err on stdout as the API's JSON error, so that a
-// script under -o json reads a code either way.
-func writeJSONError(c *cobra.Command, err error) {
+// writeDataError prints err on stdout as the API's error body, in JSON or
+// YAML, so that a script under -o json or yaml reads a code either way.
+func writeDataError(c *cobra.Command, format *output.Format, err error) {
 	e := inspect.Error{Code: inspect.CodeUnreachable, Message: err.Error()}
 	var ae *inspect.APIError
 	if errors.As(err, &ae) {
 		e = ae.Body
 	}
-	b, _ := json.MarshalIndent(e, "", "  ")
-	fmt.Fprintln(c.OutOrStdout(), strings.TrimSpace(string(b)))
+	_ = format.Write(c.OutOrStdout(), e, nil)
 }

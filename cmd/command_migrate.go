@@ -31,7 +31,7 @@ func newMigrateCommand() *cobra.Command {
 		waitGroups                time.Duration
 		accept                    migrate.Overrides
 	)
-	format := output.NewFormat(output.Text, output.JSON)
+	format := output.New()
 	c := &cobra.Command{
 		Use:   "migrate",
 		Short: "Move a Kafka Streams application's state, offsets and event time to a topology",
@@ -119,7 +119,7 @@ and a suppress buffer still holding records.`,
 				cfg[config.BootstrapServers] = bootstrap
 			}
 			if cfg[config.BootstrapServers] == "" {
-				return usageErrorf("-b/--bootstrap-servers is required")
+				return usageErrorf("-b/--bootstrap-server is required")
 			}
 			mapping := map[string]string{}
 			for _, m := range maps {
@@ -160,7 +160,7 @@ and a suppress buffer still holding records.`,
 			}
 			plan, err := migrate.MakePlan(ctx, opts)
 			var refusal *migrate.RefusalError
-			if errors.As(err, &refusal) && format.String() == output.JSON {
+			if errors.As(err, &refusal) && !format.IsText() {
 				// For scripts: every problem with its stable code, its
 				// subject and the flag that accepts it.
 				if werr := format.Write(c.OutOrStdout(), refusal, nil); werr != nil {
@@ -186,8 +186,8 @@ and a suppress buffer still holding records.`,
 					return fmt.Errorf("migrate: not confirmed; nothing written")
 				}
 			}
-			if format.String() != output.JSON {
-				// Under -o json, stderr carries errors only.
+			if format.IsText() {
+				// Under -o json and yaml, stderr carries errors only.
 				opts.Progress = newProgressMeter(c.ErrOrStderr(), isTerminal(os.Stderr), time.Now).report
 			}
 			rep, err := migrate.Run(ctx, opts)
@@ -209,7 +209,7 @@ and a suppress buffer still holding records.`,
 	f.StringVar(&from, "from-application-id", "", "the Kafka Streams application's `ID`")
 	f.StringVar(&to, "application-id", "", "our application `ID` (default: the topology's application-id)")
 	f.StringVarP(&topo, "topology", "t", "", "our `TOPOLOGY`: a YAML topology file or a compiled-in topology's name (topology list)")
-	f.StringVarP(&bootstrap, "bootstrap-servers", "b", "", "Kafka `HOST:PORT` list")
+	f.StringVarP(&bootstrap, "bootstrap-server", "b", "", "connect to Kafka at `HOST:PORT[,...]`")
 	f.StringVarP(&configFile, "config", "c", "", "read configuration from `FILE`: YAML, or a Java .properties file (security.protocol, ssl.*, sasl.*, ...)")
 	f.StringArrayVarP(&overrides, "set", "X", nil, "configuration `KEY=VALUE` (repeatable)")
 	f.StringArrayVar(&maps, "map", nil, "map a Kafka Streams store to ours: `KS_STORE=OUR_STORE` (repeatable)")
@@ -226,6 +226,6 @@ and a suppress buffer still holding records.`,
 	f.DurationVar(&waitGroups, "wait-for-groups", 0, "wait up to `DURATION` for both groups to have no members (a stopped Kafka Streams instance stays one until its session times out)")
 	f.StringVar(&stateDir, "from-state-dir", "", "read the stores from Kafka Streams' state `DIR` (its state.dir, Kafka Streams stopped) instead of its changelogs")
 	f.StringVar(&rocksLib, "rocksdb-library", "", "the RocksDB that reads --from-state-dir: a librocksdb.so, or the Kafka Streams application's rocksdbjni `JAR` (default "+migrate.DefaultRocksDBLibrary+")")
-	f.VarP(format, "output", "o", "output `format`: "+format.Usage())
+	addOutputFlag(c, format)
 	return c
 }

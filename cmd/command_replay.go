@@ -17,7 +17,7 @@ import (
 )
 
 func newReplayCommand() *cobra.Command {
-	format := output.NewFormat(output.Text, output.JSON)
+	format := output.New()
 	var (
 		strict     bool
 		update     string
@@ -139,9 +139,15 @@ the fixture lists, and keeps none of them: for slices too big to hold.`,
 				}
 			}
 			out := c.OutOrStdout()
-			if format.String() == output.JSON {
+			switch format.String() {
+			case output.JSON:
 				err = replay.WriteJSON(out, results, updated)
-			} else {
+			case output.YAML:
+				var b bytes.Buffer
+				if err = replay.WriteJSON(&b, results, updated); err == nil {
+					err = output.JSONToYAML(out, b.Bytes())
+				}
+			default:
 				err = replay.WriteText(out, results, replay.TextOptions{Color: useColor(out), Updated: updated})
 			}
 			if err != nil {

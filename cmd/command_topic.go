@@ -8,7 +8,6 @@ import (
 	"net"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -91,7 +90,7 @@ func newTopicCreateCommand(f *topicFlags) *cobra.Command {
 		ifNotExists bool
 		dryRun      bool
 	)
-	format := output.NewFormat(output.Text, output.JSON)
+	format := output.New()
 	c := &cobra.Command{
 		Use:   "create NAME",
 		Short: "Create a topic",
@@ -160,7 +159,7 @@ creates nothing.`,
 
 func newTopicListCommand(f *topicFlags) *cobra.Command {
 	var internal bool
-	format := output.NewFormat(output.Text, output.JSON)
+	format := output.NewTabular()
 	c := &cobra.Command{
 		Use:   "list [NAME...]",
 		Short: "List topics with their partitions",
@@ -188,7 +187,7 @@ leader and replicas. A named topic that does not exist is an error.`,
 				list = []topics.Topic{}
 			}
 			return format.Write(c.OutOrStdout(), list, func(w io.Writer) error {
-				tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+				tw := output.NewTable(w)
 				fmt.Fprintln(tw, "TOPIC\tPARTITIONS\tREPLICATION FACTOR")
 				for _, t := range list {
 					fmt.Fprintf(tw, "%s\t%d\t%d\n", t.Name, len(t.Partitions), t.ReplicationFactor)

@@ -5,12 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
-	"go.yaml.in/yaml/v3"
 
 	"github.com/stoatflow/stoatctl/engine/serde"
 	"github.com/stoatflow/stoatctl/engine/topofile"
@@ -25,7 +24,7 @@ func newTopicReadCommand(f *topicFlags) *cobra.Command {
 		limit                                       int
 		follow                                      bool
 	)
-	format := output.NewFormat("table", output.JSON, output.YAML)
+	format := output.NewTabular()
 	c := &cobra.Command{
 		Use:   "read -t TOPIC",
 		Short: "Read a topic's records, decoded with a topology's serdes",
@@ -131,7 +130,7 @@ long as the topic is.`,
 type messagePrinter struct {
 	w      io.Writer
 	format string
-	tw     *tabwriter.Writer
+	tw     *output.TableWriter
 	follow bool
 	// header says whether the table's header is written: with the first
 	// row, or at the end of a read that found none.
@@ -140,15 +139,15 @@ type messagePrinter struct {
 
 func (p *messagePrinter) writeHeader() {
 	if p.tw != nil && !p.header {
-		fmt.Fprintln(p.tw, "PARTITION\tOFFSET\tTIMESTAMP\tKEY\tVALUE")
+		p.tw.Row("PARTITION", "OFFSET", "TIMESTAMP", "KEY", "VALUE")
 		p.header = true
 	}
 }
 
 func newMessagePrinter(w io.Writer, format string, follow bool) *messagePrinter {
 	p := &messagePrinter{w: w, format: format, follow: follow}
-	if format == "table" {
-		p.tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	if format == output.Table {
+		p.tw = output.NewTable(w)
 	}
 	return p
 }
@@ -163,16 +162,12 @@ func (p *messagePrinter) print(m topics.Message) error {
 		_, err = fmt.Fprintf(p.w, "%s\n", b)
 		return err
 	case output.YAML:
-		b, err := yaml.Marshal([]topics.Message{m})
-		if err != nil {
-			return err
-		}
-		_, err = p.w.Write(b)
-		return err
+		// A list of one: the messages of a read are one YAML list.
+		return output.WriteYAML(p.w, []topics.Message{m})
 	}
 	p.writeHeader()
 	ts := time.UnixMilli(m.Timestamp).UTC().Format("2006-01-02T15:04:05.000Z")
-	fmt.Fprintf(p.tw, "%d\t%d\t%s\t%s\t%s\n", m.Partition, m.Offset, ts, cell(m.Key), cell(m.Value))
+	p.tw.Row(strconv.Itoa(int(m.Partition)), strconv.FormatInt(m.Offset, 10), ts, cell(m.Key), cell(m.Value))
 	if p.follow {
 		return p.tw.Flush()
 	}

@@ -11,7 +11,7 @@ import (
 
 func newTopologyDescribeCommand() *cobra.Command {
 	var file string
-	format := output.NewFormat(output.Text, output.JSON)
+	format := output.New()
 	c := &cobra.Command{
 		Use:   "describe NAME|FILE | -t FILE",
 		Short: "Print a topology's sub-topologies, nodes, boundaries and stores",

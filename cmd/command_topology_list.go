@@ -3,7 +3,6 @@ package cmd
 import (
 	"fmt"
 	"io"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -20,7 +19,7 @@ type exampleSummary struct {
 }
 
 func newTopologyListCommand() *cobra.Command {
-	format := output.NewFormat(output.Text, output.JSON)
+	format := output.NewTabular()
 	c := &cobra.Command{
 		Use:   "list",
 		Short: "List the example topologies",
@@ -36,7 +35,7 @@ func newTopologyListCommand() *cobra.Command {
 				})
 			}
 			return format.Write(c.OutOrStdout(), rows, func(w io.Writer) error {
-				tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+				tw := output.NewTable(w)
 				fmt.Fprintln(tw, "NAME\tDESCRIPTION")
 				for _, r := range rows {
 					fmt.Fprintf(tw, "%s\t%s\n", r.Name, r.Description)

@@ -5,7 +5,6 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"unicode"
 
 	"github.com/spf13/cobra"
@@ -23,7 +22,7 @@ type tryResult struct {
 
 func newTopologyTryCommand() *cobra.Command {
 	var file string
-	format := output.NewFormat(output.Text, output.JSON)
+	format := output.New()
 	c := &cobra.Command{
 		Use:   "try NAME | -t NAME",
 		Short: "Run an example's sample input through the test driver and print what it wrote",
@@ -78,7 +77,7 @@ func writeTryText(w io.Writer, results []examples.Result) error {
 		if len(res.Records) == 0 {
 			continue
 		}
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		tw := output.NewTable(w)
 		fmt.Fprintln(tw, "  KEY\tVALUE\tTIMESTAMP")
 		for _, r := range res.Records {
 			fmt.Fprintf(tw, "  %s\t%s\t%d\n", textValue(r.Key), textValue(r.Value), r.Timestamp)

@@ -28,7 +28,7 @@ type validateFinding struct {
 func newTopologyValidateCommand() *cobra.Command {
 	var file string
 	var strict bool
-	format := output.NewFormat(output.Text, output.JSON)
+	format := output.New()
 	c := &cobra.Command{
 		Use:   "validate FILE | -t FILE",
 		Short: "Check a topology file: parse it, compile its expressions, run the build rules",
@@ -68,7 +68,7 @@ error under --strict (exit 2); a value that does not parse is an error.`,
 					return err
 				}
 			}
-			if format.String() == output.JSON {
+			if !format.IsText() {
 				res := validateResult{Topology: file, OK: r.OK(), Errors: r.Errors(), Findings: []validateFinding{}, Summary: r.Summary()}
 				for _, f := range r.Findings {
 					res.Findings = append(res.Findings, validateFinding{Level: string(f.Level), Message: f.Message})

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -13,7 +12,7 @@ import (
 )
 
 func newVersionCommand(stamp buildinfo.Stamp) *cobra.Command {
-	format := output.NewFormat(output.Text, output.JSON, output.YAML)
+	format := output.New()
 	c := &cobra.Command{
 		Use:   "version",
 		Short: "Print the version, commit, Go version, state backends and RocksDB version of this binary",
@@ -30,7 +29,7 @@ func newVersionCommand(stamp buildinfo.Stamp) *cobra.Command {
 }
 
 func writeVersionText(w io.Writer, info buildinfo.Info) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	tw := output.NewTable(w)
 	fmt.Fprintf(tw, "version\t%s\n", info.Version)
 	fmt.Fprintf(tw, "commit\t%s\n", info.Commit)
 	fmt.Fprintf(tw, "go\t%s\n", info.GoVersion)

@@ -42,7 +42,7 @@ type watchFlags struct {
 }
 
 func newWatchWatermarksCommand() *cobra.Command {
-	f := watchFlags{format: output.NewFormat("table", output.JSON, output.YAML)}
+	f := watchFlags{format: output.NewTabular()}
 	c := &cobra.Command{
 		Use:   "watermarks",
 		Short: "Show each input partition's watermark and say why windows are not closing",

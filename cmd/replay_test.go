@@ -22,7 +22,7 @@ var replayTests = []struct {
 	{"replay_usage_no_path", []string{"replay"}, ExitUsage},
 	{"replay_usage_missing_file", []string{"replay", "testdata/replay/nope.fixture.yaml"}, ExitUsage},
 	{"replay_usage_bad_flag", []string{"replay", "--updat", "testdata/replay"}, ExitUsage},
-	{"replay_usage_bad_output", []string{"replay", "-o", "yaml", "testdata/replay"}, ExitUsage},
+	{"replay_usage_bad_output", []string{"replay", "-o", "xml", "testdata/replay"}, ExitUsage},
 	{"replay_usage_empty_dir", []string{"replay", "testdata/replay/empty"}, ExitUsage},
 	{"replay_engine", []string{"replay", "--engine", "testdata/replay/pass.fixture.yaml", "testdata/replay/altered.fixture.yaml"}, ExitFailure},
 	{"replay_engine_usage_update", []string{"replay", "--engine", "--update", "testdata/replay/pass.fixture.yaml"}, ExitUsage},

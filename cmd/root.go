@@ -6,7 +6,9 @@
 // Commands write data to cmd.OutOrStdout() and nothing else there, so tests
 // run them against buffers and scripts can pipe them. Errors go to stderr
 // through Run, which also maps them to exit codes: 0 success, 1 failure,
-// 2 usage error, 3 no engine at the endpoint (watch watermarks --exit-code).
+// 2 usage error, 3 no broker or REST endpoint answered. The convention
+// (formats, exit codes, the brokers' flag) is internal/output's and
+// docs/cli.md's.
 package cmd
 
 import (
@@ -18,17 +20,20 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/spf13/pflag"
+
 	"github.com/stoatflow/stoatctl/internal/buildinfo"
+	"github.com/stoatflow/stoatctl/internal/output"
 )
 
-// Exit codes.
+// Exit codes: internal/output's, the same in every command (docs/cli.md).
 const (
-	ExitOK      = 0
-	ExitFailure = 1
-	ExitUsage   = 2
-	// ExitUnreachable is `watch watermarks --once --exit-code` finding no
-	// engine at the endpoint.
-	ExitUnreachable = 3
+	ExitOK      = output.ExitOK
+	ExitFailure = output.ExitFailure
+	ExitUsage   = output.ExitUsage
+	// ExitUnreachable is a command finding no Kafka broker or REST
+	// endpoint at the address it was given.
+	ExitUnreachable = output.ExitUnreachable
 )
 
 // Option configures the root command.
@@ -92,7 +97,28 @@ offsets and event time over (migrate).`,
 	root.SetVersionTemplate(fmt.Sprintf("stoatctl %s (commit %s)\n", info.Version, info.Commit))
 	root.Flags().Bool("version", false, "print the version and commit (stoatctl version prints more)")
 	markFailures(root)
+	acceptFlagAliases(root)
 	return root
+}
+
+// flagAliases are old or other spellings of a flag, accepted and not
+// shown: --bootstrap-servers (kcat's and Kafka Streams' config key, and
+// what migrate took before) is --bootstrap-server, as Kafka's own tools
+// spell it.
+var flagAliases = map[string]string{
+	"bootstrap-servers": "bootstrap-server",
+}
+
+// acceptFlagAliases makes every command read an alias as its flag. A
+// normalize function, unlike a second flag, cannot be set twice with two
+// values, and does not show in help.
+func acceptFlagAliases(c *cobra.Command) {
+	c.SetGlobalNormalizationFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
+		if to, ok := flagAliases[name]; ok {
+			return pflag.NormalizedName(to)
+		}
+		return pflag.NormalizedName(name)
+	})
 }
 
 // refuseUnknownShells makes `completion SHELL` for a shell cobra has no
@@ -161,10 +187,11 @@ func withoutCommandPrefix(msg string, c *cobra.Command) string {
 	return strings.TrimPrefix(msg, c.Name()+": ")
 }
 
-// ExitCode is the exit code for an error Execute returned: 0 for nil, 1
-// for a command that ran and failed, 2 for anything cobra refused before
-// running a command (an unknown command, flag or argument), or the code a
-// command asked for (3: watch found no engine).
+// ExitCode is the exit code for an error Execute returned: 0 for nil, 3
+// for a command that could not reach its broker or REST endpoint, 1 for a
+// command that ran and failed otherwise, 2 for anything cobra refused
+// before running a command (an unknown command, flag or argument), or the
+// code a command asked for (watch's --exit-code).
 func ExitCode(err error) int {
 	if err == nil {
 		return ExitOK
@@ -175,6 +202,9 @@ func ExitCode(err error) int {
 	}
 	var f failure
 	if errors.As(err, &f) {
+		if output.Unreachable(err) {
+			return ExitUnreachable
+		}
 		return ExitFailure
 	}
 	return ExitUsage

@@ -42,7 +42,7 @@ func TestTopicCommand(t *testing.T) {
 		{"usage_create_partitions", []string{"topic", "create", "t", "-b", "ADDR", "-p", "0"}, ExitUsage},
 		{"usage_create_config", []string{"topic", "create", "t", "-b", "ADDR", "--config", "retention.ms"}, ExitUsage},
 		{"usage_bootstrap", []string{"topic", "list", "-b", "localhost"}, ExitUsage},
-		{"usage_output", []string{"topic", "list", "-b", "ADDR", "-o", "yaml"}, ExitUsage},
+		{"usage_output", []string{"topic", "list", "-b", "ADDR", "-o", "xml"}, ExitUsage},
 	}
 	for _, st := range steps {
 		t.Run(st.golden, func(t *testing.T) {

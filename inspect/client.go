@@ -4,12 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/stoatflow/stoatctl/internal/output"
 )
 
 // DefaultURL is where `stoatctl run` serves its API unless told otherwise.
@@ -18,7 +19,7 @@ const DefaultURL = "http://127.0.0.1:8080"
 // ErrUnreachable is wrapped by every error that means no answer came back
 // (refused, timed out, reset): the engine is not running there, or the
 // network is in the way. Callers exit differently for it.
-var ErrUnreachable = errors.New("engine unreachable")
+var ErrUnreachable = fmt.Errorf("engine %w", output.ErrUnreachable)
 
 // APIError is an answer with a non-2xx status.
 type APIError struct {

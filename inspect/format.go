@@ -1,7 +1,6 @@
 package inspect
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -9,12 +8,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
-	"go.yaml.in/yaml/v3"
+
+	"github.com/stoatflow/stoatctl/internal/output"
 )
 
 // Output formats of the formatters.
@@ -119,7 +118,7 @@ func WriteWatermarks(out io.Writer, format string, w Watermarks) error {
 	for _, p := range w.Partitions {
 		aligned = aligned || p.AlignmentGroup != nil
 	}
-	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	tw := output.NewTable(out)
 	head := "  PARTITION\tWATERMARK\tLAST EVENT\tIDLE\tIDLES AFTER"
 	if aligned {
 		head += "\tGROUP\tDRIFT"
@@ -176,7 +175,7 @@ func WriteInfo(out io.Writer, format string, i Info) error {
 	if format != Table {
 		return writeData(out, format, i)
 	}
-	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	tw := output.NewTable(out)
 	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
 	row("application", i.ApplicationID)
 	if i.InstanceID != "" {
@@ -302,51 +301,13 @@ func WriteMetrics(out io.Writer, format, text string) error {
 }
 
 // writeData writes v as indented JSON, or as YAML with the JSON field
-// names.
+// names in the JSON order: internal/output's convention, as every command.
 func writeData(out io.Writer, format string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
+	switch format {
+	case JSON:
+		return output.WriteJSON(out, v)
+	case YAML:
+		return output.WriteYAML(out, v)
 	}
-	if format == JSON {
-		_, err = out.Write(append(b, '\n'))
-		return err
-	}
-	if format != YAML {
-		return fmt.Errorf("unknown output format %q (want %s)", format, strings.Join(Formats, "|"))
-	}
-	var generic any
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	if err := dec.Decode(&generic); err != nil {
-		return err
-	}
-	enc := yaml.NewEncoder(out)
-	enc.SetIndent(2)
-	if err := enc.Encode(numbers(generic)); err != nil {
-		return err
-	}
-	return enc.Close()
-}
-
-// numbers turns json.Numbers back into int64 or float64, so YAML prints
-// them as numbers and keeps every digit of an epoch-ms time.
-func numbers(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		for k, e := range x {
-			x[k] = numbers(e)
-		}
-	case []any:
-		for i, e := range x {
-			x[i] = numbers(e)
-		}
-	case json.Number:
-		if n, err := x.Int64(); err == nil {
-			return n
-		}
-		f, _ := x.Float64()
-		return f
-	}
-	return v
+	return fmt.Errorf("unknown output format %q (want %s)", format, strings.Join(Formats, "|"))
 }

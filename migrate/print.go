@@ -3,14 +3,15 @@ package migrate
 import (
 	"fmt"
 	"io"
-	"text/tabwriter"
+
+	"github.com/stoatflow/stoatctl/internal/output"
 )
 
 // WriteText prints the plan for people: topics found and skipped with
 // reasons, the store mapping, record counts per partition, the frontier
 // and floor values, and the offsets to copy.
 func (p *Plan) WriteText(w io.Writer) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw := output.NewTable(w)
 	if p.Direction == Reverse {
 		return p.writeReverse(tw)
 	}
@@ -84,7 +85,7 @@ func (p *Plan) WriteText(w io.Writer) error {
 
 // writeTail prints what both directions share: the problems accepted,
 // the topics left, the groups.
-func (p *Plan) writeTail(tw *tabwriter.Writer) error {
+func (p *Plan) writeTail(tw *output.TableWriter) error {
 	for _, g := range p.Groups {
 		fmt.Fprintf(tw, "group %s: %d active members\n", g.Group, g.Members)
 	}
@@ -97,7 +98,7 @@ func (p *Plan) writeTail(tw *tabwriter.Writer) error {
 // writeReverse prints a reverse plan: per store and partition, the keys
 // written to Kafka Streams' changelog and the tombstones for its keys
 // ours does not hold; the processor metadata; the offsets.
-func (p *Plan) writeReverse(tw *tabwriter.Writer) error {
+func (p *Plan) writeReverse(tw *output.TableWriter) error {
 	fmt.Fprintf(tw, "migrate %s back to %s (Kafka Streams)\n\n", p.To, p.From)
 	fmt.Fprintln(tw, "STORE\tKIND\tFROM\tTO\tPARTITION\tKEYS\tTOMBSTONES\tOUR END OFFSET")
 	for _, s := range p.Stores {

@@ -3,14 +3,15 @@ package tui
 import (
 	"fmt"
 	"io"
-	"text/tabwriter"
+
+	"github.com/stoatflow/stoatctl/internal/output"
 )
 
 // WriteTable prints a verdict for `--once -o table`: the header, one line
 // per partition, then the alerts with their fixes. Times are readable; -o
 // json has them raw.
 func WriteTable(w io.Writer, v Verdict) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	tw := output.NewTable(w)
 	state := v.State
 	if state == "" {
 		state = "state unknown"
@@ -42,7 +43,7 @@ func WriteTable(w io.Writer, v Verdict) error {
 		fmt.Fprintln(w)
 		// One space between columns keeps a row within 80; the last event
 		// time and the rest are in -o json.
-		tw = tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
+		tw = output.NewCompactTable(w)
 		fmt.Fprintln(tw, "\tPARTITION\tWATERMARK\tLAG\tMOVED\tIDLE\tTIMEOUT\tSKEW\tSTATUS\tBRANCH")
 		for i := range v.Partitions {
 			p := &v.Partitions[i]
