@@ -126,7 +126,7 @@ func TestVersionJSONShape(t *testing.T) {
 	if err := json.Unmarshal(stdout.Bytes(), &v); err != nil {
 		t.Fatalf("version -o json is not JSON: %v\n%s", err, stdout.String())
 	}
-	for _, key := range []string{"module", "version", "commit", "go", "platform", "state_backends", "rocksdb"} {
+	for _, key := range []string{"module", "version", "commit", "go", "platform", "stateBackends", "rocksdb"} {
 		if _, ok := v[key]; !ok {
 			t.Errorf("version -o json has no %q: %s", key, stdout.String())
 		}

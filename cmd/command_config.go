@@ -42,9 +42,9 @@ type keyView struct {
 	Min         *float64          `json:"min,omitempty"`
 	Default     string            `json:"default,omitempty"`
 	Description string            `json:"description"`
-	ReadBy      []string          `json:"read_by"`
-	NoOp        bool              `json:"no_op,omitempty"`
-	AliasOf     string            `json:"alias_of,omitempty"`
+	ReadBy      []string          `json:"readBy"`
+	NoOp        bool              `json:"noOp,omitempty"`
+	AliasOf     string            `json:"aliasOf,omitempty"`
 	Note        string            `json:"note,omitempty"`
 	Secret      bool              `json:"secret,omitempty"`
 	Clients     []string          `json:"clients,omitempty"`

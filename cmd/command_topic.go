@@ -79,7 +79,7 @@ type topicResult struct {
 	// Created is false when the topic existed (--if-not-exists) or on a
 	// dry run.
 	Created bool `json:"created"`
-	DryRun  bool `json:"dry_run,omitempty"`
+	DryRun  bool `json:"dryRun,omitempty"`
 }
 
 func newTopicCreateCommand(f *topicFlags) *cobra.Command {

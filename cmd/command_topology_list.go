@@ -14,8 +14,8 @@ import (
 type exampleSummary struct {
 	Name         string   `json:"name"`
 	Description  string   `json:"description"`
-	InputTopics  []string `json:"input_topics"`
-	OutputTopics []string `json:"output_topics"`
+	InputTopics  []string `json:"inputTopics"`
+	OutputTopics []string `json:"outputTopics"`
 }
 
 func newTopologyListCommand() *cobra.Command {

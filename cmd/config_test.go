@@ -207,7 +207,7 @@ func TestConfigListJSONShape(t *testing.T) {
 		t.Fatalf("%d rows, want %d", len(rows), len(config.Catalogue()))
 	}
 	for _, r := range rows {
-		for _, f := range []string{"name", "type", "description", "read_by"} {
+		for _, f := range []string{"name", "type", "description", "readBy"} {
 			if _, ok := r[f]; !ok {
 				t.Errorf("row %v has no %q", r["name"], f)
 			}

@@ -112,7 +112,7 @@ func TestMigratePlanJSONShape(t *testing.T) {
 		Offsets []struct {
 			Topic         string `json:"topic"`
 			Offset        int64  `json:"offset"`
-			PartitionTime int64  `json:"partition_time"`
+			PartitionTime int64  `json:"partitionTime"`
 		} `json:"offsets"`
 	}
 	if err := json.Unmarshal(stdout.Bytes(), &plan); err != nil {

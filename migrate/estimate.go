@@ -11,13 +11,13 @@ import (
 // decoded them.
 type Estimate struct {
 	// Records is how many records the run copies.
-	Records int64 `json:"records_to_copy"`
+	Records int64 `json:"recordsToCopy"`
 	// ReadRate is the records per second the plan read and decoded the
 	// stores at; 0 when it read too few to measure (minMeasured).
-	ReadRate float64 `json:"plan_read_records_per_second"`
+	ReadRate float64 `json:"planReadRecordsPerSecond"`
 	// CopyRate is the rate the estimate assumes: ReadRate × copyPerRead,
 	// or assumedCopyRate when ReadRate is 0.
-	CopyRate float64 `json:"copy_records_per_second"`
+	CopyRate float64 `json:"copyRecordsPerSecond"`
 	// Seconds is Records / CopyRate.
 	Seconds float64 `json:"seconds"`
 	// Measured says whether CopyRate comes from ReadRate.

@@ -2,6 +2,7 @@ package migrate
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -91,8 +92,8 @@ const windowedChangelogExtraRetention = 24 * 60 * 60 * 1000
 
 // Plan is what a migration does; see the package comment.
 type Plan struct {
-	From string `json:"from_application_id"`
-	To   string `json:"application_id"`
+	From string `json:"fromApplicationId"`
+	To   string `json:"applicationId"`
 	// Direction is "forward", or "reverse" for the way back: records
 	// then go from our changelogs (StorePlan.Topic) to Kafka Streams'
 	// (SourceTopic), offsets from our group to its.
@@ -103,13 +104,13 @@ type Plan struct {
 	Floor     *Floor         `json:"floor,omitempty"`
 	Groups    []GroupMembers `json:"groups"`
 	// EmitFrontier says whether emit frontiers are seeded.
-	EmitFrontier bool `json:"emit_frontier"`
+	EmitFrontier bool `json:"emitFrontier"`
 	// Accepted are the problems an override accepted, each with what it
 	// loses.
 	Accepted []Problem `json:"accepted"`
 	// Empty are the stores of ours that start empty because an override
 	// said so: the verification checks they are.
-	Empty []EmptyStore `json:"start_empty"`
+	Empty []EmptyStore `json:"startEmpty"`
 	// Estimate is how long the copy is expected to take.
 	Estimate *Estimate `json:"estimate"`
 
@@ -118,20 +119,20 @@ type Plan struct {
 
 // StorePlan is one mapped store.
 type StorePlan struct {
-	Source      string          `json:"source_store"`
+	Source      string          `json:"sourceStore"`
 	Store       string          `json:"store"`
 	Kind        Kind            `json:"kind"`
-	SourceTopic string          `json:"source_topic"`
+	SourceTopic string          `json:"sourceTopic"`
 	Topic       string          `json:"topic"`
 	Partitions  []PartitionPlan `json:"partitions"`
 	// Frontier is set for an on-window-close store.
 	Frontier *FrontierPlan `json:"frontier,omitempty"`
 	// NullJoins is set for a left or outer join's store of unmatched
 	// records.
-	NullJoins *NullJoinPlan `json:"null_joins,omitempty"`
+	NullJoins *NullJoinPlan `json:"nullJoins,omitempty"`
 	// StateDir is set when the store is read from a state directory
 	// (Options.StateDir): the folder of its application there.
-	StateDir string `json:"state_dir,omitempty"`
+	StateDir string `json:"stateDir,omitempty"`
 
 	keyCheck, valueCheck func([]byte) error
 	// reader reads the store from the state directory; nil when it comes
@@ -199,7 +200,7 @@ type PartitionPlan struct {
 	Records    int64 `json:"records"`
 	Tombstones int64 `json:"tombstones"`
 	// End is the offset the partition is read to.
-	End int64 `json:"end_offset"`
+	End int64 `json:"endOffset"`
 	// Done is set when a marker says an earlier run translated the
 	// partition up to End.
 	Done bool `json:"done"`
@@ -219,10 +220,10 @@ type FrontierPlan struct {
 	From string `json:"from"`
 	// ReEmitted is how many windows Kafka Streams already emitted would be
 	// emitted again without --emit-frontier.
-	ReEmitted int64 `json:"re_emitted_without_frontier"`
+	ReEmitted int64 `json:"reEmittedWithoutFrontier"`
 	// ReEmittedWithFrontier is how many would be even with it: windows of
 	// source partitions whose stream time ran ahead of the slowest one's.
-	ReEmittedWithFrontier int64 `json:"re_emitted_with_frontier"`
+	ReEmittedWithFrontier int64 `json:"reEmittedWithFrontier"`
 	// Pending is how many windows Kafka Streams had closed (their close
 	// time at or before its stream time) and not yet emitted: it looks
 	// for closed windows at most once a second, when a window boundary
@@ -247,7 +248,7 @@ type OffsetCopy struct {
 	Topic         string `json:"topic"`
 	Partition     int32  `json:"partition"`
 	Offset        int64  `json:"offset"`
-	PartitionTime int64  `json:"partition_time"`
+	PartitionTime int64  `json:"partitionTime"`
 	metadata      string
 }
 
@@ -1426,4 +1427,16 @@ func (sp *StorePlan) closeTime(e Entry) int64 {
 		return e.End + sp.closeOffset
 	}
 	return e.Start + sp.closeOffset
+}
+
+// MarshalJSON writes the store's plan with camelCase keys (docs/cli.md)
+// and its null-joins also under null_joins, the key docs/migration.md
+// gave scripts before that convention, so that those scripts keep
+// reading it.
+func (s StorePlan) MarshalJSON() ([]byte, error) {
+	type plain StorePlan
+	return json.Marshal(struct {
+		plain
+		OldNullJoins *NullJoinPlan `json:"null_joins,omitempty"`
+	}{plain(s), s.NullJoins})
 }

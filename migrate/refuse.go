@@ -1,6 +1,7 @@
 package migrate
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -77,8 +78,8 @@ func (p Problem) String() string {
 
 // RefusalError is a plan refused: every problem found, none accepted.
 type RefusalError struct {
-	From     string    `json:"from_application_id"`
-	To       string    `json:"application_id"`
+	From     string    `json:"fromApplicationId"`
+	To       string    `json:"applicationId"`
 	Problems []Problem `json:"problems"`
 }
 
@@ -180,4 +181,17 @@ func settle(p *Plan, o Overrides, found []Problem) error {
 		return nil
 	}
 	return &RefusalError{From: p.From, To: p.To, Problems: left}
+}
+
+// MarshalJSON writes the refusal with camelCase keys (docs/cli.md) and
+// also under from_application_id and application_id, the keys
+// docs/migration.md gave scripts before that convention, so that those
+// scripts keep reading them.
+func (e RefusalError) MarshalJSON() ([]byte, error) {
+	type plain RefusalError
+	return json.Marshal(struct {
+		plain
+		OldFrom string `json:"from_application_id"`
+		OldTo   string `json:"application_id"`
+	}{plain(e), e.From, e.To})
 }

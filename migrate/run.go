@@ -60,11 +60,11 @@ func (s *session) readMarkers(ctx context.Context, p *Plan) error {
 // Report is what a run did.
 type Report struct {
 	Plan       *Plan  `json:"plan"`
-	Translated int64  `json:"records_translated"`
-	Skipped    int    `json:"partitions_skipped"`
+	Translated int64  `json:"recordsTranslated"`
+	Skipped    int    `json:"partitionsSkipped"`
 	Verify     Verify `json:"verify"`
 	// VerifyOnly is set when only the verification ran.
-	VerifyOnly bool `json:"verify_only,omitempty"`
+	VerifyOnly bool `json:"verifyOnly,omitempty"`
 }
 
 // Run migrates: it makes the plan, refuses while either group has

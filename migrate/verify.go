@@ -24,10 +24,10 @@ type Verify struct {
 	Stores []StoreVerify `json:"stores"`
 	// OK is false when any store or offset differs.
 	OK      bool     `json:"ok"`
-	Offsets []string `json:"offset_differences,omitempty"`
+	Offsets []string `json:"offsetDifferences,omitempty"`
 	// Time lists seeded emit frontiers and floors that are missing or
 	// behind what the plan seeds.
-	Time []string `json:"time_differences,omitempty"`
+	Time []string `json:"timeDifferences,omitempty"`
 }
 
 // StoreVerify compares one store.

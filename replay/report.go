@@ -318,8 +318,8 @@ type jsonMismatch struct {
 	Name     string      `json:"name"`
 	Note     string      `json:"note,omitempty"`
 	Order    string      `json:"order,omitempty"`
-	Expected int         `json:"expected_count"`
-	Actual   int         `json:"actual_count"`
+	Expected int         `json:"expectedCount"`
+	Actual   int         `json:"actualCount"`
 	Diff     []jsonLine  `json:"diff,omitempty"`
 	Drops    []jsonDrops `json:"drops,omitempty"`
 }

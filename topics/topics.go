@@ -73,7 +73,7 @@ func ParseConfig(pairs []string) (map[string]string, error) {
 // Topic is a topic as the cluster describes it.
 type Topic struct {
 	Name              string            `json:"name"`
-	ReplicationFactor int               `json:"replication_factor"`
+	ReplicationFactor int               `json:"replicationFactor"`
 	Partitions        []Partition       `json:"partitions"`
 	Configs           map[string]string `json:"configs,omitempty"`
 	// Internal is set on the broker's own topics (__consumer_offsets,

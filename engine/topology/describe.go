@@ -41,7 +41,7 @@ type NodeDescription struct {
 	Topics       []string `json:"topics,omitempty"`
 	Pattern      string   `json:"pattern,omitempty"`
 	Topic        string   `json:"topic,omitempty"`
-	TopicChooser bool     `json:"topic_chooser,omitempty"`
+	TopicChooser bool     `json:"topicChooser,omitempty"`
 	Stores       []string `json:"stores,omitempty"`
 	Children     []string `json:"children,omitempty"`
 	Parents      []string `json:"parents,omitempty"`
@@ -54,7 +54,7 @@ type BoundaryDescription struct {
 	Node        string `json:"node"`
 	Subtopology int    `json:"subtopology"`
 	// KeySerde is the serde records are laned by, on the sink's side.
-	KeySerde string `json:"key_serde,omitempty"`
+	KeySerde string `json:"keySerde,omitempty"`
 }
 
 // StoreDescription is one state store.
@@ -62,8 +62,8 @@ type StoreDescription struct {
 	Name       string `json:"name"`
 	Kind       string `json:"kind"`
 	Backend    string `json:"backend"`
-	KeySerde   string `json:"key_serde"`
-	ValueSerde string `json:"value_serde"`
+	KeySerde   string `json:"keySerde"`
+	ValueSerde string `json:"valueSerde"`
 	// Changelog is the changelog topic, or empty when there is none.
 	Changelog string `json:"changelog,omitempty"`
 }

@@ -45,7 +45,7 @@ type Info struct {
 	// Platform is GOOS/GOARCH.
 	Platform string `json:"platform" yaml:"platform"`
 	// StateBackends are the state store backends compiled in.
-	StateBackends []string `json:"state_backends" yaml:"state_backends"`
+	StateBackends []string `json:"stateBackends" yaml:"stateBackends"`
 	// RocksDB is the version of the RocksDB library linked in, "" in a
 	// binary built without it.
 	RocksDB string `json:"rocksdb" yaml:"rocksdb"`
