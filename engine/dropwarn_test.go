@@ -52,3 +52,33 @@ func TestWarnDrops(t *testing.T) {
 		}
 	}
 }
+
+// TestProgressArgs: the progress line's counts are all totals, named so;
+// the interval shows only as the rate.
+func TestProgressArgs(t *testing.T) {
+	var o Observation
+	o.State = Running
+	o.RecordsIn = map[string]int64{"in": 1500}
+	o.RecordsOut = map[string]int64{"a": 700, "b": 300}
+	o.Stats.Committed = 12
+	o.Lag = map[string]int64{"in": 5}
+	args := progressArgs(o, 1500, 1000, 10*time.Second, "2s")
+	got := map[string]any{}
+	for i := 0; i+1 < len(args); i += 2 {
+		got[args[i].(string)] = args[i+1]
+	}
+	want := map[string]any{"records_in_total": int64(1500), "records_out_total": int64(1000), "records_in_per_sec": "50.0", "lag.in": int64(5), "lag": "2s"}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %v (%T), want %v (%T)", k, got[k], got[k], v, v)
+		}
+	}
+	if _, ok := got["epochs_committed_total"]; !ok {
+		t.Errorf("no epochs_committed_total in %v", args)
+	}
+	for k := range got {
+		if k == "records_in" || k == "records_out" || k == "epochs" {
+			t.Errorf("%s: a count without saying whether it is a total or the interval's", k)
+		}
+	}
+}

@@ -161,14 +161,9 @@ func (e *Engine) sample(m *monitorState, now time.Time) {
 	in := total(o.RecordsIn)
 	pin, pinned := Pinning(o.Partitions)
 	if m.progressEvery > 0 && now.Sub(m.lastProgress) >= m.progressEvery {
-		rate := float64(in-m.lastIn) / now.Sub(m.lastProgress).Seconds()
-		args := []any{"state", string(o.State), "records_in", in - m.lastIn, "records_per_sec", fmt.Sprintf("%.1f", rate),
-			"records_out", total(o.RecordsOut), "epochs", o.Stats.Committed, "watermark", inspect.Iso(o.Global), "lag", e.lagText()}
+		args := progressArgs(o, in, m.lastIn, now.Sub(m.lastProgress), e.lagText())
 		if pinned {
 			args = append(args, "pinned_by", partitionName(pin.Partition))
-		}
-		for t, n := range o.Lag {
-			args = append(args, "lag."+t, n)
 		}
 		e.log.Info("progress", args...)
 		m.lastProgress, m.lastIn = now, in
@@ -189,6 +184,27 @@ func (e *Engine) sample(m *monitorState, now time.Time) {
 		"watermark", inspect.Iso(o.Global), "pinned_by", partitionName(pin.Partition), "partition_watermark", inspect.Iso(pin.Watermark),
 		"last_event_time", inspect.Iso(pin.LastEventTime), "idle", pin.Idle, "runbook", "docs/runbook.md#"+branch, "hint", hint,
 		"records_since", in-m.stallIn)
+}
+
+// progressArgs are the progress line's attributes. Every count is a total
+// since the start, named _total as its metric is; what the interval adds
+// is the one rate, records_in_per_sec over the interval. (The line once
+// put the interval's records_in beside the total records_out and epochs,
+// which read as three totals.) in is the records in so far, lastIn what
+// they were an interval ago.
+func progressArgs(o Observation, in, lastIn int64, interval time.Duration, lag string) []any {
+	rate := 0.0
+	if interval > 0 {
+		rate = float64(in-lastIn) / interval.Seconds()
+	}
+	args := []any{"state", string(o.State), "records_in_total", in, "records_out_total", total(o.RecordsOut),
+		"epochs_committed_total", o.Stats.Committed, "records_in_per_sec", fmt.Sprintf("%.1f", rate),
+		"watermark", inspect.Iso(o.Global), "lag", lag}
+	// Consumer lag now, per topic, in a stable order.
+	for _, t := range slices.Sorted(maps.Keys(o.Lag)) {
+		args = append(args, "lag."+t, o.Lag[t])
+	}
+	return args
 }
 
 func (e *Engine) lagText() string {
