@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -385,6 +386,40 @@ func newLogger(w io.Writer, format string, level slog.Level) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, o))
 }
 
+// liveDefault is the value key k takes when unset, as a value: the
+// catalogue's Default is written for people, and for a few keys it is a
+// phrase ("number of CPUs (live engine); 16 (lane checks)", "by
+// processing.guarantee"), which the effective configuration line printed
+// as if it were the value. Those are worked out here as the live engine
+// works them out; a default that is still not a value of its key (the
+// instance id, made and kept at the first start, which the engine's start
+// line names) is left out rather than printed as prose.
+func liveDefault(k config.Key, values map[string]string) (string, bool) {
+	switch k.Name {
+	case config.NumStreamThreads:
+		return strconv.Itoa(runtime.NumCPU()), true
+	case config.StateDir:
+		return config.DefaultStateDir(), true
+	case config.DefaultDSLStore:
+		// Unset here means stoatctl run did not set rocksDB: this build
+		// has no RocksDB.
+		return config.StoreInMemory, true
+	case "isolation.level":
+		if values[config.ProcessingGuarantee] == "at_least_once" {
+			return "read_uncommitted", true
+		}
+		return "read_committed", true
+	case "stoatflow.instance.id":
+		return "", false
+	}
+	for _, p := range config.Check(map[string]string{k.Name: k.Default}) {
+		if p.Kind == config.Invalid {
+			return "", false
+		}
+	}
+	return k.Default, true
+}
+
 // logEffectiveConfig logs the configuration the engine starts with, one
 // attribute per key, each value with where it came from: what was set,
 // and the catalogue's default of every other key the live engine, its
@@ -401,7 +436,9 @@ func logEffectiveConfig(log *slog.Logger, src *configSources) {
 			// security.protocol uses them, and then they are set.
 			continue
 		}
-		values[k.Name] = k.Default
+		if v, ok := liveDefault(k, values); ok {
+			values[k.Name] = v
+		}
 	}
 	var attrs []any
 	for _, k := range slices.Sorted(maps.Keys(values)) {

@@ -3,15 +3,19 @@ package cmd
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"regexp"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/stoatflow/stoatctl/engine/config"
 	"github.com/stoatflow/stoatctl/internal/kafkatest"
 )
 
@@ -120,5 +124,45 @@ func TestEffectiveConfigHidesCredentials(t *testing.T) {
 	logEffectiveConfig(newLogger(&b, "text", slog.LevelInfo), src)
 	if s := b.String(); strings.Contains(s, "s3cret") || strings.Contains(s, "t0psecret") || !strings.Contains(s, "http://reg:xxxxx@registry:8081") {
 		t.Fatalf("effective configuration line: %s", s)
+	}
+}
+
+// TestEffectiveConfigPrintsValues: with nothing set, every key on the
+// effective configuration line has a value its key accepts, never the
+// catalogue's phrase for people ("number of CPUs ...").
+func TestEffectiveConfigPrintsValues(t *testing.T) {
+	var b bytes.Buffer
+	logEffectiveConfig(newLogger(&b, "json", slog.LevelInfo), newConfigSources())
+	var line struct {
+		Config map[string]string `json:"config"`
+	}
+	if err := json.Unmarshal(b.Bytes(), &line); err != nil {
+		t.Fatalf("%v\n%s", err, b.String())
+	}
+	if len(line.Config) < 20 {
+		t.Fatalf("the line has %d keys:\n%s", len(line.Config), b.String())
+	}
+	for k, v := range line.Config {
+		value, ok := strings.CutSuffix(v, " (default)")
+		if !ok {
+			t.Errorf("%s = %q: not a default, yet nothing was set", k, v)
+			continue
+		}
+		for _, p := range config.Check(map[string]string{k: value}) {
+			if p.Kind == config.Invalid {
+				t.Errorf("%s = %q: not a value of the key: %s", k, value, p)
+			}
+		}
+		for _, phrase := range []string{"number of CPUs", "kept in", "by processing.guarantee", "temporary directory", "else"} {
+			if strings.Contains(value, phrase) {
+				t.Errorf("%s = %q: a description, not a value", k, value)
+			}
+		}
+	}
+	if got, want := line.Config[config.NumStreamThreads], strconv.Itoa(runtime.NumCPU())+" (default)"; got != want {
+		t.Errorf("%s = %q, want %q", config.NumStreamThreads, got, want)
+	}
+	if got := line.Config["isolation.level"]; got != "read_committed (default)" {
+		t.Errorf("isolation.level = %q under exactly-once", got)
 	}
 }
