@@ -669,7 +669,10 @@ func (r *runner) partitionCount(ctx context.Context, topic string) (int32, error
 			}
 			return 0, fmt.Errorf("sink topic %s: %w", topic, err)
 		}
-		time.Sleep(100 * time.Millisecond)
+		// A topic created a moment ago may not be in the metadata yet.
+		if err := missingTopicBackoff.Wait(ctx, attempt+1); err != nil {
+			return 0, fmt.Errorf("sink topic %s: %w", topic, err)
+		}
 	}
 	r.ptMu.Lock()
 	next := map[string]int32{topic: details[topic]}

@@ -253,10 +253,8 @@ func (r *runner) groupMembers(ctx context.Context) ([]groupMember, error) {
 			return nil, fmt.Errorf("engine: describe group %s: %w", r.s.appID, conn.Explain(err, "describe", "group "+r.s.appID))
 		}
 		r.e.log.Debug("describe group: the coordinator is settling; retrying", "group", r.s.appID, "attempt", attempt, "err", err)
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(min(100*time.Millisecond<<min(attempt-1, 5), 2*time.Second)):
+		if err := settlingBackoff.Wait(ctx, attempt); err != nil {
+			return nil, err
 		}
 	}
 	out := make([]groupMember, 0, len(g.Members))

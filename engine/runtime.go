@@ -25,6 +25,7 @@ import (
 	"github.com/stoatflow/stoatctl/engine/task"
 	"github.com/stoatflow/stoatctl/engine/topology"
 	"github.com/stoatflow/stoatctl/engine/watermark"
+	"github.com/stoatflow/stoatctl/internal/backoff"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -282,11 +283,10 @@ func (r *runner) connect(ctx context.Context) error {
 		if attempt >= 10 || ctx.Err() != nil {
 			return fmt.Errorf("engine: cannot reach the brokers %s: %w", strings.Join(r.s.seeds, ","), err)
 		}
-		e.log.Warn("brokers unreachable, retrying", "brokers", strings.Join(r.s.seeds, ","), "err", err, "attempt", attempt+1)
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(time.Duration(attempt+1) * 500 * time.Millisecond):
+		wait := brokersBackoff.Delay(attempt + 1)
+		e.log.Warn("brokers unreachable, retrying", "brokers", strings.Join(r.s.seeds, ","), "err", err, "attempt", attempt+1, "retry_in", wait)
+		if err := backoff.Sleep(ctx, wait); err != nil {
+			return err
 		}
 	}
 	if len(r.patterns) > 0 {
@@ -320,12 +320,11 @@ func (r *runner) connect(ctx context.Context) error {
 	// its topics and starts the engine at once meets (bench-compare's
 	// latency run did, on Kafka 4.4). A missing topic is asked for again
 	// for a little under two seconds before it is an error.
-	for wait := 250 * time.Millisecond; len(missing) > 0 && wait <= time.Second; wait *= 2 {
+	for attempt := 1; len(missing) > 0 && attempt <= 3; attempt++ {
+		wait := missingTopicBackoff.Delay(attempt)
 		e.log.Info("source topics not found yet, asking again", "topics", strings.Join(missing, ","), "in", wait)
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(wait):
+		if err := backoff.Sleep(ctx, wait); err != nil {
+			return err
 		}
 		again, err := r.adm.ListTopics(ctx, missing...)
 		if err != nil {
@@ -666,7 +665,7 @@ func (r *runner) recoverSession(ctx context.Context, cause error) error {
 		r.e.log.Error("commit failed too many times in a row; stopping", "attempts", r.uncertain-1, "err", cause)
 		return fmt.Errorf("engine: %d commits in a row failed: %w", r.uncertain-1, cause)
 	}
-	wait := min(100*time.Millisecond<<(r.uncertain-1), 5*time.Second)
+	wait := uncertainCommitBackoff.Delay(r.uncertain)
 	r.e.log.Warn("commit failed; reconnecting and reprocessing from the committed offsets", "attempt", r.uncertain, "retry_in", wait, "err", cause)
 	r.e.setState(Rebalancing)
 	if r.gen != nil {
@@ -698,7 +697,7 @@ func (r *runner) recoverSession(ctx context.Context, cause error) error {
 		if !transient(err) || ctx.Err() != nil || time.Now().After(deadline) {
 			return err
 		}
-		wait := min(200*time.Millisecond<<(attempt-1), 5*time.Second)
+		wait := reconnectBackoff.Delay(attempt)
 		r.e.log.Warn("new Kafka client failed, the brokers may be briefly unreachable; retrying", "attempt", attempt, "retry_in", wait, "err", err)
 		select {
 		case <-ctx.Done():
@@ -1204,7 +1203,7 @@ func (r *runner) reset(ctx context.Context) error {
 		if err == nil || !transient(err) || ctx.Err() != nil || time.Now().After(deadline) {
 			return err
 		}
-		wait := min(200*time.Millisecond<<(attempt-1), 5*time.Second)
+		wait := reconnectBackoff.Delay(attempt)
 		r.e.log.Warn("reset failed, the brokers may be briefly unreachable; retrying", "attempt", attempt, "retry_in", wait, "err", err)
 		select {
 		case <-ctx.Done():
@@ -1217,6 +1216,30 @@ func (r *runner) reset(ctx context.Context) error {
 // resetRetryFor bounds how long a reset is retried through errors that a
 // broker coming back would cure.
 const resetRetryFor = 60 * time.Second
+
+// The engine's retry delays (internal/backoff: doubling, with jitter, so
+// that the instances of an application a broker restart failed together
+// do not retry together).
+var (
+	// brokersBackoff paces the start's first look at the brokers, ten
+	// tries (about 20-40 s in all).
+	brokersBackoff = backoff.Policy{First: 500 * time.Millisecond, Max: 5 * time.Second}
+	// missingTopicBackoff asks again for a source topic created a moment
+	// ago, three times (under two seconds in all).
+	missingTopicBackoff = backoff.Policy{First: 250 * time.Millisecond, Max: time.Second}
+	// uncertainCommitBackoff is the pause before reconnecting after a
+	// commit whose outcome is unknown.
+	uncertainCommitBackoff = backoff.Policy{First: 100 * time.Millisecond, Max: 5 * time.Second}
+	// reconnectBackoff paces a new client or a reset that met a broker
+	// still coming back, for up to resetRetryFor.
+	reconnectBackoff = backoff.Policy{First: 200 * time.Millisecond, Max: 5 * time.Second}
+	// unstableOffsetsBackoff paces a fetch of committed offsets that met
+	// a transaction still being completed (UNSTABLE_OFFSET_COMMIT).
+	unstableOffsetsBackoff = backoff.Policy{First: 10 * time.Millisecond, Max: 500 * time.Millisecond}
+	// settlingBackoff paces a request a settling group coordinator
+	// refused, as kafka.WhileSettling does.
+	settlingBackoff = backoff.Policy{First: 100 * time.Millisecond, Max: 2 * time.Second}
+)
 
 // transient says err is one a broker coming back, or a leader or
 // coordinator settling, would cure: a refused or reset connection, a
@@ -1425,7 +1448,7 @@ type committedOffset struct {
 // UNSTABLE_OFFSET_COMMIT, and the fetch is retried.
 func (r *runner) stableOffsets(ctx context.Context) (kadm.OffsetResponses, error) {
 	deadline := time.Now().Add(60 * time.Second)
-	for wait := 10 * time.Millisecond; ; wait = min(2*wait, 500*time.Millisecond) {
+	for attempt := 1; ; attempt++ {
 		resp, err := r.adm.FetchOffsets(kadm.RequireStable(ctx), r.s.appID)
 		if err == nil {
 			// Other per-partition errors are the caller's to judge.
@@ -1437,10 +1460,8 @@ func (r *runner) stableOffsets(ctx context.Context) (kadm.OffsetResponses, error
 		if !errors.Is(err, kerr.UnstableOffsetCommit) || time.Now().After(deadline) {
 			return nil, fmt.Errorf("engine: fetch committed offsets of group %s: %w", r.s.appID, err)
 		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(wait):
+		if err := unstableOffsetsBackoff.Wait(ctx, attempt); err != nil {
+			return nil, err
 		}
 	}
 }

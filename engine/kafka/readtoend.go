@@ -13,6 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/stoatflow/stoatctl/internal/backoff"
 )
 
 // LogStart as a start offset in ReadToEnd's from is the partition's log
@@ -202,7 +204,7 @@ func (r *reader) run(ctx context.Context, from Positions) (Positions, error) {
 		open = append(open, c)
 	}
 
-	wait := backoff{}
+	wait := retries{}
 	moved, reported := time.Now(), time.Time{}
 	for len(open) > 0 {
 		before := positions(open)
@@ -556,19 +558,16 @@ func (r *reader) consume(c *cursor, rp *kmsg.FetchResponseTopicPartition, anyBat
 	return true, nil
 }
 
-// backoff paces retries after errors a broker may recover from.
-type backoff struct{ d time.Duration }
+// retries paces retries after errors a broker may recover from, through
+// internal/backoff; progress starts the count again.
+type retries struct{ attempt int }
 
-func (b *backoff) reset() { b.d = 0 }
+// readBackoff is the delay between a read's retries.
+var readBackoff = backoff.Policy{First: 50 * time.Millisecond, Max: time.Second}
 
-func (b *backoff) sleep(ctx context.Context) error {
-	b.d = min(max(2*b.d, 50*time.Millisecond), time.Second)
-	t := time.NewTimer(b.d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+func (b *retries) reset() { b.attempt = 0 }
+
+func (b *retries) sleep(ctx context.Context) error {
+	b.attempt++
+	return readBackoff.Wait(ctx, b.attempt)
 }

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/stoatflow/stoatctl/internal/backoff"
 )
 
 // SettlingFor bounds how long WhileSettling retries: long enough for a new
@@ -24,13 +26,14 @@ func WhileSettling(ctx context.Context, op func() error) error {
 		if err == nil || !settling(err) || time.Now().After(deadline) {
 			return err
 		}
-		select {
-		case <-ctx.Done():
-			return errors.Join(err, ctx.Err())
-		case <-time.After(min(100*time.Millisecond<<min(attempt-1, 5), 2*time.Second)):
+		if werr := settlingBackoff.Wait(ctx, attempt); werr != nil {
+			return errors.Join(err, werr)
 		}
 	}
 }
+
+// settlingBackoff paces the retries of WhileSettling.
+var settlingBackoff = backoff.Policy{First: 100 * time.Millisecond, Max: 2 * time.Second}
 
 func settling(err error) bool {
 	return errors.Is(err, kerr.CoordinatorNotAvailable) || errors.Is(err, kerr.CoordinatorLoadInProgress) || errors.Is(err, kerr.NotCoordinator)

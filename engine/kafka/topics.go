@@ -15,6 +15,8 @@ import (
 
 	"github.com/stoatflow/stoatctl/engine/state"
 	"github.com/stoatflow/stoatctl/engine/topology"
+
+	"github.com/stoatflow/stoatctl/internal/backoff"
 )
 
 // Topic config keys this package sets or checks.
@@ -203,22 +205,21 @@ func awaitLeaders(ctx context.Context, adm *kadm.Client, specs []TopicSpec) erro
 	for i, s := range specs {
 		names[i] = s.Name
 	}
-	wait := 10 * time.Millisecond
-	for {
+	for attempt := 1; ; attempt++ {
 		// As in lookUp, authorized operations make kadm ask the broker
 		// rather than the client's metadata cache.
 		details, err := adm.ListTopics(kadm.WithAuthorizedOps(ctx), names...)
 		if err == nil && allLed(details, specs) {
 			return nil
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("wait for created internal topics %s: %w", strings.Join(names, ", "), ctx.Err())
-		case <-time.After(wait):
+		if err := leadersBackoff.Wait(ctx, attempt); err != nil {
+			return fmt.Errorf("wait for created internal topics %s: %w", strings.Join(names, ", "), err)
 		}
-		wait = min(2*wait, 500*time.Millisecond)
 	}
 }
+
+// leadersBackoff paces awaitLeaders' questions.
+var leadersBackoff = backoff.Policy{First: 10 * time.Millisecond, Max: 500 * time.Millisecond}
 
 func allLed(details kadm.TopicDetails, specs []TopicSpec) bool {
 	for _, s := range specs {
