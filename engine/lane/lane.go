@@ -22,6 +22,13 @@ const ReferenceCount = 16
 // Murmur2 is Kafka's Utils.murmur2: the 32-bit MurmurHash2 with Kafka's
 // seed, reading the input in little-endian 4-byte blocks. The result is
 // the signed value Java returns, so test vectors compare unchanged.
+//
+// franz-go has the same function (the hasher of kgo.StickyKeyPartitioner)
+// but does not export it, and its partitioner gives only hash mod n: the
+// lane hash header needs the hash itself, computed once per record on the
+// dispatch path without building a kgo.Record. TestForIsFranzGosPartitioner
+// holds For to franz-go's partitioner, TestMurmur2KafkaVectors Murmur2 to
+// Java's.
 func Murmur2(data []byte) int32 {
 	const (
 		seed uint32 = 0x9747b28c

@@ -1,7 +1,12 @@
 package lane_test
 
 import (
+	"flag"
+	"math/rand/v2"
 	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/stoatflow/stoatctl/engine/config"
 	"github.com/stoatflow/stoatctl/engine/lane"
@@ -83,6 +88,34 @@ func TestFor32IsForOverTheHash(t *testing.T) {
 			if got, want := lane.For32(lane.Murmur2([]byte(k)), n), lane.For([]byte(k), n); got != want {
 				t.Errorf("For32(Murmur2(%q), %d) = %d, For = %d", k, n, got, want)
 			}
+		}
+	}
+}
+
+var partitionerSeed = flag.Int64("partitioner.seed", 0, "replay TestForIsFranzGosPartitioner with this seed")
+
+// TestForIsFranzGosPartitioner: the lane of key bytes is the partition
+// franz-go's Kafka-compatible partitioner (StickyKeyPartitioner with its
+// default hasher, Kafka's murmur2) picks for a keyed record, for random
+// keys of every length up to 64 bytes and counts up to 1000. franz-go does
+// not export its murmur2, so Murmur2 stays ours; this ties it to the
+// library's as TestMurmur2KafkaVectors ties it to Java's.
+func TestForIsFranzGosPartitioner(t *testing.T) {
+	seed := *partitionerSeed
+	if seed == 0 {
+		seed = time.Now().UnixNano()
+	}
+	t.Logf("seed %d (-partitioner.seed replays it)", seed)
+	rng := rand.New(rand.NewPCG(uint64(seed), 0))
+	p := kgo.StickyKeyPartitioner(nil).ForTopic("t")
+	for i := range 20000 {
+		key := make([]byte, i%65)
+		for j := range key {
+			key[j] = byte(rng.UintN(256))
+		}
+		n := 1 + rng.IntN(1000)
+		if got, want := lane.For(key, n), p.Partition(&kgo.Record{Key: key}, n); got != want {
+			t.Fatalf("For(%x, %d) = %d, franz-go's partitioner %d (seed %d)", key, n, got, want, seed)
 		}
 	}
 }
