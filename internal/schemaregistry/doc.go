@@ -14,8 +14,12 @@
 // GET /subjects, GET|POST /subjects/{subject}/versions,
 // GET /subjects/{subject}/versions/{version|latest} (and .../schema),
 // POST /subjects/{subject} (look a schema up), DELETE /subjects/{subject},
-// GET|PUT /config. Errors carry Confluent's error codes: 40401 subject
-// not found, 40402 version not found, 40403 schema not found, 42201
-// invalid schema, 401 unauthorized. Only Avro is accepted (schemaType
+// GET|PUT /config and /config/{subject}. Registering enforces the
+// subject's compatibility level (else the global one, BACKWARD by default,
+// as Confluent's): a schema new to the subject that the level refuses is
+// answered 409 with error_code 409, and nothing is registered. Errors
+// carry Confluent's error codes: 40401 subject not found, 40402 version
+// not found, 40403 schema not found, 42201 invalid schema, 409
+// incompatible schema, 401 unauthorized. Only Avro is accepted (schemaType
 // AVRO or absent), without references.
 package schemaregistry

@@ -2,6 +2,7 @@ package schemaregistry
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -19,7 +20,25 @@ const (
 	CodeSchemaNotFound  = 40403
 	CodeInvalidSchema   = 42201
 	CodeUnauthorized    = 401
+	// CodeIncompatible answers, with HTTP 409, a schema the subject's
+	// compatibility level refuses.
+	CodeIncompatible = 409
 )
+
+// IncompatibleError is a schema the subject's compatibility level refuses
+// (HTTP 409 over the API).
+type IncompatibleError struct {
+	Subject, Level string
+	// Version is the registered version it is incompatible with.
+	Version int
+	Err     error
+}
+
+func (e *IncompatibleError) Error() string {
+	return fmt.Sprintf("schema being registered is incompatible with an earlier schema for subject %q (version %d, compatibility %s): %v", e.Subject, e.Version, e.Level, e.Err)
+}
+
+func (e *IncompatibleError) Unwrap() error { return e.Err }
 
 const contentType = "application/vnd.schemaregistry.v1+json"
 
@@ -54,7 +73,11 @@ func New(opts ...Option) *Server {
 }
 
 // Register registers schema under subject, as POST
-// /subjects/{subject}/versions does, and returns its id.
+// /subjects/{subject}/versions does, and returns its id. A schema new to
+// the subject must be compatible with the subject's earlier versions
+// under its compatibility level (the subject's, else the global one,
+// BACKWARD by default, as Confluent's): otherwise the error is an
+// *IncompatibleError and nothing is registered.
 func (s *Server) Register(subject, schema string) (int, error) {
 	canon, err := canonical(schema)
 	if err != nil {
@@ -62,6 +85,11 @@ func (s *Server) Register(subject, schema string) (int, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if id, ok := s.ids[canon]; !ok || s.deleted[subject] || !slices.Contains(s.subjects[subject], id) {
+		if err := s.checkCompatible(subject, schema); err != nil {
+			return 0, err
+		}
+	}
 	id, ok := s.ids[canon]
 	if !ok {
 		s.byID = append(s.byID, schema)
@@ -76,6 +104,49 @@ func (s *Server) Register(subject, schema string) (int, error) {
 		s.subjects[subject] = append(s.subjects[subject], id)
 	}
 	return id, nil
+}
+
+// checkCompatible checks schema against subject's versions as its level
+// says (under s.mu): BACKWARD, the new schema reads what the latest wrote;
+// FORWARD, the latest reads what the new one writes; FULL, both; the
+// _TRANSITIVE levels against every version, not only the latest; NONE
+// not at all. hamba/avro's SchemaCompatibility judges, by Avro's schema
+// resolution rules, as Confluent's AvroSchema.isBackwardCompatible does.
+func (s *Server) checkCompatible(subject, schema string) error {
+	level, ok := s.compat[subject]
+	if !ok {
+		level = s.compat[""]
+	}
+	ids := s.subjects[subject]
+	if level == "NONE" || s.deleted[subject] || len(ids) == 0 {
+		return nil
+	}
+	from := len(ids) - 1
+	if strings.HasSuffix(level, "_TRANSITIVE") {
+		from = 0
+	}
+	next, err := avro.ParseWithCache(schema, "", &avro.SchemaCache{})
+	if err != nil {
+		return err
+	}
+	compat := avro.NewSchemaCompatibility()
+	for v := len(ids); v > from; v-- {
+		old, err := avro.ParseWithCache(s.byID[ids[v-1]-1], "", &avro.SchemaCache{})
+		if err != nil {
+			return fmt.Errorf("subject %s version %d: %w", subject, v, err)
+		}
+		if strings.HasPrefix(level, "BACKWARD") || strings.HasPrefix(level, "FULL") {
+			if err := compat.Compatible(next, old); err != nil {
+				return &IncompatibleError{Subject: subject, Level: level, Version: v, Err: fmt.Errorf("the new schema cannot read what version %d wrote: %w", v, err)}
+			}
+		}
+		if strings.HasPrefix(level, "FORWARD") || strings.HasPrefix(level, "FULL") {
+			if err := compat.Compatible(old, next); err != nil {
+				return &IncompatibleError{Subject: subject, Level: level, Version: v, Err: fmt.Errorf("version %d cannot read what the new schema writes: %w", v, err)}
+			}
+		}
+	}
+	return nil
 }
 
 func canonical(schema string) (string, error) {
@@ -230,6 +301,11 @@ func (s *Server) register(subject string, r *http.Request) (any, *apiError) {
 		return nil, aerr
 	}
 	id, err := s.Register(subject, req.Schema)
+	var incompatible *IncompatibleError
+	if errors.As(err, &incompatible) {
+		// Confluent's answer: 409, error_code 409.
+		return nil, fail(http.StatusConflict, CodeIncompatible, "%s", strings.ToUpper(incompatible.Error()[:1])+incompatible.Error()[1:])
+	}
 	if err != nil {
 		return nil, fail(http.StatusUnprocessableEntity, CodeInvalidSchema, "Invalid schema: %v", err)
 	}
@@ -309,7 +385,7 @@ func (s *Server) deleteSubject(subject string) (any, *apiError) {
 
 var levels = []string{"NONE", "BACKWARD", "BACKWARD_TRANSITIVE", "FORWARD", "FORWARD_TRANSITIVE", "FULL", "FULL_TRANSITIVE"}
 
-// config keeps compatibility levels; nothing enforces them.
+// config keeps compatibility levels, which Register enforces.
 func (s *Server) config(rest []string, r *http.Request) (any, *apiError) {
 	subject := ""
 	if len(rest) == 1 {
