@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"strings"
 	"sync"
@@ -55,6 +56,12 @@ const registryTimeout = 30 * time.Second
 // deserialization handler skips it, since the record is not at fault and
 // skipping would drop every record until the registry is back.
 var ErrRegistry = errors.New("schema registry")
+
+// ErrSchemaRefused is a sink's schema the registry refused as
+// incompatible with the subject's earlier versions (HTTP 409). It is
+// fatal, as ErrRegistry is (errors.Is matches both): the engine stops
+// before committing the epoch, so the record is neither lost nor passed.
+var ErrSchemaRefused = errors.New("schema refused by the registry")
 
 // registryError is a failure of the registry, not of a record.
 type registryError struct{ err error }
@@ -178,6 +185,12 @@ func (s *registrySerde) idFor(subject string) (int32, error) {
 	}
 	if err != nil {
 		var re registry.Error
+		if errors.As(err, &re) && re.StatusCode == http.StatusConflict {
+			// Not a record's fault, and not one a retry or a handler
+			// cures: every record to the subject would meet it.
+			return 0, &registryError{fmt.Errorf("%w: %s: subject %s: the schema is incompatible with the subject's earlier versions under its compatibility level (409); register a compatible schema, or change the subject's compatibility level: %s",
+				ErrSchemaRefused, s.o.URL, subject, re.Message)}
+		}
 		if errors.As(err, &re) && re.StatusCode == 404 && !s.o.AutoRegister {
 			return 0, fmt.Errorf("schema registry %s: the schema is not registered under subject %s (%s is false): %s", s.o.URL, subject, AutoRegisterSchemas, re.Error())
 		}
