@@ -17,6 +17,7 @@ import (
 	"github.com/stoatflow/stoatctl/engine/kafka/conn"
 	"github.com/stoatflow/stoatctl/engine/lane"
 	"github.com/stoatflow/stoatctl/engine/lanes"
+	"github.com/stoatflow/stoatctl/engine/metrics"
 	"github.com/stoatflow/stoatctl/engine/processor"
 	"github.com/stoatflow/stoatctl/engine/task"
 	"github.com/stoatflow/stoatctl/engine/watermark"
@@ -131,7 +132,14 @@ func (c *committer) send(outs []task.Output) {
 				// The check depends on the record alone, so a replay of the
 				// epoch skips the same records: each is skipped once in
 				// what commits.
-				c.r.e.log.Warn("sink record too large; skipped (default.production.exception.handler=continue)",
+				// Counted as a drop, and warned of by the monitor at most once
+				// every ten seconds with the other drops (a topic whose
+				// records are all too large logged a WARN per record); each
+				// one's coordinates are at DEBUG.
+				if m := c.r.e.metrics; m != nil {
+					m.Counter(metrics.DroppedRecords, "reason", ReasonProduction).Add(1)
+				}
+				c.r.e.log.Debug("sink record too large; skipped (default.production.exception.handler=continue)",
 					"topic", tooLarge.Topic, "partition", tooLarge.Partition, "bytes", tooLarge.Size, "limit", tooLarge.Limit, "input", tooLarge.Origin.String())
 				continue
 			}

@@ -17,6 +17,7 @@ import (
 	"github.com/stoatflow/stoatctl/engine"
 	"github.com/stoatflow/stoatctl/engine/broker"
 	"github.com/stoatflow/stoatctl/engine/dsl"
+	"github.com/stoatflow/stoatctl/engine/metrics"
 	"github.com/stoatflow/stoatctl/engine/serde"
 	"github.com/stoatflow/stoatctl/engine/topology"
 	"github.com/stoatflow/stoatctl/internal/kafkatest"
@@ -196,6 +197,16 @@ func TestOversizedOutput(t *testing.T) {
 		}
 		if n := e.Stats().Aborted; n != 0 {
 			t.Errorf("%d epochs aborted, want 0", n)
+		}
+		// The skipped record is a drop, counted by its reason.
+		var skipped int64
+		e.Metrics().Each(func(l metrics.Labelled, v int64) {
+			if l.Name == metrics.DroppedRecords && metrics.Label(l.Labels, "reason") == engine.ReasonProduction {
+				skipped += v
+			}
+		})
+		if skipped != 1 {
+			t.Errorf("dropped records (reason %s) = %d, want 1", engine.ReasonProduction, skipped)
 		}
 	})
 	t.Run("dead-letter", func(t *testing.T) {

@@ -60,6 +60,13 @@ type monitorState struct {
 // while, and the counter has them all.
 const dropWarnEvery = 10 * time.Second
 
+// ReasonProduction is the dropped.records.total reason of a sink record
+// skipped by default.production.exception.handler=continue (one over
+// max.request.size or its topic's max.message.bytes). It is the engine's
+// own, beside engine/metrics' reasons, since only the committer drops on
+// production.
+const ReasonProduction = "production_error"
+
 // dropHints say, per reason, why records are dropped.
 var dropHints = map[string]string{
 	metrics.ReasonNullKey:         "an aggregation, join or repartition got a record with a null key, which it cannot place",
@@ -69,6 +76,7 @@ var dropHints = map[string]string{
 	metrics.ReasonNoEventTime:     "no event time at the source (a timestamp extractor gave none)",
 	metrics.ReasonDeserialization: "a deserialization error, skipped by the continue handler",
 	metrics.ReasonProcessing:      "a processing error, skipped by the continue handler",
+	ReasonProduction:              "a sink record over max.request.size or its topic's max.message.bytes, skipped by default.production.exception.handler=continue (the DEBUG log names each)",
 }
 
 // warnDrops logs, for each reason whose count grew, how many records were
