@@ -147,16 +147,12 @@ func runWatchWatermarks(c *cobra.Command, f watchFlags) error {
 	return nil
 }
 
-// onceExit is --once's outcome: with --exit-code, 3 when the endpoint did
-// not answer and 1 when an alert holds; without it, a failure only when
-// there was nothing to read.
+// onceExit is --once's outcome: 3 when the endpoint did not answer, as
+// every command exits when what it talks to is not there (docs/cli.md);
+// with --exit-code, also 1 when an alert holds.
 func onceExit(v tui.Verdict, exitCode bool) error {
 	if !v.Reachable {
-		err := fmt.Errorf("%s: %s", v.Endpoint, v.Error)
-		if exitCode {
-			return exitError{ExitUnreachable, err}
-		}
-		return err
+		return exitError{ExitUnreachable, fmt.Errorf("%s: %s", v.Endpoint, v.Error)}
 	}
 	if !exitCode || len(v.Alerts) == 0 {
 		return nil

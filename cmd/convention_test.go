@@ -306,3 +306,24 @@ func normalize(v any) any {
 	}
 	return v
 }
+
+// TestUnreachableExitsThree: a command whose broker or REST endpoint does
+// not answer exits 3, whichever it is. (run tries its brokers for tens of
+// seconds before it gives up, and is left out.)
+func TestUnreachableExitsThree(t *testing.T) {
+	closed := freeAddr(t) // nothing listens there now
+	for _, args := range [][]string{
+		{"topic", "list", "-b", closed},
+		{"topic", "create", "t", "-b", closed},
+		{"topic", "read", "-t", "t", "-b", closed},
+		{"replay", "record", "-t", "t", "-b", closed},
+		{"migrate", "--from-application-id", "ks", "-t", "../interop/topologies/word-count.yaml", "-b", closed, "--dry-run"},
+		{"inspect", "info", "--url", "http://" + closed},
+		{"watch", "watermarks", "--once", "--samples", "1", "--url", "http://" + closed},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := Run(args, &stdout, &stderr); code != ExitUnreachable {
+			t.Errorf("stoatctl %s exited %d, want %d\n%s", strings.Join(args, " "), code, ExitUnreachable, stderr.String())
+		}
+	}
+}

@@ -200,7 +200,7 @@ func TestWatchExitCodes(t *testing.T) {
 		msg  string
 	}{
 		{[]string{"--url", url, "--once", "--samples", "1", "--exit-code"}, ExitUnreachable, "engine unreachable"},
-		{[]string{"--url", url, "--once", "--samples", "1"}, ExitFailure, "engine unreachable"},
+		{[]string{"--url", url, "--once", "--samples", "1"}, ExitUnreachable, "engine unreachable"},
 		{[]string{"-o", "json"}, ExitUsage, "-o/--output needs --once"},
 		{[]string{"--exit-code"}, ExitUsage, "--exit-code needs --once"},
 		{[]string{"--once", "--samples", "0"}, ExitUsage, "--samples 0"},
