@@ -140,6 +140,9 @@ type Engine struct {
 	// instanceFrom says where stoatflow.instance.id came from, for the
 	// start summary (instance.go).
 	instanceFrom string
+	// releaseState drops the lock on a default state directory's slot
+	// (claimDefaultStateDir), when Run returns; nil when none is held.
+	releaseState func()
 
 	statsMu sync.Mutex
 	stats   Stats
@@ -568,7 +571,11 @@ func (e *Engine) Run(ctx context.Context) error {
 		return errors.New("engine: Run called twice")
 	}
 	e.warnUnknownKeys()
-	if err := e.resolveInstance(); err != nil {
+	err := e.resolveInstance()
+	if e.releaseState != nil {
+		defer e.releaseState()
+	}
+	if err != nil {
 		e.setState(Error)
 		e.log.Error("engine stopped", "err", err)
 		return err

@@ -59,7 +59,10 @@ func (e *Engine) resolveInstance() error {
 	}
 	root := strings.TrimSpace(e.cfg.String(config.StateDir))
 	if root == "" {
-		root = config.DefaultStateDir()
+		var err error
+		if root, err = e.claimDefaultStateDir(app); err != nil {
+			return err
+		}
 	}
 	dir := filepath.Join(root, app)
 	id, made, err := keptInstanceID(dir)
@@ -74,6 +77,61 @@ func (e *Engine) resolveInstance() error {
 		e.instanceFrom = path
 	}
 	return nil
+}
+
+// stateSlots is how many instances of one application may run side by
+// side on one host with the default state.dir.
+const stateSlots = 16
+
+// stateLockFile, in <state.dir>/<application.id>, is held by the instance
+// that runs on a default state directory, for as long as it runs.
+const stateLockFile = "instance.lock"
+
+// StateSlotDir is the default state.dir of the n-th instance (from 1) of
+// an application started side by side on one host: DefaultStateDir for
+// the first, <DefaultStateDir>.instance-N beside it for the others (not
+// below it, where an application id could take the name).
+func StateSlotDir(n int) string {
+	if n <= 1 {
+		return config.DefaultStateDir()
+	}
+	return fmt.Sprintf("%s.instance-%d", config.DefaultStateDir(), n)
+}
+
+// claimDefaultStateDir picks the state directory of an instance whose
+// state.dir is not set. Every instance on the default directory would
+// share its instance id and databases, so a second one started beside the
+// first (the same application, default flags) waited for the first to
+// leave the group, as a restart of it would. Instead each takes the first
+// slot whose lock no running instance holds (StateSlotDir), with its own
+// instance id and state kept there; a restarted instance takes the lowest
+// free slot again, so one instance run again and again keeps its own. It
+// sets state.dir to the slot, so that everything after reads it, and
+// keeps the lock until Run returns.
+func (e *Engine) claimDefaultStateDir(app string) (string, error) {
+	for n := 1; n <= stateSlots; n++ {
+		root := StateSlotDir(n)
+		dir := filepath.Join(root, app)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return "", fmt.Errorf("engine: make state directory %s: %w", dir, err)
+		}
+		unlock, ok, err := lockFile(filepath.Join(dir, stateLockFile))
+		if err != nil {
+			return "", fmt.Errorf("engine: state directory %s: %w", dir, err)
+		}
+		if !ok {
+			continue
+		}
+		e.releaseState = unlock
+		e.cfg = e.cfg.With(config.StateDir, root)
+		if n > 1 {
+			e.log.Info("the default state directory is in use by another instance of this application on this host; this instance keeps its state and id in a directory of its own",
+				"in_use", filepath.Join(StateSlotDir(1), app), "state_dir", root)
+		}
+		return root, nil
+	}
+	return "", fmt.Errorf("engine: %d instances of %s already run on this host with the default %s; set %s (stoatctl run --state-dir) for more",
+		stateSlots, app, config.StateDir, config.StateDir)
 }
 
 // keptInstanceID reads the instance id kept in dir, making one if there

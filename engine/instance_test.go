@@ -1,11 +1,14 @@
 package engine
 
 import (
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/stoatflow/stoatctl/engine/config"
 )
 
 func TestKeptInstanceID(t *testing.T) {
@@ -73,5 +76,33 @@ func TestKeptInstanceIDUnwritable(t *testing.T) {
 	_, _, err := keptInstanceID(dir)
 	if err == nil || !strings.Contains(err.Error(), dir) {
 		t.Fatalf("state directory under a file: %v; want an error naming %s", err, dir)
+	}
+}
+
+// TestDefaultStateSlots: instances of one application on the default
+// state.dir each hold a slot of their own while they run; a slot is free
+// again once its instance stops, and the next start takes the lowest.
+func TestDefaultStateSlots(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	claim := func() (*Engine, string) {
+		t.Helper()
+		e := &Engine{log: slog.New(slog.DiscardHandler), cfg: config.New(map[string]string{})}
+		root, err := e.claimDefaultStateDir("app")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := e.cfg.String(config.StateDir); got != root {
+			t.Fatalf("state.dir %q after claiming %q", got, root)
+		}
+		return e, root
+	}
+	first, r1 := claim()
+	_, r2 := claim()
+	if r1 != StateSlotDir(1) || r2 != StateSlotDir(2) {
+		t.Fatalf("two running instances got %s and %s, want %s and %s", r1, r2, StateSlotDir(1), StateSlotDir(2))
+	}
+	first.releaseState()
+	if _, r3 := claim(); r3 != StateSlotDir(1) {
+		t.Fatalf("after the first stopped, a new instance got %s, want %s again", r3, StateSlotDir(1))
 	}
 }

@@ -2,6 +2,9 @@ package syncbuf
 
 import (
 	"bytes"
+	"context"
+	"fmt"
+	"strings"
 	"sync"
 )
 
@@ -10,12 +13,19 @@ import (
 type Buffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
+	// changed is closed by the next Write, for WaitFor; nil when nobody
+	// waits.
+	changed chan struct{}
 }
 
 // Write appends p.
 func (s *Buffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.changed != nil {
+		close(s.changed)
+		s.changed = nil
+	}
 	return s.b.Write(p)
 }
 
@@ -24,4 +34,26 @@ func (s *Buffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// WaitFor blocks until what was written contains substr, or ctx is done:
+// each Write wakes it, so a test waits for a log line without polling.
+func (s *Buffer) WaitFor(ctx context.Context, substr string) error {
+	for {
+		s.mu.Lock()
+		if strings.Contains(s.b.String(), substr) {
+			s.mu.Unlock()
+			return nil
+		}
+		if s.changed == nil {
+			s.changed = make(chan struct{})
+		}
+		ch := s.changed
+		s.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %q: %w", substr, ctx.Err())
+		case <-ch:
+		}
+	}
 }

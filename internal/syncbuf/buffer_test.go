@@ -1,6 +1,8 @@
 package syncbuf_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -25,5 +27,24 @@ func TestConcurrentWrites(t *testing.T) {
 	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
 	if len(lines) != 400 {
 		t.Fatalf("%d lines, want 400", len(lines))
+	}
+}
+
+// WaitFor returns once a write brings the text, and gives up with the
+// context.
+func TestWaitFor(t *testing.T) {
+	var b syncbuf.Buffer
+	go func() {
+		for i := range 50 {
+			fmt.Fprintf(&b, "line %d\n", i)
+		}
+	}()
+	if err := b.WaitFor(t.Context(), "line 49\n"); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := b.WaitFor(ctx, "never"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("WaitFor on a cancelled context = %v", err)
 	}
 }
