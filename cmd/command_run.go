@@ -264,7 +264,15 @@ func startEmbedded(ctx context.Context, out, w io.Writer, ref string, file *topo
 	}
 	b, err := broker.Start(ctx, opts)
 	if err != nil {
-		return nil, fmt.Errorf("embedded broker: %w", portHint(err, "--broker-port"))
+		if errors.Is(err, syscall.EADDRINUSE) {
+			// Most often the first instance's embedded broker: a second
+			// instance of the application joins it with -b (then both
+			// share the partitions); a broker of its own would be another
+			// cluster, so the port is not changed silently as --http's is.
+			addr := net.JoinHostPort(broker.DefaultHost, strconv.Itoa(port))
+			return nil, fmt.Errorf("embedded broker: %w (another stoatctl run or broker has it? run this one beside it with -b %s, or give --broker-port 0 for a broker of its own on a free port, printed on stdout)", err, addr)
+		}
+		return nil, fmt.Errorf("embedded broker: %w", err)
 	}
 	// The address is the command's one line of data: scripts start it
 	// with --broker-port 0 and read where it listens.
