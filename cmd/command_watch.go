@@ -59,7 +59,7 @@ that applies and its fix (docs/watch.md).
 
 Without --once it is a full-screen view (keys: ? help, q quit). With --once
 it polls --samples times, --interval apart, prints the verdict of the last
-poll (-o table|json|yaml) and exits; a partition whose watermark has not
+poll (-o table|text|json|yaml) and exits; a partition whose watermark has not
 moved for --stall-after is stalled, as in the view, so one sample is enough
 against an engine that says since when (a partition that never had a
 record counts from when the engine registered it). With --exit-code it exits 1 when any alert
@@ -136,7 +136,7 @@ func runWatchWatermarks(c *cobra.Command, f watchFlags) error {
 
 	out, ok := c.OutOrStdout().(*os.File)
 	if !ok || !term.IsTerminal(out.Fd()) {
-		return usageErrorf("the watch view needs a terminal on stdout; for scripts use --once -o table|json|yaml")
+		return usageErrorf("the watch view needs a terminal on stdout; for scripts use --once -o table|text|json|yaml")
 	}
 	model := tui.New(tui.Config{Source: src, Clock: tui.SystemClock{}, Endpoint: f.url, Interval: f.interval,
 		Options: tui.Options{StallAfter: f.stallAfter, SkewThreshold: f.skewThreshold}})
