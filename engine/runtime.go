@@ -319,9 +319,11 @@ func (r *runner) connect(ctx context.Context) error {
 	// broker has the controller's record, which a script that creates
 	// its topics and starts the engine at once meets (bench-compare's
 	// latency run did, on Kafka 4.4). A missing topic is asked for again
-	// for a little under two seconds before it is an error.
-	for attempt := 1; len(missing) > 0 && attempt <= 3; attempt++ {
-		wait := missingTopicBackoff.Delay(attempt)
+	// for a little under two seconds (missingTopicsFor) before it is an
+	// error; the jitter changes how often, not for how long.
+	askUntil := time.Now().Add(missingTopicsFor)
+	for attempt := 1; len(missing) > 0 && time.Now().Before(askUntil); attempt++ {
+		wait := min(missingTopicBackoff.Delay(attempt), time.Until(askUntil))
 		e.log.Info("source topics not found yet, asking again", "topics", strings.Join(missing, ","), "in", wait)
 		if err := backoff.Sleep(ctx, wait); err != nil {
 			return err
@@ -1217,6 +1219,10 @@ func (r *runner) reset(ctx context.Context) error {
 // broker coming back would cure.
 const resetRetryFor = 60 * time.Second
 
+// missingTopicsFor is how long the start asks again for a source topic
+// missing from the metadata.
+const missingTopicsFor = 1750 * time.Millisecond
+
 // The engine's retry delays (internal/backoff: doubling, with jitter, so
 // that the instances of an application a broker restart failed together
 // do not retry together).
@@ -1225,7 +1231,7 @@ var (
 	// tries (about 20-40 s in all).
 	brokersBackoff = backoff.Policy{First: 500 * time.Millisecond, Max: 5 * time.Second}
 	// missingTopicBackoff asks again for a source topic created a moment
-	// ago, three times (under two seconds in all).
+	// ago, for missingTopicsFor; the sink's partition count, three times.
 	missingTopicBackoff = backoff.Policy{First: 250 * time.Millisecond, Max: time.Second}
 	// uncertainCommitBackoff is the pause before reconnecting after a
 	// commit whose outcome is unknown.
