@@ -19,7 +19,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-
 	"github.com/spf13/pflag"
 
 	"github.com/stoatflow/stoatctl/internal/buildinfo"
