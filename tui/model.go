@@ -11,6 +11,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/stoatflow/stoatctl/inspect"
+	"github.com/stoatflow/stoatctl/internal/backoff"
 )
 
 // Config is what the watch view needs.
@@ -117,15 +118,10 @@ func redraw() tea.Cmd {
 
 // delay is the wait before the next poll: the interval, doubled for each
 // failed poll in a row, up to MaxBackoff (or the interval, if longer).
+// It is internal/backoff's schedule without the jitter: one screen's polls
+// make no herd to spread, and the view counts the wait down ("retry in").
 func (m Model) delay() time.Duration {
-	d := m.interval
-	for range m.failures {
-		d *= 2
-		if d >= MaxBackoff {
-			return max(MaxBackoff, m.interval)
-		}
-	}
-	return d
+	return backoff.Policy{First: m.interval, Max: max(MaxBackoff, m.interval)}.Ceiling(m.failures + 1)
 }
 
 // Update handles one message.

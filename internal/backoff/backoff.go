@@ -10,7 +10,9 @@
 // once and the bound a caller logs ("retry_in") is the most it waits.
 //
 // Polls that wait for a state rather than retry a failure (a group to
-// empty, the TUI's next sample) are not retries and keep their intervals.
+// empty, a client's metadata in internal/kgotxn) are not retries and keep
+// their intervals; the TUI's polls after a failure take Ceiling, the
+// schedule without the jitter, since the view shows the countdown.
 package backoff
 
 import (
