@@ -87,7 +87,23 @@ func TestMain(m *testing.M) {
 	if broker.IsChild() {
 		os.Exit(broker.ServeChild())
 	}
-	os.Exit(m.Run())
+	// The engines of this test binary, and the children it starts (they
+	// inherit the environment), keep their default state directories
+	// (state.dir unset) in a temporary directory of the binary's own.
+	// Another test binary on the host (another checkout's, CI's) running
+	// the same application ids would otherwise hold default slots
+	// (claimDefaultStateDir), and a crash test's restarted child could
+	// take another slot, so another instance id, than the child it
+	// replaces, and not fence its open transaction.
+	tmp, err := os.MkdirTemp("", "stoatflow-engine-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Setenv("TMPDIR", tmp)
+	code := m.Run()
+	os.RemoveAll(tmp)
+	os.Exit(code)
 }
 
 func runCrashChild(addr string) int {
