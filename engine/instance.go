@@ -44,14 +44,11 @@ const instanceFile = "instance.id"
 // the file is a corrupt or foreign file, not an id to trust.
 var instanceIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 
-// resolveInstance fills in stoatflow.instance.id when it is not set, from
-// the state directory's kept id (made on the first start). It runs before
+// resolveInstance claims a default state directory when state.dir is not
+// set, and fills in stoatflow.instance.id when it is not set, from the
+// state directory's kept id (made on the first start). It runs before
 // anything reads the configuration concurrently.
 func (e *Engine) resolveInstance() error {
-	if e.cfg.IsSet(kafka.InstanceID) {
-		e.instanceFrom = "config " + kafka.InstanceID
-		return nil
-	}
 	app := strings.TrimSpace(e.cfg.String(config.ApplicationID))
 	if app == "" {
 		// readSettings reports the missing application id.
@@ -59,10 +56,16 @@ func (e *Engine) resolveInstance() error {
 	}
 	root := strings.TrimSpace(e.cfg.String(config.StateDir))
 	if root == "" {
+		// Whatever names the instance: two instances side by side must
+		// not share the default directory's databases either.
 		var err error
 		if root, err = e.claimDefaultStateDir(app); err != nil {
 			return err
 		}
+	}
+	if e.cfg.IsSet(kafka.InstanceID) {
+		e.instanceFrom = "config " + kafka.InstanceID
+		return nil
 	}
 	dir := filepath.Join(root, app)
 	id, made, err := keptInstanceID(dir)
