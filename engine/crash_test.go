@@ -125,6 +125,18 @@ func runCrashChild(addr string) int {
 		c["stoatflow.watermark.max-out-of-orderness-ms"] = "0"
 		c["application.id"] = "crash-join"
 	}
+	// Keys the failover tests set (standby_test.go): k=v;k=v, an empty
+	// value removing the key.
+	if extra := os.Getenv("STOATFLOW_CRASH_EXTRA"); extra != "" {
+		for _, kv := range strings.Split(extra, ";") {
+			k, v, _ := strings.Cut(kv, "=")
+			if v == "" {
+				delete(c, k)
+				continue
+			}
+			c[k] = v
+		}
+	}
 	log := testLogger(nil)
 	if path := os.Getenv(crashLogEnv); path != "" {
 		// Each run logs at INFO to a file of its own, which the parent

@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/stoatflow/stoatctl/engine/assign"
 	"github.com/stoatflow/stoatctl/engine/barrier"
 	"github.com/stoatflow/stoatctl/engine/config"
 	"github.com/stoatflow/stoatctl/engine/kafka"
@@ -57,6 +58,7 @@ type runner struct {
 	e     *Engine
 	s     settings
 	built *topology.Built
+	standbyState
 
 	// sess owns the client (cl is sess.client()): polls and the
 	// transaction's begin and end go through it, never overlapping.
@@ -357,7 +359,13 @@ func (r *runner) connect(ctx context.Context) error {
 	if err := checkCopartitioned(r.built, r.partitions); err != nil {
 		return err
 	}
-	if err := r.awaitGroup(ctx, r.singleInstanceReason()); err != nil {
+	single := r.singleInstanceReason()
+	if r.s.standbys > 0 {
+		// Further instances of a topology that cannot be split are
+		// its standbys (engine/assign puts every task on one).
+		single = ""
+	}
+	if err := r.awaitGroup(ctx, single); err != nil {
 		return err
 	}
 	// Changelogs take the partition count of the most partitioned source,
@@ -410,6 +418,16 @@ func (r *runner) connect(ctx context.Context) error {
 		// restart's, not another instance's (fenceRule).
 		kgo.WithHooks(brokerTroubleHook{&r.fence}),
 		kgo.WithLogger(kafka.Logger(r.e.log.With("instance", r.e.cfg.String(kafka.InstanceID)))),
+		// Tasks, not partitions, are assigned: a task's partitions go to
+		// one member together (package assign).
+		kgo.Balancers(assign.New(assign.Options{
+			Subtopologies: maps.Clone(r.topicSub),
+			OneActive:     r.singleInstanceReason() != "",
+			Standbys:      r.s.standbys,
+			OnStandbys:    r.onStandbys,
+			Process:       r.e.cfg.String(kafka.InstanceID),
+			Log:           r.e.log,
+		})),
 		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { r.onAssign("assigned", m, true) }),
 		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { r.onAssign("revoked", m, false) }),
 		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { r.onAssign("lost", m, false) }),
@@ -543,6 +561,7 @@ func (r *runner) assignment() map[string][]int32 {
 
 func (r *runner) close() {
 	r.closing.Store(true)
+	r.stopWarmUp()
 	r.e.setAssignment(nil)
 	if r.gen != nil {
 		// Whatever still hangs is abandoned: the client closes next.
@@ -1239,6 +1258,9 @@ func transient(err error) bool {
 
 func (r *runner) resetOnce(ctx context.Context) error {
 	r.e.setState(Rebalancing)
+	// The standbys' warm-up holds the databases the next generation
+	// opens.
+	r.stopWarmUp()
 	if r.gen != nil {
 		abandoned := r.stopGeneration(ctx)
 		r.e.addStats(func(s *Stats) { s.Resets++ })
@@ -1356,7 +1378,10 @@ func (r *runner) resetOnce(ctx context.Context) error {
 		return r.reset(ctx)
 	}
 	r.e.setAssignment(assigned)
-	r.noteTasks(gen)
+	r.notePromoted(r.noteTasks(gen), r.e.obs.restored.Load()-restoredBefore)
+	if len(assigned) == 0 {
+		r.startWarmUp(ctx)
+	}
 	if joined {
 		r.e.setState(Running)
 	}
@@ -1546,12 +1571,23 @@ func (r *runner) restorer() restoreSource {
 // of its source topics the instance was assigned, and every partition
 // when a boundary feeds it (the re-keyed records of a partition come from
 // every input partition, so its tasks are the instance's only while it
-// runs alone).
+// runs alone), unless it was assigned nothing.
 func taskPartitions(assigned map[string][]int32) func(st *topology.Subtopology, partitions int32) []int32 {
+	any := false
+	for _, ps := range assigned {
+		any = any || len(ps) > 0
+	}
 	return func(st *topology.Subtopology, partitions int32) []int32 {
 		owned := map[int32]bool{}
 		for _, src := range st.Sources {
 			if src.Boundary != nil {
+				if !any {
+					// Assigned nothing: another instance runs the
+					// application (engine/assign puts every task of
+					// such a topology on one), this one at most keeps
+					// standbys.
+					continue
+				}
 				for p := range partitions {
 					owned[p] = true
 				}
@@ -1668,7 +1704,7 @@ func closedContext() context.Context {
 
 // noteTasks records the tasks gen runs and logs what the reset moved:
 // the tasks added, those removed, and how many stayed.
-func (r *runner) noteTasks(gen *generation) {
+func (r *runner) noteTasks(gen *generation) (added []string) {
 	var ids []string
 	for _, sr := range gen.subs {
 		if sr.stateless {
@@ -1680,7 +1716,7 @@ func (r *runner) noteTasks(gen *generation) {
 	}
 	slices.Sort(ids)
 	before := r.e.setTasks(ids)
-	var added, removed []string
+	var removed []string
 	for _, id := range ids {
 		if _, found := slices.BinarySearch(before, id); !found {
 			added = append(added, id)
@@ -1694,4 +1730,5 @@ func (r *runner) noteTasks(gen *generation) {
 	if len(added) > 0 || len(removed) > 0 {
 		r.e.log.Info("tasks moved", "added", added, "removed", removed, "kept", len(ids)-len(added), "running", len(ids))
 	}
+	return added
 }
