@@ -147,7 +147,11 @@ func runCrashChild(addr string) int {
 			return 1
 		}
 		defer f.Close()
-		log = slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: slog.LevelInfo}))
+		level := slog.LevelInfo
+		if os.Getenv("STOATFLOW_CRASH_DEBUG") != "" {
+			level = slog.LevelDebug
+		}
+		log = slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: level}))
 	}
 	e := engine.New(topo, c, engine.WithLogger(log))
 	if err := e.Run(ctx); err != nil {

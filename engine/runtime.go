@@ -108,6 +108,8 @@ type runner struct {
 	committedEpoch atomic.Int64
 	commitTook     atomic.Int64
 	commitFailed   atomic.Pointer[error]
+	// groupFailed is a group error no retry mends (groupProtocolHook).
+	groupFailed atomic.Pointer[error]
 	// uncertain counts the commits in a row whose outcome was unknown;
 	// committedAtRecovery is Stats.Committed at the last of them.
 	uncertain           int
@@ -416,7 +418,7 @@ func (r *runner) connect(ctx context.Context) error {
 		kgo.WithPools(&r.fetchPool),
 		// A fencing right after a broker connection failed is a
 		// restart's, not another instance's (fenceRule).
-		kgo.WithHooks(brokerTroubleHook{&r.fence}),
+		kgo.WithHooks(brokerTroubleHook{&r.fence}, groupProtocolHook{r}),
 		kgo.WithLogger(kafka.Logger(r.e.log.With("instance", r.e.cfg.String(kafka.InstanceID)))),
 		// Tasks, not partitions, are assigned: a task's partitions go to
 		// one member together (package assign).
@@ -592,6 +594,9 @@ func (r *runner) loop(ctx context.Context) error {
 		}
 		if err := r.global.failure(); err != nil {
 			return err
+		}
+		if p := r.groupFailed.Load(); p != nil {
+			return *p
 		}
 		if p := r.commitFailed.Load(); p != nil {
 			if errors.Is(*p, errCommitUnknown) {
@@ -1657,6 +1662,28 @@ func closeSchedule(built *topology.Built) func(after int64) (int64, bool) {
 		}
 		return next, known
 	}
+}
+
+// ErrGroupProtocol is returned, wrapped, when the group coordinator
+// refuses this instance because the group's members assign partitions by
+// another protocol: an instance of an older stoatctl build
+// (cooperative-sticky) or a Kafka Streams application with the same
+// application.id. Retrying cannot mend it.
+var ErrGroupProtocol = errors.New("the group's members use another partition assignment protocol")
+
+// groupProtocolHook turns the coordinator's INCONSISTENT_GROUP_PROTOCOL
+// into the engine's error: franz-go would retry the join for ever.
+type groupProtocolHook struct{ r *runner }
+
+var _ kgo.HookGroupManageError = groupProtocolHook{}
+
+func (h groupProtocolHook) OnGroupManageError(err error) {
+	if !errors.Is(err, kerr.InconsistentGroupProtocol) {
+		return
+	}
+	e := fmt.Errorf("engine: %w (group %s: the coordinator answered %v): this build assigns tasks with protocol %q; stop every instance of an older stoatctl build, or the Kafka Streams application, with this application.id first",
+		ErrGroupProtocol, h.r.s.appID, err, assign.Protocol)
+	h.r.groupFailed.CompareAndSwap(nil, &e)
 }
 
 // ErrNotCopartitioned is returned at start when the topics a join reads

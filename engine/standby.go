@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"log/slog"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -165,10 +166,15 @@ func (r *runner) warmOnce(ctx context.Context, ts []assign.Task) {
 		}
 	}
 	gen.close()
-	r.warmed.Store(&ids)
+	prev := r.warmed.Swap(&ids)
 	n := r.e.obs.restored.Load() - before
-	r.standbyRecords.Add(n)
-	r.e.log.Debug("standby tasks up to date", "tasks", ts, "records", n, "took", time.Since(began).Round(time.Millisecond))
+	level := slog.LevelDebug
+	if prev == nil || !slices.Equal(*prev, ids) {
+		// Once per set of standbys: from now on a take-over of them
+		// restores only a tail.
+		level = slog.LevelInfo
+	}
+	r.e.log.Log(ctx, level, "standby tasks warm", "tasks", ids, "records", n, "took", time.Since(began).Round(time.Millisecond))
 }
 
 // notePromoted logs the tasks a reset added that the last warm-up kept as
@@ -198,6 +204,4 @@ type standbyState struct {
 	// warmed are the ids of the tasks the last warm-up brought up to
 	// date.
 	warmed atomic.Pointer[[]string]
-	// standbyRecords counts the changelog records the warm-ups applied.
-	standbyRecords atomic.Int64
 }

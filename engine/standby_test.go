@@ -212,7 +212,7 @@ func failover(t *testing.T, addr, topo string, kills int, in []kv, want int) []k
 	return got
 }
 
-func kadmClient(t *testing.T, addr string) *kadm.Client {
+func kadmClient(t testing.TB, addr string) *kadm.Client {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
 	if err != nil {

@@ -415,3 +415,43 @@ func TestJoinTasksStayWholeAcrossInstances(t *testing.T) {
 		}
 	}
 }
+
+// TestOlderMemberInGroupRefused: a member assigning partitions by another
+// protocol (an older build's cooperative-sticky) holds the group; the
+// coordinator refuses the engine's join, and the engine stops with
+// ErrGroupProtocol saying what to do instead of retrying for ever.
+func TestOlderMemberInGroupRefused(t *testing.T) {
+	kafkatest.Parallel(t)
+	addr := startBroker(t, map[string]int32{"in": 2, "out": 2})
+	old, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumerGroup("legacy"), kgo.ConsumeTopics("in"),
+		kgo.Balancers(kgo.CooperativeStickyBalancer()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	joined := make(chan struct{})
+	go func() {
+		for {
+			fs := old.PollFetches(context.Background())
+			if fs.IsClientClosed() {
+				return
+			}
+			select {
+			case <-joined:
+			default:
+				close(joined)
+			}
+		}
+	}()
+	produce(t, addr, "in", []kv{{Key: "a", Value: "x"}})
+	<-joined
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err = engine.New(counts(), cfg(addr, "legacy"), engine.WithLogger(testLogger(t))).Run(ctx)
+	if !errors.Is(err, engine.ErrGroupProtocol) {
+		t.Fatalf("run beside a cooperative-sticky member: %v, want ErrGroupProtocol", err)
+	}
+	if !strings.Contains(err.Error(), "stop every instance") {
+		t.Fatalf("error %q does not say what to do", err)
+	}
+}
