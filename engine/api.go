@@ -205,7 +205,7 @@ func (a apiBackend) Info() inspect.Info {
 	e := a.e
 	o := e.Observe()
 	info := inspect.Info{ApplicationID: e.cfg.String(config.ApplicationID), InstanceID: e.cfg.String(kafka.InstanceID), State: string(o.State),
-		Paused: o.Paused, Version: e.opts.version, Commit: e.opts.commit, Lanes: o.Lanes, Partitions: o.Assignment, Tasks: o.Tasks, EventTimeTracking: o.EventTime}
+		Paused: o.Paused, Version: e.opts.version, Commit: e.opts.commit, Lanes: o.Lanes, Partitions: o.Assignment, Tasks: o.Tasks, StandbyTasks: o.Standbys, EventTimeTracking: o.EventTime}
 	if info.Version == "" || info.Commit == "" {
 		bi := buildinfo.Read(buildinfo.Stamp{Version: info.Version, Commit: info.Commit})
 		info.Version, info.Commit = bi.Version, bi.Commit

@@ -141,6 +141,18 @@ func runCrashChild(addr string) int {
 		c["stoatflow.watermark.max-out-of-orderness-ms"] = "0"
 		c["application.id"] = "crash-join"
 	}
+	// Keys the failover tests set (standby_test.go): k=v;k=v, an empty
+	// value removing the key.
+	if extra := os.Getenv("STOATFLOW_CRASH_EXTRA"); extra != "" {
+		for _, kv := range strings.Split(extra, ";") {
+			k, v, _ := strings.Cut(kv, "=")
+			if v == "" {
+				delete(c, k)
+				continue
+			}
+			c[k] = v
+		}
+	}
 	log := testLogger(nil)
 	if path := os.Getenv(crashLogEnv); path != "" {
 		// Each run logs at INFO to a file of its own, which the parent
@@ -151,7 +163,11 @@ func runCrashChild(addr string) int {
 			return 1
 		}
 		defer f.Close()
-		log = slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: slog.LevelInfo}))
+		level := slog.LevelInfo
+		if os.Getenv("STOATFLOW_CRASH_DEBUG") != "" {
+			level = slog.LevelDebug
+		}
+		log = slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: level}))
 	}
 	e := engine.New(topo, c, engine.WithLogger(log))
 	if err := e.Run(ctx); err != nil {

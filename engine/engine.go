@@ -64,6 +64,12 @@ const (
 	// RestoreRocksDBBatchBytes bounds the bytes of one write batch of a
 	// restore into a lane's RocksDB database.
 	RestoreRocksDBBatchBytes = "stoatflow.restore.rocksdb.batch-bytes"
+	// NumStandbyReplicas is Kafka Streams' key: how many other instances
+	// keep a warm copy of each task's state (default 0).
+	NumStandbyReplicas = "num.standby.replicas"
+	// StandbyIntervalMs is how often an instance that runs no task brings
+	// the standby tasks it keeps up to date with their changelogs.
+	StandbyIntervalMs = "stoatflow.standby.interval-ms"
 	// RestoreFetchMaxBytes bounds the bytes a restore fetches of a
 	// changelog partition at once.
 	RestoreFetchMaxBytes = "stoatflow.restore.fetch-max-bytes"
@@ -150,7 +156,8 @@ type Engine struct {
 	assignment map[string][]int32
 	// tasks are the ids of the tasks the lanes run now ("sub_partition",
 	// as Kafka Streams names them), sorted.
-	tasks []string
+	tasks    []string
+	standbys []string
 }
 
 // Stats are running totals, for tests and the REST API.
@@ -170,6 +177,9 @@ type Stats struct {
 	// Restored is the number of changelog records the last start or reset
 	// restored into the stores.
 	Restored int64
+	// StandbyRecords is the number of changelog records the warm-ups of
+	// standby tasks applied (num.standby.replicas).
+	StandbyRecords int64
 }
 
 // Option configures an Engine.
@@ -330,6 +340,21 @@ func (e *Engine) Tasks() []string {
 	return slices.Clone(e.tasks)
 }
 
+// Standbys are the ids of the standby tasks the group's last assignment
+// gave this instance, "sub_partition", sorted (num.standby.replicas).
+// They are kept warm while the instance runs no task (engine/standby.go).
+func (e *Engine) Standbys() []string {
+	e.statsMu.Lock()
+	defer e.statsMu.Unlock()
+	return slices.Clone(e.standbys)
+}
+
+func (e *Engine) setStandbys(ids []string) {
+	e.statsMu.Lock()
+	defer e.statsMu.Unlock()
+	e.standbys = ids
+}
+
 // setTasks records the tasks the lanes run and returns the previous ones.
 func (e *Engine) setTasks(ids []string) (before []string) {
 	e.statsMu.Lock()
@@ -398,6 +423,12 @@ type settings struct {
 	// rocksDefault says default.dsl.store is rocksDB.
 	stateDir     string
 	rocksDefault bool
+	// standbys is NumStandbyReplicas; standbyEvery, StandbyIntervalMs.
+	standbys     int
+	standbyEvery time.Duration
+	// warmOnly marks a generation that only restores (a standby's
+	// warm-up): its processors are not initialised, its lanes never run.
+	warmOnly bool
 }
 
 func readSettings(c config.Config) (settings, error) {
@@ -427,7 +458,8 @@ func readSettings(c config.Config) (settings, error) {
 		def int64
 		to  *int
 	}{{LaneQueueSize, 1024, &s.queue}, {CommitHeldRecords, 65536, &s.held}, {ChangelogCoalesceBytes, 4 << 20, &s.coalesceBytes}, {RestoreChunkRecords, 16384, &s.restoreChunk},
-		{RestoreRocksDBBatchBytes, 8 << 20, &s.restoreBatchBytes}, {RestoreFetchMaxBytes, 1 << 20, &s.restoreFetchBytes}, {BufferMemory, 32 << 20, &s.bufferMemory}} {
+		{RestoreRocksDBBatchBytes, 8 << 20, &s.restoreBatchBytes}, {RestoreFetchMaxBytes, 1 << 20, &s.restoreFetchBytes}, {BufferMemory, 32 << 20, &s.bufferMemory},
+		{NumStandbyReplicas, 0, &s.standbys}} {
 		from := c
 		if k.key == BufferMemory {
 			from = c.ForClient(config.Producer)
@@ -476,6 +508,9 @@ func readSettings(c config.Config) (settings, error) {
 		return s, err
 	}
 	if s.shutdown, err = ms(ShutdownTimeoutMs, 30000); err != nil {
+		return s, err
+	}
+	if s.standbyEvery, err = ms(StandbyIntervalMs, 2000); err != nil {
 		return s, err
 	}
 	if s.exactlyOnce {

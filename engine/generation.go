@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -28,6 +29,8 @@ type generation struct {
 	lanes []*laneRun
 	// segmented is what publishSegmented handed the scrape.
 	segmented *[]segmentedStore
+	// warmOnly marks a standby's warm-up (settings.warmOnly).
+	warmOnly bool
 
 	watermark atomic.Int64
 	// outputs is non-zero once the lanes wrote a record since the last
@@ -154,7 +157,7 @@ type changelogRecord struct {
 // sinkParts is a sink topic's partition count, which a custom partitioner
 // is given (Kafka Streams gives its StreamPartitioner the topic's).
 func newGeneration(ctx context.Context, e *Engine, built *topology.Built, s settings, partitions func(sub *topology.Subtopology) int32, tasks func(sub *topology.Subtopology, partitions int32) []int32, sinkParts func(topic string) (int32, error), floor int64, restore restoreSource, global map[string]state.Store, local *localState) (*generation, error) {
-	g := &generation{e: e, built: built, global: global, local: local, sinkParts: sinkParts, batchMax: min(lanes.BatchSize, max(s.queue, 1))}
+	g := &generation{e: e, built: built, global: global, local: local, sinkParts: sinkParts, batchMax: min(lanes.BatchSize, max(s.queue, 1)), warmOnly: s.warmOnly}
 	g.watermark.Store(max(floor, task.Unknown))
 	// Shutdown outlives the caller's context: the final barrier still has
 	// to travel and commit after it is cancelled.
@@ -341,6 +344,11 @@ func (g *generation) initTasks(ctx context.Context, sr *subRun, s settings, rest
 			return err
 		}
 	}
+	if g.warmOnly {
+		// A standby's warm-up: the state is what it is for; nothing
+		// runs on it.
+		return nil
+	}
 	for _, l := range sr.lanes {
 		for _, t := range l.Tasks() {
 			if err := t.Init(); err != nil {
@@ -424,9 +432,17 @@ func (g *generation) restoreStore(ctx context.Context, sr *subRun, name, topic s
 		for p, end := range ends {
 			g.local.pos.advance(topic, p, end)
 		}
-		g.local.log.Info("state store restored", "store", name, "changelog", topic, "records", n, "from_checkpoint", from != nil, "read", time.Since(began))
+		level := slog.LevelInfo
+		if g.warmOnly {
+			level = slog.LevelDebug // a standby's, every few seconds
+		}
+		g.local.log.Log(ctx, level, "state store restored", "store", name, "changelog", topic, "records", n, "from_checkpoint", from != nil, "read", time.Since(began))
 	}
-	g.e.addStats(func(s *Stats) { s.Restored += int64(n) })
+	if g.warmOnly {
+		g.e.addStats(func(s *Stats) { s.StandbyRecords += int64(n) })
+	} else {
+		g.e.addStats(func(s *Stats) { s.Restored += int64(n) })
+	}
 	if g.e.metrics != nil {
 		g.e.metrics.Counter(metrics.RestoredRecords, "store", name).Add(int64(n))
 	}

@@ -74,6 +74,9 @@ type Observation struct {
 	Assignment map[string][]int32
 	// Tasks are the ids of the tasks the lanes run (Engine.Tasks).
 	Tasks []string
+	// Standbys are the ids of the standby tasks of the last assignment
+	// (Engine.Standbys).
+	Standbys []string
 	// Global is the global watermark, watermark.Unset before the first.
 	Global int64
 	// Partitions are the registered source partitions, sorted.
@@ -152,7 +155,7 @@ func (c *counterSet) snapshot() map[string]int64 {
 // goroutine, at any time, including before Run and after it returned.
 func (e *Engine) Observe() Observation {
 	o := Observation{State: e.State(), Paused: e.paused.Load(), Global: watermark.Unset,
-		EventTime: e.obs.eventTime.Load(), Lanes: int(e.obs.lanes.Load()), Assignment: e.Assignment(), Tasks: e.Tasks(),
+		EventTime: e.obs.eventTime.Load(), Lanes: int(e.obs.lanes.Load()), Assignment: e.Assignment(), Tasks: e.Tasks(), Standbys: e.Standbys(),
 		Restoring: e.obs.restoring.Load(), Restored: e.obs.restored.Load(), Stats: e.Stats(),
 		RecordsIn: e.obs.in.snapshot(), RecordsOut: e.obs.out.snapshot()}
 	if o.Restoring {

@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/stoatflow/stoatctl/engine/assign"
 	"github.com/stoatflow/stoatctl/engine/barrier"
 	"github.com/stoatflow/stoatctl/engine/config"
 	"github.com/stoatflow/stoatctl/engine/kafka"
@@ -58,6 +59,7 @@ type runner struct {
 	e     *Engine
 	s     settings
 	built *topology.Built
+	standbyState
 
 	// sess owns the client (cl is sess.client()): polls and the
 	// transaction's begin and end go through it, never overlapping.
@@ -107,6 +109,8 @@ type runner struct {
 	committedEpoch atomic.Int64
 	commitTook     atomic.Int64
 	commitFailed   atomic.Pointer[error]
+	// groupFailed is a group error no retry mends (groupProtocolHook).
+	groupFailed atomic.Pointer[error]
 	// uncertain counts the commits in a row whose outcome was unknown;
 	// committedAtRecovery is Stats.Committed at the last of them.
 	uncertain           int
@@ -358,7 +362,13 @@ func (r *runner) connect(ctx context.Context) error {
 	if err := checkCopartitioned(r.built, r.partitions); err != nil {
 		return err
 	}
-	if err := r.awaitGroup(ctx, r.singleInstanceReason()); err != nil {
+	single := r.singleInstanceReason()
+	if r.s.standbys > 0 {
+		// Further instances of a topology that cannot be split are
+		// its standbys (engine/assign puts every task on one).
+		single = ""
+	}
+	if err := r.awaitGroup(ctx, single); err != nil {
 		return err
 	}
 	// Changelogs take the partition count of the most partitioned source,
@@ -409,8 +419,18 @@ func (r *runner) connect(ctx context.Context) error {
 		kgo.WithPools(&r.fetchPool),
 		// A fencing right after a broker connection failed is a
 		// restart's, not another instance's (fenceRule).
-		kgo.WithHooks(brokerTroubleHook{&r.fence}),
+		kgo.WithHooks(brokerTroubleHook{&r.fence}, groupProtocolHook{r}),
 		kgo.WithLogger(kafka.Logger(r.e.log.With("instance", r.e.cfg.String(kafka.InstanceID)))),
+		// Tasks, not partitions, are assigned: a task's partitions go to
+		// one member together (package assign).
+		kgo.Balancers(assign.New(assign.Options{
+			Subtopologies: maps.Clone(r.topicSub),
+			OneActive:     r.singleInstanceReason() != "",
+			Standbys:      r.s.standbys,
+			OnStandbys:    r.onStandbys,
+			Process:       r.e.cfg.String(kafka.InstanceID),
+			Log:           r.e.log,
+		})),
 		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { r.onAssign("assigned", m, true) }),
 		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { r.onAssign("revoked", m, false) }),
 		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { r.onAssign("lost", m, false) }),
@@ -544,6 +564,7 @@ func (r *runner) assignment() map[string][]int32 {
 
 func (r *runner) close() {
 	r.closing.Store(true)
+	r.stopWarmUp()
 	r.e.setAssignment(nil)
 	if r.gen != nil {
 		// Whatever still hangs is abandoned: the client closes next.
@@ -574,6 +595,9 @@ func (r *runner) loop(ctx context.Context) error {
 		}
 		if err := r.global.failure(); err != nil {
 			return err
+		}
+		if p := r.groupFailed.Load(); p != nil {
+			return *p
 		}
 		if p := r.commitFailed.Load(); p != nil {
 			if errors.Is(*p, errCommitUnknown) {
@@ -1268,6 +1292,9 @@ func transient(err error) bool {
 
 func (r *runner) resetOnce(ctx context.Context) error {
 	r.e.setState(Rebalancing)
+	// The standbys' warm-up holds the databases the next generation
+	// opens.
+	r.stopWarmUp()
 	if r.gen != nil {
 		abandoned := r.stopGeneration(ctx)
 		r.e.addStats(func(s *Stats) { s.Resets++ })
@@ -1385,7 +1412,10 @@ func (r *runner) resetOnce(ctx context.Context) error {
 		return r.reset(ctx)
 	}
 	r.e.setAssignment(assigned)
-	r.noteTasks(gen)
+	r.notePromoted(r.noteTasks(gen), r.e.obs.restored.Load()-restoredBefore)
+	if len(assigned) == 0 {
+		r.startWarmUp(ctx)
+	}
 	if joined {
 		r.e.setState(Running)
 	}
@@ -1573,12 +1603,23 @@ func (r *runner) restorer() restoreSource {
 // of its source topics the instance was assigned, and every partition
 // when a boundary feeds it (the re-keyed records of a partition come from
 // every input partition, so its tasks are the instance's only while it
-// runs alone).
+// runs alone), unless it was assigned nothing.
 func taskPartitions(assigned map[string][]int32) func(st *topology.Subtopology, partitions int32) []int32 {
+	any := false
+	for _, ps := range assigned {
+		any = any || len(ps) > 0
+	}
 	return func(st *topology.Subtopology, partitions int32) []int32 {
 		owned := map[int32]bool{}
 		for _, src := range st.Sources {
 			if src.Boundary != nil {
+				if !any {
+					// Assigned nothing: another instance runs the
+					// application (engine/assign puts every task of
+					// such a topology on one), this one at most keeps
+					// standbys.
+					continue
+				}
 				for p := range partitions {
 					owned[p] = true
 				}
@@ -1650,6 +1691,28 @@ func closeSchedule(built *topology.Built) func(after int64) (int64, bool) {
 	}
 }
 
+// ErrGroupProtocol is returned, wrapped, when the group coordinator
+// refuses this instance because the group's members assign partitions by
+// another protocol: an instance of an older stoatctl build
+// (cooperative-sticky) or a Kafka Streams application with the same
+// application.id. Retrying cannot mend it.
+var ErrGroupProtocol = errors.New("the group's members use another partition assignment protocol")
+
+// groupProtocolHook turns the coordinator's INCONSISTENT_GROUP_PROTOCOL
+// into the engine's error: franz-go would retry the join for ever.
+type groupProtocolHook struct{ r *runner }
+
+var _ kgo.HookGroupManageError = groupProtocolHook{}
+
+func (h groupProtocolHook) OnGroupManageError(err error) {
+	if !errors.Is(err, kerr.InconsistentGroupProtocol) {
+		return
+	}
+	e := fmt.Errorf("engine: %w (group %s: the coordinator answered %v): this build assigns tasks with protocol %q; stop every instance of an older stoatctl build, or the Kafka Streams application, with this application.id first",
+		ErrGroupProtocol, h.r.s.appID, err, assign.Protocol)
+	h.r.groupFailed.CompareAndSwap(nil, &e)
+}
+
 // ErrNotCopartitioned is returned at start when the topics a join reads
 // have different partition counts: the records of one key would meet in
 // different tasks, so the join would miss them. Kafka Streams refuses
@@ -1695,7 +1758,7 @@ func closedContext() context.Context {
 
 // noteTasks records the tasks gen runs and logs what the reset moved:
 // the tasks added, those removed, and how many stayed.
-func (r *runner) noteTasks(gen *generation) {
+func (r *runner) noteTasks(gen *generation) (added []string) {
 	var ids []string
 	for _, sr := range gen.subs {
 		if sr.stateless {
@@ -1707,7 +1770,7 @@ func (r *runner) noteTasks(gen *generation) {
 	}
 	slices.Sort(ids)
 	before := r.e.setTasks(ids)
-	var added, removed []string
+	var removed []string
 	for _, id := range ids {
 		if _, found := slices.BinarySearch(before, id); !found {
 			added = append(added, id)
@@ -1721,4 +1784,5 @@ func (r *runner) noteTasks(gen *generation) {
 	if len(added) > 0 || len(removed) > 0 {
 		r.e.log.Info("tasks moved", "added", added, "removed", removed, "kept", len(ids)-len(added), "running", len(ids))
 	}
+	return added
 }

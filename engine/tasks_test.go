@@ -21,6 +21,7 @@ import (
 	"github.com/stoatflow/stoatctl/engine/lane"
 	"github.com/stoatflow/stoatctl/engine/serde"
 	"github.com/stoatflow/stoatctl/engine/topology"
+	"github.com/stoatflow/stoatctl/internal/kafkatest"
 )
 
 // A placement says which partition of n a producer writes the i-th
@@ -347,5 +348,110 @@ func TestDeclaredRepartitionCountMakesTheTasks(t *testing.T) {
 	}
 	if n == 0 {
 		t.Fatal("the changelog is empty")
+	}
+}
+
+// TestJoinTasksStayWholeAcrossInstances: three instances of a stream-table
+// join over four partitions each. A task's partitions (partition p of the
+// stream and of the table) must go to one instance together: with
+// partitions assigned one by one, an instance reading partition 2 of the
+// stream without partition 2 of the table joins stream records with a
+// table it does not keep.
+func TestJoinTasksStayWholeAcrossInstances(t *testing.T) {
+	kafkatest.Parallel(t)
+	addr := startBroker(t, map[string]int32{"in": 4, "tbl": 4, "out": 4})
+	const keys = 40
+	var rows, orders []kv
+	for i := range keys {
+		k := "k" + strconv.Itoa(i)
+		rows = append(rows, kv{Key: k, Value: "t" + k})
+		orders = append(orders, kv{Key: k, Value: "x"})
+	}
+	produce(t, addr, "tbl", rows)
+	var engines []*engine.Engine
+	var stops []func() error
+	for _, id := range []string{"a", "b", "c"} {
+		e, stop := runEngine(t, streamTableJoin(), cfg(addr, "whole-tasks", "stoatflow.instance.id", id))
+		engines, stops = append(engines, e), append(stops, stop)
+	}
+	// Every partition of both topics is read, each by one instance.
+	eventually(t, 60*time.Second, func() string {
+		var s []string
+		for i, e := range engines {
+			s = append(s, fmt.Sprintf("%d: %v", i, e.Assignment()))
+		}
+		return "assignments " + strings.Join(s, "; ")
+	}, func() bool {
+		n := 0
+		for _, e := range engines {
+			a := e.Assignment()
+			n += len(a["in"]) + len(a["tbl"])
+			if len(a["in"]) == 0 {
+				return false
+			}
+		}
+		return n == 8
+	})
+	for i, e := range engines {
+		a := e.Assignment()
+		if !slices.Equal(a["in"], a["tbl"]) {
+			t.Errorf("instance %d reads partitions %v of the stream but %v of the table", i, a["in"], a["tbl"])
+		}
+	}
+	produce(t, addr, "in", orders)
+	got := readCommitted(t, addr, "out", keys, 60*time.Second)
+	for _, stop := range stops {
+		if err := stop(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	joined := map[string]string{}
+	for _, r := range got {
+		joined[r.Key] = r.Value
+	}
+	for _, r := range rows {
+		if want := "x/" + r.Value; joined[r.Key] != want {
+			t.Errorf("key %s joined %q, want %q", r.Key, joined[r.Key], want)
+		}
+	}
+}
+
+// TestOlderMemberInGroupRefused: a member assigning partitions by another
+// protocol (an older build's cooperative-sticky) holds the group; the
+// coordinator refuses the engine's join, and the engine stops with
+// ErrGroupProtocol saying what to do instead of retrying for ever.
+func TestOlderMemberInGroupRefused(t *testing.T) {
+	kafkatest.Parallel(t)
+	addr := startBroker(t, map[string]int32{"in": 2, "out": 2})
+	old, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumerGroup("legacy"), kgo.ConsumeTopics("in"),
+		kgo.Balancers(kgo.CooperativeStickyBalancer()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	joined := make(chan struct{})
+	go func() {
+		for {
+			fs := old.PollFetches(context.Background())
+			if fs.IsClientClosed() {
+				return
+			}
+			select {
+			case <-joined:
+			default:
+				close(joined)
+			}
+		}
+	}()
+	produce(t, addr, "in", []kv{{Key: "a", Value: "x"}})
+	<-joined
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err = engine.New(counts(), cfg(addr, "legacy"), engine.WithLogger(testLogger(t))).Run(ctx)
+	if !errors.Is(err, engine.ErrGroupProtocol) {
+		t.Fatalf("run beside a cooperative-sticky member: %v, want ErrGroupProtocol", err)
+	}
+	if !strings.Contains(err.Error(), "stop every instance") {
+		t.Fatalf("error %q does not say what to do", err)
 	}
 }

@@ -205,6 +205,9 @@ func WriteInfo(out io.Writer, format string, i Info) error {
 	if len(i.Tasks) > 0 {
 		row("tasks", strings.Join(i.Tasks, ", "))
 	}
+	if len(i.StandbyTasks) > 0 {
+		row("standby tasks", strings.Join(i.StandbyTasks, ", "))
+	}
 	row("event time", map[bool]string{true: "tracked", false: "not tracked"}[i.EventTimeTracking])
 	switch {
 	case i.GlobalMs != nil:

@@ -85,6 +85,9 @@ type Info struct {
 	// Tasks are the ids of the tasks this instance runs, "sub_partition"
 	// as Kafka Streams names them: the sub-topologies with state.
 	Tasks []string `json:"tasks"`
+	// StandbyTasks are the tasks this instance keeps a warm copy of
+	// (num.standby.replicas), "sub_partition".
+	StandbyTasks []string `json:"standbyTasks,omitempty"`
 	// EventTimeTracking is false when the topology has no event time.
 	EventTimeTracking bool `json:"eventTimeTracking"`
 	// GlobalMs and GlobalIso are left out when

@@ -21,6 +21,8 @@ const (
 	keyRestoreChunkRecords   = "stoatflow.restore.chunk-records"
 	keyRestoreBatchBytes     = "stoatflow.restore.rocksdb.batch-bytes"
 	keyRestoreFetchMaxBytes  = "stoatflow.restore.fetch-max-bytes"
+	keyNumStandbyReplicas    = "num.standby.replicas"
+	keyStandbyIntervalMs     = "stoatflow.standby.interval-ms"
 	keyBufferMemory          = "buffer.memory"
 	keyCreateTopics          = "stoatflow.topics.create"
 	keyShutdownTimeoutMs     = "stoatflow.shutdown.timeout-ms"
@@ -265,6 +267,13 @@ var catalogue = sortedKeys(append([]Key{
 	atLeast(Key{Name: keyRestoreBatchBytes, Type: TypeInt, Default: "8388608",
 		Description: "the bytes of restored records written to a lane's RocksDB database in one write batch (each key's last value once per batch)",
 		ReadBy:      []Component{LiveEngine}}, 1024),
+	atLeast(Key{Name: keyNumStandbyReplicas, Type: TypeInt, Default: "0",
+		Description: "how many other instances keep a warm copy of each task's RocksDB state, so that the one that takes a task over restores only the changelog's tail (Kafka Streams' key and default)",
+		ReadBy:      []Component{LiveEngine},
+		Note:        "kept by instances that run no task of the application: the instances beside the one that runs a topology that cannot be split (which then start as standbys instead of being refused) and spare instances beyond the task count; an instance that runs tasks does not keep standbys yet. Needs the stores in RocksDB"}, 0),
+	atLeast(Key{Name: keyStandbyIntervalMs, Type: TypeDurationMs, Default: "2000",
+		Description: "how often an instance that keeps standbys brings them up to date with their changelogs; a promoted standby restores at most about this much of the changelog",
+		ReadBy:      []Component{LiveEngine}}, 1),
 	atLeast(Key{Name: keyShutdownTimeoutMs, Type: TypeDurationMs, Default: "30000",
 		Description: "how long a stop waits for the final barrier's commit; past it what did not commit is reprocessed on the next start", ReadBy: []Component{LiveEngine}}, 1),
 	{Name: keyMetricsLevel, Type: TypeEnum, Values: []string{"info", "debug"}, FoldCase: true, Default: "info",

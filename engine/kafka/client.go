@@ -70,7 +70,7 @@ const (
 //
 // Whatever the guarantee, offsets are never auto-committed (the engine
 // commits at barriers, as Kafka Streams forces enable.auto.commit=false)
-// and partitions are assigned cooperative-sticky. Errors name the key at
+// and the engine sets its own group balancer (engine/assign). Errors name the key at
 // fault.
 func ClientOptions(cfg config.Config) ([]kgo.Opt, error) {
 	return ClientOptionsDial(cfg, nil)

@@ -1,0 +1,336 @@
+package assign
+
+import (
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+)
+
+var seedFlag = flag.Uint64("seed", 0, "seed of the randomised rounds (0: from the clock)")
+
+// group is a simulated consumer group: members that hold what their last
+// assignment gave them, rebalancing as franz-go's cooperative consumer
+// does (a member that lost partitions rejoins at once).
+type group struct {
+	t       *testing.T
+	g       Group
+	members []Member
+	gen     int32
+}
+
+func (sg *group) join(id, process string) {
+	sg.members = append(sg.members, Member{ID: id, Process: process, Generation: -1, Owned: map[string][]int32{}})
+	slices.SortFunc(sg.members, func(a, b Member) int {
+		if a.ID < b.ID {
+			return -1
+		}
+		if a.ID > b.ID {
+			return 1
+		}
+		return 0
+	})
+}
+
+// leave drops a member as a crash does: what it owned is owned by nobody.
+func (sg *group) leave(id string) {
+	sg.members = slices.DeleteFunc(sg.members, func(m Member) bool { return m.ID == id })
+}
+
+// round runs one rebalance and reports whether any member lost
+// partitions (and so rejoins). It checks what must hold at every round.
+func (sg *group) round() (revoked bool) {
+	t := sg.t
+	t.Helper()
+	sg.gen++
+	plan := Plan(sg.g, sg.members)
+	ts := tasksOf(sg.g)
+	for i, m := range sg.members {
+		a, ok := plan[m.ID]
+		if !ok {
+			t.Fatalf("generation %d: member %s has no assignment", sg.gen, m.ID)
+		}
+		// A partition given to m is owned by no other member now.
+		for top, ps := range a.Partitions {
+			for _, p := range ps {
+				for j, o := range sg.members {
+					if j != i && slices.Contains(o.Owned[top], p) {
+						t.Fatalf("generation %d: %s-%d given to %s while %s still reads it", sg.gen, top, p, m.ID, o.ID)
+					}
+				}
+			}
+		}
+		// A task is given whole or not at all.
+		for _, task := range ts.tasks {
+			n := 0
+			for _, tp := range ts.parts[task] {
+				if slices.Contains(a.Partitions[tp.topic], tp.partition) {
+					n++
+				}
+			}
+			if n != 0 && n != len(ts.parts[task]) {
+				t.Fatalf("generation %d: %s has %d of the %d partitions of task %s", sg.gen, m.ID, n, len(ts.parts[task]), task)
+			}
+		}
+		if slices.ContainsFunc(a.Standby, func(s Task) bool { return slices.Contains(a.Active, s) }) {
+			t.Fatalf("generation %d: %s keeps a standby of a task it runs: %v %v", sg.gen, m.ID, a.Active, a.Standby)
+		}
+	}
+	for i := range sg.members {
+		m := &sg.members[i]
+		a := plan[m.ID]
+		for top, ps := range m.Owned {
+			for _, p := range ps {
+				if !slices.Contains(a.Partitions[top], p) {
+					revoked = true
+				}
+			}
+		}
+		m.Owned = a.Partitions
+		m.Standbys = a.Standby
+		m.Generation = sg.gen
+	}
+	return revoked
+}
+
+// settle runs rounds until nobody revokes, at most three.
+func (sg *group) settle() map[string]Assignment {
+	sg.t.Helper()
+	for range 3 {
+		if !sg.round() {
+			plan := Plan(sg.g, sg.members)
+			sg.checkSettled(plan)
+			return plan
+		}
+	}
+	sg.t.Fatalf("generation %d: still revoking after three rounds", sg.gen)
+	return nil
+}
+
+func (sg *group) checkSettled(plan map[string]Assignment) {
+	t := sg.t
+	t.Helper()
+	ts := tasksOf(sg.g)
+	owner := map[Task]string{}
+	load := map[string]int{}
+	for _, m := range sg.members {
+		for _, task := range plan[m.ID].Active {
+			if o, dup := owner[task]; dup {
+				t.Fatalf("task %s on %s and %s", task, o, m.ID)
+			}
+			owner[task] = m.ID
+			load[m.ID]++
+		}
+	}
+	for _, task := range ts.tasks {
+		if _, ok := owner[task]; !ok {
+			t.Fatalf("generation %d: task %s runs nowhere after the group settled", sg.gen, task)
+		}
+	}
+	if sg.g.OneActive {
+		if len(load) != 1 {
+			t.Fatalf("one active: tasks on %d members: %v", len(load), load)
+		}
+	} else {
+		lo, hi := len(ts.tasks), 0
+		for _, m := range sg.members {
+			lo, hi = min(lo, load[m.ID]), max(hi, load[m.ID])
+		}
+		if hi-lo > 1 {
+			t.Fatalf("uneven: %v", load)
+		}
+	}
+	processes := map[string]bool{}
+	for _, m := range sg.members {
+		processes[processOf(m)] = true
+	}
+	want := min(sg.g.Standbys, len(processes)-1)
+	for _, task := range ts.tasks {
+		var on []string
+		for _, m := range sg.members {
+			if slices.Contains(plan[m.ID].Standby, task) {
+				on = append(on, m.ID)
+			}
+		}
+		if len(on) != want {
+			t.Fatalf("task %s has standbys on %v, want %d", task, on, want)
+		}
+	}
+}
+
+func TestPlanKeepsTasksWhole(t *testing.T) {
+	// A stream-table join: orders and customers, four partitions each,
+	// in sub-topology 0; a count over clicks in sub-topology 1.
+	g := Group{
+		Partitions:    map[string]int32{"orders": 4, "customers": 4, "clicks": 2},
+		Subtopologies: map[string]int{"orders": 0, "customers": 0, "clicks": 1},
+	}
+	sg := &group{t: t, g: g}
+	sg.join("a", "pa")
+	plan := sg.settle()
+	if got := len(plan["a"].Active); got != 6 {
+		t.Fatalf("one member runs %d tasks, want 6", got)
+	}
+	sg.join("b", "pb")
+	plan = sg.settle()
+	for _, id := range []string{"a", "b"} {
+		a := plan[id]
+		if !slices.Equal(a.Partitions["orders"], a.Partitions["customers"]) {
+			t.Fatalf("%s reads orders %v but customers %v", id, a.Partitions["orders"], a.Partitions["customers"])
+		}
+		if len(a.Partitions["orders"]) != 2 || len(a.Partitions["clicks"]) != 1 {
+			t.Fatalf("%s: %v, want two of sub-topology 0 and one of 1", id, a.Partitions)
+		}
+	}
+}
+
+// TestPlanAfterPartitionsSplitByAnotherAssignor starts from what
+// cooperative-sticky may leave: the two partitions of one task on two
+// members. Neither gets the task until both gave their part up.
+func TestPlanAfterPartitionsSplitByAnotherAssignor(t *testing.T) {
+	g := Group{Partitions: map[string]int32{"l": 1, "r": 1}, Subtopologies: map[string]int{"l": 0, "r": 0}}
+	members := []Member{
+		{ID: "a", Generation: 5, Owned: map[string][]int32{"l": {0}}},
+		{ID: "b", Generation: 5, Owned: map[string][]int32{"r": {0}}},
+	}
+	plan := Plan(g, members)
+	for _, id := range []string{"a", "b"} {
+		if len(plan[id].Partitions) != 0 {
+			t.Fatalf("%s given %v while the task is split", id, plan[id].Partitions)
+		}
+	}
+	members[0].Owned, members[1].Owned = nil, nil
+	members[0].Generation, members[1].Generation = 6, 6
+	plan = Plan(g, members)
+	if len(plan["a"].Active)+len(plan["b"].Active) != 1 {
+		t.Fatalf("after both gave up: %v", plan)
+	}
+}
+
+// TestPlanStaleClaim: a member that missed rebalances claims a partition
+// at an old generation; the member claiming it at the newest counts.
+func TestPlanStaleClaim(t *testing.T) {
+	g := Group{Partitions: map[string]int32{"in": 2}}
+	members := []Member{
+		{ID: "a", Generation: 3, Owned: map[string][]int32{"in": {0, 1}}},
+		{ID: "b", Generation: 7, Owned: map[string][]int32{"in": {1}}},
+	}
+	plan := Plan(g, members)
+	if !slices.Equal(plan["b"].Partitions["in"], []int32{1}) || !slices.Equal(plan["a"].Partitions["in"], []int32{0}) {
+		t.Fatalf("plan %v", plan)
+	}
+}
+
+func TestPlanOneActive(t *testing.T) {
+	g := Group{Partitions: map[string]int32{"in": 4, "app-x-repartition": 4}, Subtopologies: map[string]int{"in": 0, "app-x-repartition": 1}, OneActive: true, Standbys: 1}
+	sg := &group{t: t, g: g}
+	sg.join("b", "pb")
+	sg.settle()
+	sg.join("a", "pa") // sorts first, yet b keeps its tasks
+	plan := sg.settle()
+	if len(plan["b"].Active) != 8 || len(plan["a"].Standby) != 8 {
+		t.Fatalf("plan %v", plan)
+	}
+	sg.leave("b")
+	plan = sg.settle()
+	if len(plan["a"].Active) != 8 {
+		t.Fatalf("after b left: %v", plan)
+	}
+}
+
+// TestPlanMovingTaskWarmsUp: with standbys on, the member a task moves
+// to keeps a standby of it while the old owner gives it up.
+func TestPlanMovingTaskWarmsUp(t *testing.T) {
+	g := Group{Partitions: map[string]int32{"in": 2}, Standbys: 1}
+	sg := &group{t: t, g: g}
+	sg.join("a", "pa")
+	sg.settle()
+	sg.join("b", "pb")
+	if !sg.round() {
+		t.Fatal("a revoked nothing when b joined")
+	}
+	b := sg.members[slices.IndexFunc(sg.members, func(m Member) bool { return m.ID == "b" })]
+	if len(b.Owned) != 0 || len(b.Standbys) != 2 {
+		t.Fatalf("b after the first round: owns %v, standbys %v; want nothing and both tasks warming", b.Owned, b.Standbys)
+	}
+	sg.settle()
+}
+
+func TestPlanRandomMembership(t *testing.T) {
+	seed := *seedFlag
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	t.Logf("seed %d (replay with -seed %d)", seed, seed)
+	rng := rand.New(rand.NewPCG(seed, seed))
+	for run := range 200 {
+		g := Group{Partitions: map[string]int32{}, Subtopologies: map[string]int{}, Standbys: rng.IntN(3), OneActive: rng.IntN(4) == 0}
+		subs := 1 + rng.IntN(3)
+		for s := range subs {
+			n := int32(1 + rng.IntN(8))
+			for k := range 1 + rng.IntN(2) {
+				top := fmt.Sprintf("s%d-t%d", s, k)
+				g.Partitions[top] = n
+				g.Subtopologies[top] = s
+			}
+		}
+		sg := &group{t: t, g: g}
+		next := 0
+		for range 12 {
+			switch {
+			case len(sg.members) == 0 || (len(sg.members) < 5 && rng.IntN(2) == 0):
+				sg.join(fmt.Sprintf("m%02d", rng.IntN(100)*100+next), fmt.Sprintf("p%d", next))
+				next++
+			default:
+				sg.leave(sg.members[rng.IntN(len(sg.members))].ID)
+			}
+			if len(sg.members) == 0 {
+				continue
+			}
+			before := owners(sg)
+			plan := sg.settle()
+			// Sticky: of the tasks a surviving member ran, at most what
+			// the even spread forces moves.
+			moved := 0
+			for task, id := range before {
+				if slices.Contains(plan[id].Active, task) || !slices.ContainsFunc(sg.members, func(m Member) bool { return m.ID == id }) {
+					continue
+				}
+				moved++
+			}
+			if limit := (len(tasksOf(g).tasks) + len(sg.members) - 1) / len(sg.members); !g.OneActive && moved > limit {
+				t.Fatalf("run %d: %d tasks moved between surviving members, more than one member's share (%d)", run, moved, limit)
+			}
+		}
+	}
+}
+
+func owners(sg *group) map[Task]string {
+	ts := tasksOf(sg.g)
+	out := map[Task]string{}
+	for _, m := range sg.members {
+		for _, task := range ts.tasks {
+			tp := ts.parts[task][0]
+			if slices.Contains(m.Owned[tp.topic], tp.partition) {
+				out[task] = m.ID
+			}
+		}
+	}
+	return out
+}
+
+func TestParseTask(t *testing.T) {
+	for _, s := range []string{"0_0", "3_17"} {
+		task, err := ParseTask(s)
+		if err != nil || task.String() != s {
+			t.Fatalf("%s: %v %v", s, task, err)
+		}
+	}
+	for _, s := range []string{"", "0", "a_1", "1_b", "-1_0", "0_-1", "0_99999999999"} {
+		if _, err := ParseTask(s); err == nil {
+			t.Fatalf("%q parsed", s)
+		}
+	}
+}

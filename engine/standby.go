@@ -1,0 +1,207 @@
+package engine
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/stoatflow/stoatctl/engine/assign"
+	"github.com/stoatflow/stoatctl/engine/state"
+	"github.com/stoatflow/stoatctl/engine/task"
+)
+
+// Standby tasks (num.standby.replicas): the group's leader names, for
+// each task, other instances that keep a warm copy of its state
+// (engine/assign). An instance that runs no task keeps the standbys it is
+// given in its lanes' RocksDB databases: every stoatflow.standby.interval-ms
+// it restores them from their checkpoint to the end of their changelog
+// partitions, through the restore a generation runs (a generation that
+// only restores, warmOnly: its lanes never run, its processors are not
+// initialised), and closes the databases again, their checkpoint naming
+// the standby tasks and where each is complete up to. When the instance
+// is given the task to run, its generation finds the task in the
+// checkpoint and restores only what was written since (localState.keep).
+//
+// Only an instance with no active task keeps standbys: a generation's
+// lanes own their databases while they run, and tailing a changelog into
+// a database a lane writes is not built. Those instances are the ones
+// beside the one that runs a topology that cannot be split, which start
+// as standbys when num.standby.replicas is set (instead of being
+// refused), and spare instances beyond the task count.
+
+// warmUp is the running loop that keeps the standbys up to date.
+type warmUp struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// onStandbys is the balancer's report of the standby tasks an assignment
+// gave this instance.
+func (r *runner) onStandbys(ts []assign.Task) {
+	r.standbys.Store(&ts)
+	ids := make([]string, len(ts))
+	for i, t := range ts {
+		ids[i] = t.String()
+	}
+	slices.Sort(ids)
+	r.e.setStandbys(ids)
+}
+
+// keptStandbys are the standby tasks of the last assignment.
+func (r *runner) keptStandbys() []assign.Task {
+	if p := r.standbys.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// standbysUnkept says why this instance cannot keep standbys ("" when it
+// can): a store whose state is not in the lanes' databases would be
+// restored in full at every warm-up, in memory, for nothing.
+func (r *runner) standbysUnkept() string {
+	if r.s.stateDir == "" {
+		return "this binary has no RocksDB"
+	}
+	for name, info := range r.built.Stores {
+		if info.Global || info.ChangelogTopic == "" {
+			continue
+		}
+		b := info.Builder.Backend()
+		if b != state.RocksDBBackendName && (!r.s.rocksDefault || b != state.DefaultBackendName) {
+			return "store " + name + " is kept in memory (set default.dsl.store=rocksDB)"
+		}
+	}
+	return ""
+}
+
+// startWarmUp starts keeping the standbys, for an instance whose
+// generation runs no task. stopWarmUp must be called before a generation
+// opens the databases.
+func (r *runner) startWarmUp(ctx context.Context) {
+	if r.s.standbys == 0 || r.warm != nil {
+		return
+	}
+	if why := r.standbysUnkept(); why != "" {
+		if r.warnedStandbys.CompareAndSwap(false, true) {
+			r.e.log.Warn("num.standby.replicas is set but this instance keeps no standby: a task taken over is restored in full", "num.standby.replicas", r.s.standbys, "reason", why)
+		}
+		return
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	w := &warmUp{cancel: cancel, done: make(chan struct{})}
+	r.warm = w
+	go func() {
+		defer close(w.done)
+		r.warmLoop(wctx)
+	}()
+}
+
+// stopWarmUp stops keeping the standbys and waits until the databases are
+// closed. A warm-up cut short leaves records past its checkpoint, which
+// the next restore from that checkpoint writes again, to the same result.
+func (r *runner) stopWarmUp() {
+	if r.warm == nil {
+		return
+	}
+	r.warm.cancel()
+	<-r.warm.done
+	r.warm = nil
+}
+
+func (r *runner) warmLoop(ctx context.Context) {
+	t := time.NewTicker(r.s.standbyEvery)
+	defer t.Stop()
+	for {
+		if ts := r.keptStandbys(); len(ts) > 0 {
+			r.warmOnce(ctx, ts)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// warmOnce brings the standby tasks ts up to date with their changelogs.
+func (r *runner) warmOnce(ctx context.Context, ts []assign.Task) {
+	began := time.Now()
+	before := r.e.obs.restored.Load()
+	s := r.s
+	s.warmOnly = true
+	// The standbys as the partitions they would be assigned, so that
+	// their tasks are what an assignment of them would run (a
+	// sub-topology behind an in-memory re-key included).
+	as := map[string][]int32{}
+	for topic, sub := range r.topicSub {
+		for _, t := range ts {
+			if t.Subtopology == sub {
+				as[topic] = append(as[topic], t.Partition)
+			}
+		}
+	}
+	for topic := range as {
+		slices.Sort(as[topic])
+	}
+	tasks := taskPartitions(as)
+	sinkParts := func(topic string) (int32, error) { return r.partitionCount(ctx, topic) }
+	gen, err := newGeneration(ctx, r.e, r.built, s, r.changelogPartitions, tasks, sinkParts, task.Unknown, r.restorer(), r.global.stores(), r.localState())
+	if err != nil {
+		if ctx.Err() == nil {
+			r.e.log.Warn("standby tasks not brought up to date; trying again", "tasks", ts, "err", err, "in", r.s.standbyEvery)
+		}
+		return
+	}
+	// The tasks with state it kept, as a generation names its tasks (a
+	// standby of a task ahead of an in-memory re-key keeps the tasks
+	// behind it).
+	var ids []string
+	for _, sr := range gen.subs {
+		if !sr.stateless {
+			for _, p := range sr.tasks {
+				ids = append(ids, taskID(sr.id, p))
+			}
+		}
+	}
+	gen.close()
+	prev := r.warmed.Swap(&ids)
+	n := r.e.obs.restored.Load() - before
+	level := slog.LevelDebug
+	if prev == nil || !slices.Equal(*prev, ids) {
+		// Once per set of standbys: from now on a take-over of them
+		// restores only a tail.
+		level = slog.LevelInfo
+	}
+	r.e.log.Log(ctx, level, "standby tasks warm", "tasks", ids, "records", n, "took", time.Since(began).Round(time.Millisecond))
+}
+
+// notePromoted logs the tasks a reset added that the last warm-up kept as
+// standbys, with the changelog records the reset restored: the tail a
+// warm standby had left.
+func (r *runner) notePromoted(added []string, restored int64) {
+	p := r.warmed.Load()
+	if p == nil || len(added) == 0 {
+		return
+	}
+	var promoted []string
+	for _, id := range added {
+		if slices.Contains(*p, id) {
+			promoted = append(promoted, id)
+		}
+	}
+	if len(promoted) > 0 {
+		r.e.log.Info("standby tasks promoted: restored only what their last warm-up had not applied", "tasks", promoted, "restored", restored)
+	}
+}
+
+// standbyState is what the runner keeps for standbys.
+type standbyState struct {
+	standbys       atomic.Pointer[[]assign.Task]
+	warm           *warmUp
+	warnedStandbys atomic.Bool
+	// warmed are the ids of the tasks the last warm-up brought up to
+	// date.
+	warmed atomic.Pointer[[]string]
+}

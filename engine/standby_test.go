@@ -1,0 +1,223 @@
+package engine_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/stoatflow/stoatctl/internal/kafkatest"
+)
+
+// TestStandbyTakesOverWithoutRestoring: a topology that cannot be split
+// (a count behind an in-memory re-key) on two instances with
+// num.standby.replicas=1. The second starts as the standby instead of
+// being refused, keeps the task state warm in its RocksDB databases, and
+// when the first stops takes every task over restoring only what its
+// last warm-up had not applied; every count is exact across the move.
+func TestStandbyTakesOverWithoutRestoring(t *testing.T) {
+	kafkatest.Parallel(t)
+	needRocks(t)
+	addr := startBroker(t, map[string]int32{"in": 4, "out": 4})
+	const keys, per = 200, 6
+	input := func(round int) []kv {
+		var in []kv
+		for i := range keys * per / 2 {
+			in = append(in, kv{Key: fmt.Sprintf("r%d-%d", round, i), Value: "k" + strconv.Itoa(i%keys)})
+		}
+		return in
+	}
+	conf := func(id string) map[string]string {
+		return storeCfg(addr, "standby", "rocksDB", t.TempDir(), "stoatflow.instance.id", id, "num.standby.replicas", "1",
+			"stoatflow.standby.interval-ms", "200", "session.timeout.ms", "6000")
+	}
+	a, stopA := runEngine(t, rekeyedCounts(), conf("a"))
+	produce(t, addr, "in", input(0))
+	readCommitted(t, addr, "out", keys*per/2, 60*time.Second)
+
+	b, stopB := runEngine(t, rekeyedCounts(), conf("b"))
+	// The standby has every task's state: one changelog record per key
+	// at least.
+	eventually(t, 60*time.Second, func() string {
+		return fmt.Sprintf("standby applied %d changelog records, runs %v; want >= %d and nothing", b.Stats().StandbyRecords, b.Assignment(), keys)
+	}, func() bool { return b.Stats().StandbyRecords >= keys && len(b.Assignment()) == 0 })
+	if n := len(a.Assignment()["in"]); n != 4 {
+		t.Fatalf("the active runs %d partitions, want 4", n)
+	}
+	warmed := b.Stats().StandbyRecords
+	if err := stopA(); err != nil {
+		t.Fatalf("instance a: %v", err)
+	}
+	eventually(t, 60*time.Second, func() string { return fmt.Sprintf("b runs %v", b.Assignment()) },
+		func() bool { return len(b.Assignment()["in"]) == 4 })
+	if n := b.Stats().Restored; n >= keys {
+		t.Errorf("the promoted standby restored %d changelog records (its warm-ups applied %d): a full restore, not the tail", n, warmed)
+	}
+	produce(t, addr, "in", input(1))
+	got := readCommitted(t, addr, "out", keys*per, 60*time.Second)
+	if err := stopB(); err != nil {
+		t.Fatalf("instance b: %v", err)
+	}
+	checkCounts(t, got, keys, per)
+	t.Logf("standby warm-ups applied %d records before the take-over; the take-over restored %d", warmed, b.Stats().Restored)
+}
+
+// TestStandbyFailoverUnderKills runs a topology that cannot be split on
+// two instances with num.standby.replicas=1 and kills whichever runs the
+// tasks, with SIGKILL, while records flow, four times: the other, its
+// standby, takes every task over once the dead one's session times out,
+// and the killed one comes back as the standby. Counts behind an in-memory
+// re-key, and tumbling windows emitted on close, must come out exactly
+// once, the windows as the driver emits them: the promoted standby's
+// state, timers and emit frontiers are the committed ones.
+func TestStandbyFailoverUnderKills(t *testing.T) {
+	kafkatest.Parallel(t)
+	needRocks(t)
+	if testing.Short() {
+		t.Skip("kills and waits out sessions; skipped with -short")
+	}
+	t.Run("rekey", func(t *testing.T) {
+		const words, per = 300, 40
+		var in []kv
+		for i := range words * per {
+			in = append(in, kv{Key: "line-" + strconv.Itoa(i), Value: "w" + strconv.Itoa(i%words)})
+		}
+		addr := startKafka(t, map[string]int32{"in": 4, "out": 4})
+		got := failover(t, addr, "rekey", 4, in, len(in))
+		checkCounts(t, got, words, per)
+	})
+	t.Run("windows", func(t *testing.T) {
+		const keys, steps = 50, 120
+		var in []kv
+		for s := range steps {
+			for k := range keys {
+				in = append(in, kv{Key: "k" + strconv.Itoa(k), Value: "x", Timestamp: int64(s)*1000 + 1})
+			}
+		}
+		want := driverOutputOf(t, windowedCounts(), "crash-windows", in)
+		addr := startKafka(t, map[string]int32{"in": 4, "out": 4})
+		var got []string
+		for _, r := range failover(t, addr, "windows", 4, in, len(want)) {
+			got = append(got, fmt.Sprintf("%x=%x", r.Key, r.Value))
+		}
+		slices.Sort(want)
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Fatalf("engine committed %d window results, driver %d; first engine %q, first driver %q", len(got), len(want), head(got), head(want))
+		}
+	})
+}
+
+// failover runs the crash child of topology topo as two instances, a and
+// b, with standbys, feeds in in kills+1 slices and, after each of the
+// first kills slices, SIGKILLs the instance running the tasks and starts
+// it again at once (a new group member: the dead one's stays until its
+// session times out, and then the other instance is promoted). It
+// returns the committed output once want records arrived.
+func failover(t *testing.T, addr, topo string, kills int, in []kv, want int) []kv {
+	rng := rand.New(rand.NewPCG(crashSeed(t), 11))
+	dir := t.TempDir()
+	printChildLogs(t, dir)
+	runs := 0
+	start := func(id string) *exec.Cmd {
+		runs++
+		extra := strings.Join([]string{"group.instance.id=", "stoatflow.instance.id=" + id, "num.standby.replicas=1",
+			"stoatflow.standby.interval-ms=200", "session.timeout.ms=6000", "heartbeat.interval.ms=500"}, ";")
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), crashChildEnv+"="+addr, "STOATFLOW_CRASH_LANES=4", "STOATFLOW_CRASH_TOPOLOGY="+topo,
+			"STOATFLOW_CRASH_STORE=rocksDB", "STOATFLOW_CRASH_STATE_DIR="+filepath.Join(dir, id), "STOATFLOW_CRASH_EXTRA="+extra,
+			crashLogEnv+"="+filepath.Join(dir, fmt.Sprintf("run-%d-%s.log", runs, id)))
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return cmd
+	}
+	app := "crash"
+	if topo != "counts" {
+		app = "crash-" + topo
+	}
+	adm := kadmClient(t, addr)
+	// active is the instance whose member runs every partition of "in",
+	// and the member; a killed member stays in the group until its
+	// session times out, and does not count.
+	killed := map[string]bool{}
+	active := func() (id, member string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		groups, err := adm.DescribeGroups(ctx, app)
+		if err != nil {
+			return "", ""
+		}
+		for _, m := range groups[app].Members {
+			a, ok := m.Assigned.AsConsumer()
+			if !ok || killed[m.MemberID] {
+				continue
+			}
+			for _, tp := range a.Topics {
+				if tp.Topic == "in" && len(tp.Partitions) == 4 {
+					return strings.TrimPrefix(m.ClientID, app+"-"), m.MemberID
+				}
+			}
+		}
+		return "", ""
+	}
+	slice := func(i int) []kv { return in[i*len(in)/(kills+1) : (i+1)*len(in)/(kills+1)] }
+	procs := map[string]*exec.Cmd{"a": start("a"), "b": start("b")}
+	defer func() {
+		for _, p := range procs {
+			_ = p.Process.Kill()
+			_ = p.Wait()
+		}
+	}()
+	killedAt := time.Now()
+	for i := range kills {
+		var id, member string
+		eventually(t, 90*time.Second, func() string { return "no live instance runs every partition of in" },
+			func() bool { id, member = active(); return procs[id] != nil })
+		if i > 0 {
+			t.Logf("instance %s runs the tasks %s after the kill", id, time.Since(killedAt).Round(100*time.Millisecond))
+		}
+		produce(t, addr, "in", slice(i))
+		time.Sleep(time.Duration(100+rng.IntN(1500)) * time.Millisecond) // a random moment of the load, not a wait
+		if err := procs[id].Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		killedAt = time.Now()
+		killed[member] = true
+		_ = procs[id].Wait()
+		procs[id] = start(id)
+		t.Logf("kill %d: instance %s", i+1, id)
+	}
+	produce(t, addr, "in", slice(kills))
+	got := readCommitted(t, addr, "out", want, 3*time.Minute)
+	for id, p := range procs {
+		_ = p.Process.Signal(syscall.SIGTERM)
+		if err := p.Wait(); err != nil {
+			t.Errorf("instance %s's last run: %v", id, err)
+		}
+		delete(procs, id)
+	}
+	return got
+}
+
+func kadmClient(t testing.TB, addr string) *kadm.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return kadm.NewClient(cl)
+}
