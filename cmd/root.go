@@ -6,7 +6,8 @@
 // Commands write data to cmd.OutOrStdout() and nothing else there, so tests
 // run them against buffers and scripts can pipe them. Errors go to stderr
 // through Run, which also maps them to exit codes: 0 success, 1 failure,
-// 2 usage error, 3 no engine at the endpoint (watch watermarks --exit-code).
+// 2 usage error, 3 no engine at the endpoint (watch watermarks --exit-code),
+// 4 a shadow run that did not reach its last aligned point (migrate shadow).
 package cmd
 
 import (
@@ -29,6 +30,11 @@ const (
 	// ExitUnreachable is `watch watermarks --once --exit-code` finding no
 	// engine at the endpoint.
 	ExitUnreachable = 3
+	// ExitShadowIncomplete is `migrate shadow` ending before its last
+	// aligned point (the seed refused, the broker or our engine failed):
+	// nothing says whether the outputs agree. Its unexpected differences
+	// are ExitFailure.
+	ExitShadowIncomplete = 4
 )
 
 // Option configures the root command.

@@ -49,6 +49,8 @@ func TestComparer(t *testing.T) {
 		{name: "window Kafka Streams has not closed", points: [][]write{{ours("windows", win("a", 60), "1"), ks("windows", win("b", 0), "1"), ours("windows", win("b", 0), "1")}}, want: migrate.WindowNotEmittedYet},
 		{name: "window of a side that emitted none yet", points: [][]write{{ks("windows", win("a", 60), "1")}}, want: migrate.WindowNotEmittedYet},
 		{name: "window ours skipped though it emitted a later one", points: [][]write{{ks("windows", win("a", 0), "1"), ours("windows", win("b", 60), "1"), ks("windows", win("b", 60), "1")}}, want: migrate.OnlyKafkaStreams},
+		{name: "window of a start ours emitted for another key", points: [][]write{{ks("windows", win("a", 60), "1"), ours("windows", win("b", 60), "1"), ks("windows", win("b", 60), "1")}}, want: migrate.OnlyKafkaStreams},
+		{name: "window in another partition than ours emitted", points: [][]write{{{migrate.KafkaStreams, "windows", 1, win("a", 0), "1"}, ours("windows", win("b", 60), "1"), ks("windows", win("b", 60), "1")}}, want: migrate.WindowNotEmittedYet},
 		{name: "window Kafka Streams skipped", points: [][]write{{ours("windows", win("a", 0), "1"), ours("windows", win("b", 60), "1"), ks("windows", win("b", 60), "1")}}, want: migrate.OnlyOurs},
 		{name: "window emitted later by ours with another count", points: [][]write{{ks("windows", win("a", 0), "2")}, {ours("windows", win("a", 0), "1")}}, want: migrate.ValueDiffers},
 		{name: "window pending, then matched", points: [][]write{{ks("windows", win("a", 0), "2")}, {ours("windows", win("a", 0), "2")}}, want: migrate.Matched},

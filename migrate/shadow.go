@@ -416,8 +416,12 @@ func (sh *shadow) seed(ctx context.Context, rep *ShadowReport) error {
 	if err != nil {
 		return fmt.Errorf("shadow: commit the shadow inputs' offsets to group %s: %w", o.To, err)
 	}
+	// Transactional: the client options may make every client of the
+	// application transactional (exactly-once), and a batch of the copy
+	// then lands whole or not at all.
 	sh.copier, err = kgo.NewClient(append(slices.Clone(o.ClientOpts), kgo.SeedBrokers(o.Seeds...),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(5*time.Millisecond))...)
+		kgo.TransactionalID(o.To+"-stoatflow-shadow-copy"), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerLinger(5*time.Millisecond), kgo.MetadataMinAge(kafka.DefaultRetryBackoff))...)
 	if err != nil {
 		return fmt.Errorf("shadow: input copier: %w", err)
 	}
@@ -711,7 +715,7 @@ func (sh *shadow) copyInput(ctx context.Context, in string, to map[int32]int64) 
 		if len(batch) == 0 {
 			return nil
 		}
-		if err := sh.copier.ProduceSync(ctx, batch...).FirstErr(); err != nil {
+		if err := commitBatch(ctx, sh.copier, batch); err != nil {
 			return fmt.Errorf("shadow: copy %s to %s: %w", in, shadowIn, err)
 		}
 		for _, r := range batch {
