@@ -69,7 +69,9 @@ point (the seed refused, the broker or our engine failed).`,
 				return usageErrorf("-t/--topology is required: a topology file or the name of a compiled-in topology (topology list)")
 			}
 			if shadowID == "" {
-				shadowID = from + "-shadow"
+				// Not FROM-shadow: a topic FROM-... is taken for one
+				// of Kafka Streams' own by a migration of FROM.
+				shadowID = "shadow-" + from
 			}
 			if forDur < 0 || records < 0 {
 				return usageErrorf("--for and --records must not be negative")
@@ -115,7 +117,7 @@ point (the seed refused, the broker or our engine failed).`,
 	}
 	f := c.Flags()
 	f.StringVar(&from, "from-application-id", "", "the live Kafka Streams application's `ID`")
-	f.StringVar(&shadowID, "shadow-id", "", "the shadow's application `ID`: its group, changelogs and topics (default FROM-shadow)")
+	f.StringVar(&shadowID, "shadow-id", "", "the shadow's application `ID`: its group, changelogs and topics (default shadow-FROM)")
 	f.StringVarP(&topo, "topology", "t", "", "our `TOPOLOGY`: a YAML topology file or a compiled-in topology's name (topology list)")
 	f.StringVarP(&bootstrap, "bootstrap-servers", "b", "", "Kafka `HOST:PORT` list")
 	f.StringVarP(&configFile, "config", "c", "", "read configuration from `FILE`: YAML, or a Java .properties file (security.protocol, ssl.*, sasl.*, ...)")

@@ -54,6 +54,9 @@ func TestMigrateShadowCommand(t *testing.T) {
 		// A shadow id that has run is refused: its state is not Kafka
 		// Streams'.
 		{"run_before", append(base, "--shadow-id", "quiet", "--for", "300ms"), ExitShadowIncomplete},
+		// A shadow id under Kafka Streams' prefix would pass for its
+		// internal topics at the cutover.
+		{"under_prefix", append(base, "--shadow-id", "ks-shadow", "--for", "300ms"), ExitShadowIncomplete},
 	} {
 		t.Run(st.golden, func(t *testing.T) {
 			var stdout, stderr syncbuf.Buffer

@@ -144,6 +144,11 @@ func Shadow(ctx context.Context, o ShadowOptions) (*ShadowReport, error) {
 	if o.Topology == nil {
 		return nil, errors.New("shadow: our topology is required")
 	}
+	if strings.HasPrefix(o.To, o.From+"-") {
+		// A migration of From later (the cutover) would take the shadow's
+		// changelogs for Kafka Streams' own stores.
+		return nil, fmt.Errorf("shadow: the shadow application id %s begins with %s-, the prefix of Kafka Streams' internal topics: pick another", o.To, o.From)
+	}
 	if o.Interval <= 0 {
 		o.Interval = time.Second
 	}
