@@ -35,11 +35,14 @@ const (
 	// Matched: both sides' latest values are equal.
 	Matched Verdict = "matched"
 	// WindowNotEmittedYet is the documented difference of windows emitted
-	// on close: one side emitted a window result the other has not yet
-	// emitted, and the other has emitted no later window in that
-	// partition, so it has not closed it yet. Kafka Streams looks for
-	// closed windows at most once a second and closes them by its task's
-	// stream time, ours by the watermark (docs/migration.md).
+	// on close: we emitted a window result Kafka Streams has not yet
+	// emitted, and it has emitted no window as late in that partition. It
+	// looks for closed windows at most once a second, when a record
+	// arrives, so it may not have looked yet (docs/migration.md). The
+	// other way round is no documented difference: at an aligned point our
+	// engine has emitted every window its watermark closed, and a window
+	// Kafka Streams emitted and we did not is OnlyKafkaStreams (a grace
+	// or window of ours too long, a record ours dropped).
 	WindowNotEmittedYet Verdict = "window-not-emitted-yet"
 	// ValueDiffers: both sides wrote the key, the latest values differ.
 	ValueDiffers Verdict = "value-differs"
@@ -70,7 +73,8 @@ type OutputRecord struct {
 	Timestamp int64  `json:"timestamp"`
 	// KeyText and ValueText are the bytes as a reader sees them: the
 	// string when it is printable UTF-8, else "0x" and hex (an 8-byte
-	// value is a count or a sum: its number follows).
+	// value is a count or a sum: its number follows); a windowed key is
+	// its inner key, "@" and its window's start (a session's end).
 	KeyText   string `json:"key"`
 	ValueText string `json:"value"`
 }
@@ -151,7 +155,7 @@ func (c *Comparer) Add(side Side, topic string, r OutputRecord) {
 		st = &keyState{}
 		c.keys[k] = st
 	}
-	r.KeyText, r.ValueText = render(r.Key), render(r.Value)
+	r.KeyText, r.ValueText = c.renderKey(topic, r.Key), render(r.Value)
 	st.last[side] = &r
 	c.dirty[k] = true
 	if pos, ok := c.windowPosition(topic, r.Key); ok {
@@ -223,9 +227,6 @@ func (c *Comparer) judge(k outKey, st *keyState) Verdict {
 		}
 		return ValueDiffers
 	case ks != nil:
-		if c.notClosedBy(Ours, k.topic, ks) {
-			return WindowNotEmittedYet
-		}
 		return OnlyKafkaStreams
 	default:
 		if c.notClosedBy(KafkaStreams, k.topic, ours) {
@@ -233,6 +234,20 @@ func (c *Comparer) judge(k outKey, st *keyState) Verdict {
 		}
 		return OnlyOurs
 	}
+}
+
+// AwaitingOurs counts the keys written since the last point that are a
+// window Kafka Streams emitted and we have not: the last point waits for
+// our output to stand still before it judges them.
+func (c *Comparer) AwaitingOurs() int {
+	n := 0
+	for k := range c.dirty {
+		st := c.keys[k]
+		if _, windowed := c.windowPosition(k.topic, []byte(k.key)); windowed && st.last[KafkaStreams] != nil && st.last[Ours] == nil {
+			n++
+		}
+	}
+	return n
 }
 
 // notClosedBy says whether r, a window result of the other side, lies past
@@ -275,11 +290,21 @@ func (c *Comparer) Summary(limit int) (Comparison, []Difference, int) {
 			transient++
 		}
 		if st.verdict.Unexpected() && (limit < 0 || len(diffs) < limit) {
-			diffs = append(diffs, Difference{Topic: k.topic, Key: render([]byte(k.key)), Verdict: st.verdict,
+			diffs = append(diffs, Difference{Topic: k.topic, Key: c.renderKey(k.topic, []byte(k.key)), Verdict: st.verdict,
 				KafkaStreams: st.last[KafkaStreams], Ours: st.last[Ours]})
 		}
 	}
 	return out, diffs, transient
+}
+
+// renderKey shows a key of topic: a windowed one as its inner key, "@"
+// and its window's position (a time window's start, a session's end), in
+// milliseconds.
+func (c *Comparer) renderKey(topic string, key []byte) string {
+	if pos, ok := c.windowPosition(topic, key); ok {
+		return render(c.InnerKey(topic, key)) + "@" + strconv.FormatInt(pos, 10)
+	}
+	return render(key)
 }
 
 // render shows bytes as a reader sees them: printable UTF-8 as is, else

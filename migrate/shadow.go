@@ -287,34 +287,51 @@ func (sh *shadow) prepare(ctx context.Context, rep *ShadowReport) error {
 	return nil
 }
 
-// ksOffsets reads Kafka Streams' committed offsets, stable: a transaction
-// committing offsets is waited for until it ends.
+// ksOffsets reads Kafka Streams' committed offsets, stable: a partition
+// whose offset a transaction is committing (UNSTABLE_OFFSET_COMMIT, the
+// broker's answer to a fetch that requires stable offsets) is asked for
+// again until the transaction ends.
 func (sh *shadow) ksOffsets(ctx context.Context) (map[string]map[int32]int64, error) {
 	out := map[string]map[int32]int64{}
-	err := kafka.WhileSettling(ctx, func() error {
-		clear(out)
-		rs, err := sh.adm.FetchOffsets(kadm.RequireStable(ctx), sh.o.From)
-		if errors.Is(err, kerr.GroupIDNotFound) {
+	for {
+		unstable := false
+		err := kafka.WhileSettling(ctx, func() error {
+			clear(out)
+			unstable = false
+			rs, err := sh.adm.FetchOffsets(kadm.RequireStable(ctx), sh.o.From)
+			if errors.Is(err, kerr.GroupIDNotFound) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			for _, r := range rs.Sorted() {
+				if errors.Is(r.Err, kerr.UnstableOffsetCommit) {
+					unstable = true
+					continue
+				}
+				if r.Err != nil {
+					return fmt.Errorf("%s[%d]: %w", r.Topic, r.Partition, r.Err)
+				}
+				if out[r.Topic] == nil {
+					out[r.Topic] = map[int32]int64{}
+				}
+				out[r.Topic][r.Partition] = r.At
+			}
 			return nil
-		}
+		})
 		if err != nil {
-			return err
+			return nil, fmt.Errorf("shadow: committed offsets of group %s: %w", sh.o.From, err)
 		}
-		for _, r := range rs.Sorted() {
-			if r.Err != nil {
-				return fmt.Errorf("%s[%d]: %w", r.Topic, r.Partition, r.Err)
-			}
-			if out[r.Topic] == nil {
-				out[r.Topic] = map[int32]int64{}
-			}
-			out[r.Topic][r.Partition] = r.At
+		if !unstable {
+			return out, nil
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("shadow: committed offsets of group %s: %w", sh.o.From, err)
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("shadow: committed offsets of group %s: a transaction is committing them: %w", sh.o.From, ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
 	}
-	return out, nil
 }
 
 func sameOffsets(a, b map[string]map[int32]int64) bool {
@@ -562,6 +579,9 @@ func (sh *shadow) point(ctx context.Context, engineStopped func() error, last bo
 	o := sh.o
 	var at map[string]map[int32]int64
 	var deferred map[string]map[string]bool
+	// The last point waits, up to half the settle time, for Kafka Streams
+	// to drain its repartition topics, so that every key is compared.
+	drainBy := time.Now().Add(o.Settle / 2)
 	for attempt := 0; ; attempt++ {
 		before, err := sh.ksOffsets(ctx)
 		if err != nil {
@@ -576,7 +596,7 @@ func (sh *shadow) point(ctx context.Context, engineStopped func() error, last bo
 		// before the check, it is kept either way: it is output of input
 		// at or before any later point.
 		for _, out := range sh.outputs {
-			if err := sh.readOutput(ctx, KafkaStreams, out.Topic, out.Topic, sh.ksOut[out.Topic], ends[out.Topic]); err != nil {
+			if _, err := sh.readOutput(ctx, KafkaStreams, out.Topic, out.Topic, sh.ksOut[out.Topic], ends[out.Topic]); err != nil {
 				return false, err
 			}
 		}
@@ -599,7 +619,8 @@ func (sh *shadow) point(ctx context.Context, engineStopped func() error, last bo
 		if err != nil {
 			return false, err
 		}
-		if sameOffsets(before, after) {
+		inFlight := slices.ContainsFunc(slices.Collect(maps.Values(deferred)), func(keys map[string]bool) bool { return len(keys) > 0 })
+		if sameOffsets(before, after) && (!last || !inFlight || time.Now().After(drainBy)) {
 			at = before
 			break
 		}
@@ -623,9 +644,37 @@ func (sh *shadow) point(ctx context.Context, engineStopped func() error, last bo
 	if err := sh.awaitOurs(ctx, engineStopped); err != nil {
 		return false, err
 	}
-	for _, out := range sh.outputs {
-		if err := sh.readOutput(ctx, Ours, out.Topic, out.Shadow, sh.oursOut[out.Shadow], nil); err != nil {
+	readOurs := func() (int, error) {
+		n := 0
+		for _, out := range sh.outputs {
+			added, err := sh.readOutput(ctx, Ours, out.Topic, out.Shadow, sh.oursOut[out.Shadow], nil)
+			if err != nil {
+				return n, err
+			}
+			n += added
+		}
+		return n, nil
+	}
+	if _, err := readOurs(); err != nil {
+		return false, err
+	}
+	// A window Kafka Streams emitted and we did not is a difference, but
+	// our engine emits closed windows at its commit barriers, and the
+	// last one may come after the offsets were committed: the last point
+	// waits until our output has stood still for three reads (or a
+	// quarter of the settle time) before judging such windows.
+	for quiet, until := 0, time.Now().Add(o.Settle/4); last && sh.cmp.AwaitingOurs() > 0 && quiet < 3 && time.Now().Before(until); {
+		select {
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+		n, err := readOurs()
+		if err != nil {
 			return false, err
+		}
+		if quiet++; n > 0 {
+			quiet = 0
 		}
 	}
 	c := sh.cmp.Point(func(topic string, inner []byte) bool {
@@ -646,7 +695,7 @@ func (sh *shadow) point(ctx context.Context, engineStopped func() error, last bo
 // readOutput reads one output topic from pos up to end (nil: to its end
 // as the read begins, settled: our engine's last transaction is waited
 // for) into the comparer, and moves pos on.
-func (sh *shadow) readOutput(ctx context.Context, side Side, name, topic string, pos kafka.Positions, end kafka.Positions) error {
+func (sh *shadow) readOutput(ctx context.Context, side Side, name, topic string, pos kafka.Positions, end kafka.Positions) (int, error) {
 	from := kafka.Positions{}
 	for part, p := range pos {
 		if end == nil || p < end[part] {
@@ -654,12 +703,14 @@ func (sh *shadow) readOutput(ctx context.Context, side Side, name, topic string,
 		}
 	}
 	if len(from) == 0 {
-		return nil
+		return 0, nil
 	}
+	added := 0
 	add := func(r *kgo.Record) error {
 		if end != nil && r.Offset >= end[r.Partition] {
 			return nil // past the point: read again at the next
 		}
+		added++
 		sh.cmp.Add(side, name, OutputRecord{Topic: topic, Partition: r.Partition, Offset: r.Offset, Key: r.Key, Value: r.Value, Timestamp: r.Timestamp.UnixMilli()})
 		return nil
 	}
@@ -671,7 +722,7 @@ func (sh *shadow) readOutput(ctx context.Context, side Side, name, topic string,
 		got, err = kafka.ReadToEnd(ctx, sh.o.Seeds, topic, from, add, sh.o.ClientOpts...)
 	}
 	if err != nil {
-		return fmt.Errorf("shadow: read %s's output %s: %w", side, topic, err)
+		return added, fmt.Errorf("shadow: read %s's output %s: %w", side, topic, err)
 	}
 	for part, p := range got {
 		if end != nil {
@@ -679,7 +730,7 @@ func (sh *shadow) readOutput(ctx context.Context, side Side, name, topic string,
 		}
 		pos[part] = max(pos[part], p)
 	}
-	return nil
+	return added, nil
 }
 
 // readKeys collects the keys of topic's records from from up to end.
