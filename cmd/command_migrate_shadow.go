@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -87,12 +88,32 @@ point (the seed refused, the broker or our engine failed).`,
 			ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			stderr := c.ErrOrStderr()
+			// The first signal ends the run with a last aligned point,
+			// which may wait up to --settle; a second abandons it.
+			abort, abortNow := context.WithCancel(c.Context())
+			defer abortNow()
+			go func() {
+				select {
+				case <-abort.Done():
+					return
+				case <-ctx.Done():
+				}
+				again := make(chan os.Signal, 1)
+				signal.Notify(again, os.Interrupt, syscall.SIGTERM)
+				defer signal.Stop(again)
+				select {
+				case <-abort.Done():
+				case <-again:
+					fmt.Fprintln(stderr, "stoatctl: second signal: the last aligned point is abandoned")
+					abortNow()
+				}
+			}()
 			opts := migrate.ShadowOptions{
 				Options: migrate.Options{From: from, To: shadowID, Built: setup.built, Seeds: strings.Split(setup.cfg["bootstrap.servers"], ","),
 					ClientOpts: setup.clientOpts, Config: setup.conf, Map: setup.mapping, Overrides: accept},
 				Topology: setup.file.Topology, EngineConfig: maps.Clone(setup.cfg),
 				EngineOptions: []engine.Option{engine.WithLogger(newLogger(stderr, "text", level)), engine.WithConfigChecked()},
-				For:           forDur, Records: records, Interval: interval, Settle: settle, Examples: examples,
+				For:           forDur, Records: records, Interval: interval, Settle: settle, Examples: examples, Abort: abort,
 			}
 			if format.String() != output.JSON {
 				// Under -o json, stderr carries errors (and our engine's

@@ -50,6 +50,9 @@ type ShadowOptions struct {
 	Examples int
 	// Point, when set, is told after every aligned point.
 	Point func(ShadowPoint)
+	// Abort, when set, ends the last aligned point, which the end of ctx
+	// begins (a second Ctrl-C after the first).
+	Abort context.Context
 }
 
 // ErrUnexpectedDifferences is a shadow run whose last comparison found an
@@ -564,7 +567,11 @@ loop:
 	}
 	// The last point, also after an interrupt: it waits for Kafka Streams
 	// to hold still long enough to be read, and for our engine.
-	last, cancel := context.WithTimeout(context.Background(), o.Settle)
+	abort := o.Abort
+	if abort == nil {
+		abort = context.Background()
+	}
+	last, cancel := context.WithTimeout(abort, o.Settle)
 	defer cancel()
 	if _, err := sh.point(last, engineStopped, true); err != nil {
 		return fmt.Errorf("shadow: the last aligned point: %w", err)

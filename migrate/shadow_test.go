@@ -212,3 +212,72 @@ func snapshotKS(t *testing.T, addr string) ksSnapshot {
 	ends.Each(func(l kadm.ListedOffset) { s.ends[fmt.Sprintf("%s[%d]", l.Topic, l.Partition)] = l.Offset })
 	return s
 }
+
+// TestShadowInterrupted: with no bound, the end of ctx ends the run with a
+// last aligned point, which compares what Kafka Streams processed before
+// it; with Abort done as well, the last point is abandoned.
+func TestShadowInterrupted(t *testing.T) {
+	addr := kafkatest.Start(t, map[string]int32{"lines": 2, "word-counts": 2})
+	h := newHandWordCount(t, addr)
+	h.process([]string{"a b", "b c"}, true)
+	f, built := load(t, "word-count", "shadow")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	points := 0
+	opts := migrate.ShadowOptions{
+		Options:  migrate.Options{From: "ks", To: "shadow", Built: built, Seeds: []string{addr}},
+		Topology: f.Topology, EngineConfig: map[string]string{engine.BarrierIntervalMs: "100"},
+		EngineOptions: []engine.Option{engine.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))},
+		Interval:      50 * time.Millisecond, Settle: 30 * time.Second,
+		Point: func(migrate.ShadowPoint) {
+			if points++; points == 1 {
+				// Kafka Streams processes a line, then the run is
+				// interrupted: the last point still compares it.
+				h.process([]string{"c d"}, false)
+				cancel()
+			}
+		},
+	}
+	rep, err := migrate.Shadow(ctx, opts)
+	if err != nil || !rep.OK || rep.Records != 1 || rep.Compared != 2 || rep.Matched != 2 {
+		t.Fatalf("interrupted: %v, %+v", err, rep)
+	}
+
+	abort, abortNow := context.WithCancel(context.Background())
+	abortNow()
+	f2, b2 := load(t, "word-count", "shadow-2")
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	opts.To, opts.Topology, opts.Built, opts.Abort = "shadow-2", f2.Topology, b2, abort
+	opts.Point = func(migrate.ShadowPoint) { cancel() }
+	if _, err := migrate.Shadow(ctx, opts); !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "last aligned point") {
+		t.Fatalf("aborted: %v, want the last point abandoned", err)
+	}
+}
+
+// TestShadowSeedNotQuiet: Kafka Streams commits while the seed reads its
+// state, so its state and offsets are not of one moment: the run stops
+// before comparing anything, and says so.
+func TestShadowSeedNotQuiet(t *testing.T) {
+	addr := kafkatest.Start(t, map[string]int32{"lines": 2, "word-counts": 2})
+	h := newHandWordCount(t, addr)
+	h.process([]string{"a b", "b c"}, true)
+	f, built := load(t, "word-count", "shadow")
+	committed := false
+	opts := migrate.ShadowOptions{
+		Options: migrate.Options{From: "ks", To: "shadow", Built: built, Seeds: []string{addr},
+			Progress: func(migrate.Progress) {
+				if !committed {
+					committed = true
+					h.process([]string{"c d"}, true)
+				}
+			}},
+		Topology: f.Topology, EngineConfig: map[string]string{engine.BarrierIntervalMs: "100"},
+		EngineOptions: []engine.Option{engine.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))},
+		For:           time.Second,
+	}
+	rep, err := migrate.Shadow(context.Background(), opts)
+	if !errors.Is(err, migrate.ErrNotQuiet) || !committed || rep == nil || rep.OK || rep.Points != 0 {
+		t.Fatalf("seed while Kafka Streams commits: %v, %+v", err, rep)
+	}
+}
