@@ -3,6 +3,7 @@ package migrate_test
 import (
 	"context"
 	"errors"
+	"flag"
 	"maps"
 	"math/rand/v2"
 	"os"
@@ -25,18 +26,15 @@ import (
 	"github.com/stoatflow/stoatctl/migrate"
 )
 
-// shadowSeed is the seed of the shadow runs' inputs: STOATCTL_SHADOW_SEED
-// replays one.
+var seedFlag = flag.Uint64("seed", 0, "seed of TestKafkaStreamsShadow's inputs (0: a fresh one, printed)")
+
+// shadowSeed is the seed of the shadow runs' inputs: -seed replays one.
 func shadowSeed(t *testing.T) uint64 {
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("STOATCTL_SHADOW_SEED"); s != "" {
-		v, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatalf("STOATCTL_SHADOW_SEED=%q: %v", s, err)
-		}
-		seed = v
+	seed := *seedFlag
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
 	}
-	t.Logf("input seed %d (replay with STOATCTL_SHADOW_SEED=%d)", seed, seed)
+	t.Logf("input seed %d (replay with -args -seed %d)", seed, seed)
 	return seed
 }
 
