@@ -535,33 +535,25 @@ func (sh *shadow) run(ctx context.Context, rep *ShadowReport) error {
 		}
 	}()
 
-	var deadline <-chan time.Time
+	// The points run until ctx ends or --for has passed, also in the
+	// middle of one (waiting for our engine, say): the last point follows.
+	points, stopPoints := context.WithCancel(ctx)
 	if o.For > 0 {
-		t := time.NewTimer(o.For)
-		defer t.Stop()
-		deadline = t.C
+		points, stopPoints = context.WithTimeout(ctx, o.For)
 	}
+	defer stopPoints()
 	tick := time.NewTicker(o.Interval)
 	defer tick.Stop()
-loop:
-	for {
-		if o.Records > 0 && sh.copiedTotal() >= o.Records {
-			break
-		}
+	for points.Err() == nil && (o.Records <= 0 || sh.copiedTotal() < o.Records) {
 		select {
-		case <-ctx.Done():
-			break loop
-		case <-deadline:
-			break loop
+		case <-points.Done():
+			continue
 		case <-tick.C:
 		}
 		if err := engineStopped(); err != nil {
 			return err
 		}
-		if _, err := sh.point(ctx, engineStopped, false); err != nil {
-			if ctx.Err() != nil {
-				break
-			}
+		if _, err := sh.point(points, engineStopped, false); err != nil && points.Err() == nil {
 			return err
 		}
 	}
@@ -642,9 +634,14 @@ func (sh *shadow) point(ctx context.Context, engineStopped func() error, last bo
 	}
 
 	// Our engine gets the input up to the same offsets, and is waited for
-	// until its group has committed all of it.
+	// until its group has committed all of it. The copy is not cut short
+	// when ctx ends (at --for, or a first Ctrl-C): a transaction ended by
+	// a cancelled context would leave the copier unusable for the last
+	// point. It is bounded work, given the settle time.
+	copyCtx, cancelCopy := context.WithTimeout(context.WithoutCancel(ctx), o.Settle)
+	defer cancelCopy()
 	for _, in := range sh.inputs {
-		if err := sh.copyInput(ctx, in, at[in]); err != nil {
+		if err := sh.copyInput(copyCtx, in, at[in]); err != nil {
 			return false, err
 		}
 	}
