@@ -519,9 +519,9 @@ func (sh *shadow) run(ctx context.Context, rep *ShadowReport) error {
 		}
 		select {
 		case err := <-engDone:
-			engErr = fmt.Errorf("shadow: our engine stopped: %w", err)
-			if err == nil {
-				engErr = errors.New("shadow: our engine stopped")
+			engErr = errors.New("shadow: our engine stopped")
+			if err != nil {
+				engErr = fmt.Errorf("shadow: our engine stopped: %w", err)
 			}
 			return engErr
 		default:
@@ -537,7 +537,7 @@ func (sh *shadow) run(ctx context.Context, rep *ShadowReport) error {
 
 	// The points run until ctx ends or --for has passed, also in the
 	// middle of one (waiting for our engine, say): the last point follows.
-	points, stopPoints := context.WithCancel(ctx)
+	points, stopPoints := ctx, context.CancelFunc(func() {})
 	if o.For > 0 {
 		points, stopPoints = context.WithTimeout(ctx, o.For)
 	}
