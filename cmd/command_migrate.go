@@ -11,10 +11,12 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/stoatflow/stoatctl/engine/config"
 	"github.com/stoatflow/stoatctl/engine/kafka"
 	"github.com/stoatflow/stoatctl/engine/topofile"
+	"github.com/stoatflow/stoatctl/engine/topology"
 	"github.com/stoatflow/stoatctl/internal/output"
 	"github.com/stoatflow/stoatctl/migrate"
 )
@@ -82,62 +84,11 @@ and a suppress buffer still holding records.`,
 			if topo == "" {
 				return usageErrorf("-t/--topology is required: a topology file or the name of a compiled-in topology (topology list)")
 			}
-			wd, _ := os.Getwd()
-			file, err := topofile.Resolve(topo, wd)
+			setup, err := loadMigrateSetup(c, topo, configFile, overrides, to, bootstrap, maps)
 			if err != nil {
 				return err
 			}
-			src := topologyConfig(file)
-			if configFile != "" {
-				fromFile, err := config.LoadFile(configFile)
-				if err != nil {
-					return err
-				}
-				src.add(fromFile, configFileOrigin(configFile))
-			}
-			addEnvironment(src)
-			for _, o := range overrides {
-				k, v, err := config.ParseAssignment(o)
-				if err != nil {
-					return usageErrorf("-X %s", err)
-				}
-				src.set(k, v, "flag -X")
-			}
-			var report configReport
-			report.check(src, false)
-			if err := report.finish(c); err != nil {
-				return err
-			}
-			if err := resolveProviders(src); err != nil {
-				return err
-			}
-			cfg := src.values
-			if to != "" {
-				cfg[config.ApplicationID] = to
-			}
-			if bootstrap != "" {
-				cfg[config.BootstrapServers] = bootstrap
-			}
-			if cfg[config.BootstrapServers] == "" {
-				return usageErrorf("-b/--bootstrap-server is required")
-			}
-			mapping := map[string]string{}
-			for _, m := range maps {
-				ks, ours, ok := strings.Cut(m, "=")
-				if !ok || ks == "" || ours == "" {
-					return usageErrorf("--map %q: want KS_STORE=OUR_STORE", m)
-				}
-				mapping[ks] = ours
-			}
-			conf := config.New(cfg)
-			built, err := file.Topology.Build(conf)
-			if err != nil {
-				return fmt.Errorf("build topology %s: %w", topo, err)
-			}
-			clientOpts, err := kafka.ClientOptions(conf)
-			if err != nil {
-				return err
-			}
+			cfg, mapping, built, clientOpts, conf := setup.cfg, setup.mapping, setup.built, setup.clientOpts, setup.conf
 			opts := migrate.Options{From: from, To: built.ApplicationID, Built: built, Seeds: strings.Split(cfg[config.BootstrapServers], ","),
 				ClientOpts: clientOpts, Config: conf, Map: mapping, EmitFrontier: emitFrontier, BatchRecords: batch, WaitForGroups: waitGroups,
 				StateDir: stateDir, RocksDBLibrary: rocksLib, Overrides: accept}
@@ -227,5 +178,79 @@ and a suppress buffer still holding records.`,
 	f.StringVar(&stateDir, "from-state-dir", "", "read the stores from Kafka Streams' state `DIR` (its state.dir, Kafka Streams stopped) instead of its changelogs")
 	f.StringVar(&rocksLib, "rocksdb-library", "", "the RocksDB that reads --from-state-dir: a librocksdb.so, or the Kafka Streams application's rocksdbjni `JAR` (default "+migrate.DefaultRocksDBLibrary+")")
 	addOutputFlag(c, format)
+	c.AddCommand(newMigrateShadowCommand())
 	return c
+}
+
+// migrateSetup is what migrate and migrate shadow build from their flags:
+// our topology, its configuration (the topology's, then -c, the
+// environment, -X, then --application-id and -b), the store mapping, and
+// the Kafka client options.
+type migrateSetup struct {
+	file       *topofile.File
+	cfg        map[string]string
+	conf       config.Config
+	mapping    map[string]string
+	built      *topology.Built
+	clientOpts []kgo.Opt
+}
+
+func loadMigrateSetup(c *cobra.Command, topo, configFile string, overrides []string, to, bootstrap string, maps []string) (*migrateSetup, error) {
+	wd, _ := os.Getwd()
+	file, err := topofile.Resolve(topo, wd)
+	if err != nil {
+		return nil, err
+	}
+	src := topologyConfig(file)
+	if configFile != "" {
+		fromFile, err := config.LoadFile(configFile)
+		if err != nil {
+			return nil, err
+		}
+		src.add(fromFile, configFileOrigin(configFile))
+	}
+	addEnvironment(src)
+	for _, o := range overrides {
+		k, v, err := config.ParseAssignment(o)
+		if err != nil {
+			return nil, usageErrorf("-X %s", err)
+		}
+		src.set(k, v, "flag -X")
+	}
+	var report configReport
+	report.check(src, false)
+	if err := report.finish(c); err != nil {
+		return nil, err
+	}
+	if err := resolveProviders(src); err != nil {
+		return nil, err
+	}
+	cfg := src.values
+	if to != "" {
+		cfg[config.ApplicationID] = to
+	}
+	if bootstrap != "" {
+		cfg[config.BootstrapServers] = bootstrap
+	}
+	if cfg[config.BootstrapServers] == "" {
+		return nil, usageErrorf("-b/--bootstrap-server is required")
+	}
+	mapping := map[string]string{}
+	for _, m := range maps {
+		ks, ours, ok := strings.Cut(m, "=")
+		if !ok || ks == "" || ours == "" {
+			return nil, usageErrorf("--map %q: want KS_STORE=OUR_STORE", m)
+		}
+		mapping[ks] = ours
+	}
+	conf := config.New(cfg)
+	built, err := file.Topology.Build(conf)
+	if err != nil {
+		return nil, fmt.Errorf("build topology %s: %w", topo, err)
+	}
+	clientOpts, err := kafka.ClientOptions(conf)
+	if err != nil {
+		return nil, err
+	}
+	return &migrateSetup{file: file, cfg: cfg, conf: conf, mapping: mapping, built: built, clientOpts: clientOpts}, nil
 }

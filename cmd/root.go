@@ -6,9 +6,10 @@
 // Commands write data to cmd.OutOrStdout() and nothing else there, so tests
 // run them against buffers and scripts can pipe them. Errors go to stderr
 // through Run, which also maps them to exit codes: 0 success, 1 failure,
-// 2 usage error, 3 no broker or REST endpoint answered. The convention
-// (formats, exit codes, the brokers' flag) is internal/output's and
-// docs/cli.md's.
+// 2 usage error, 3 no broker or REST endpoint answered, 4 a shadow run
+// that did not reach its last aligned point (migrate shadow). The
+// convention (formats, exit codes, the brokers' flag) is internal/output's
+// and docs/cli.md's.
 package cmd
 
 import (
@@ -33,6 +34,11 @@ const (
 	// ExitUnreachable is a command finding no Kafka broker or REST
 	// endpoint at the address it was given.
 	ExitUnreachable = output.ExitUnreachable
+	// ExitShadowIncomplete is `migrate shadow` ending before its last
+	// aligned point (the seed refused, the broker or our engine failed):
+	// nothing says whether the outputs agree. Its unexpected differences
+	// are ExitFailure.
+	ExitShadowIncomplete = 4
 )
 
 // Option configures the root command.

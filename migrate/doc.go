@@ -90,4 +90,28 @@
 // their changelog also on the offline path (Kafka Streams keeps them in
 // memory only); one holding records is refused when ours has no such
 // buffer or does not tell the suppressed table's key layout.
+//
+// The shadow run (Shadow, shadow.go, compare.go; `stoatctl migrate
+// shadow`) runs our topology beside a live Kafka Streams application and
+// compares the outputs. Its terms:
+//
+//   - The shadow id is the application id of everything the shadow writes:
+//     the seed's changelogs and group, the shadow inputs (copies of the
+//     input, ShadowInputTopic) our engine reads and the shadow outputs
+//     (ShadowOutputTopic) it writes. Kafka Streams' topics and group are
+//     only read.
+//
+//   - The seed is a migration of Kafka Streams' state into the shadow id
+//     while Kafka Streams runs, taken between two reads of its committed
+//     offsets that must agree.
+//
+//   - An aligned point is a moment at which both sides have processed the
+//     same input: Kafka Streams' committed offsets, read twice around a read
+//     of its output, and our engine given the input up to them and waited
+//     for. A key is compared there by its latest value on each side; a key
+//     with records in Kafka Streams' repartition topics not yet aggregated
+//     is deferred to a later point.
+//
+//   - A verdict is what a key's last comparison found (Verdict): matched, a
+//     documented difference (window-not-emitted-yet), or unexpected.
 package migrate

@@ -69,6 +69,10 @@ type Options struct {
 	// Overrides accept problems that would refuse the migration, each by
 	// naming it.
 	Overrides
+	// live is a shadow run's seed (Shadow): Kafka Streams runs on, so its
+	// group's members do not refuse the run; the shadow checks instead
+	// that it committed nothing while its state was read.
+	live bool
 }
 
 // Progress is where a translation stands on one source partition (Done

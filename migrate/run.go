@@ -185,7 +185,7 @@ func (s *session) run(ctx context.Context, p *Plan) (*Report, error) {
 func (s *session) awaitEmptyGroups(ctx context.Context, p *Plan) error {
 	deadline := time.Now().Add(s.opts.WaitForGroups)
 	for {
-		busy := slices.IndexFunc(p.Groups, func(g GroupMembers) bool { return g.Members > 0 })
+		busy := slices.IndexFunc(p.Groups, func(g GroupMembers) bool { return g.Members > 0 && !(s.opts.live && g.Group == s.opts.From) })
 		if busy < 0 {
 			return nil
 		}
