@@ -19,6 +19,7 @@ import (
 	"github.com/stoatflow/stoatctl/engine/dsl"
 	"github.com/stoatflow/stoatctl/engine/kafka"
 	"github.com/stoatflow/stoatctl/engine/serde"
+	"github.com/stoatflow/stoatctl/engine/state"
 	"github.com/stoatflow/stoatctl/engine/topology"
 )
 
@@ -1160,6 +1161,15 @@ func (s *session) newStorePlan(ctx context.Context, ksStore, ours string, info *
 	sp := &StorePlan{Source: ksStore, Store: ours, SourceTopic: topic, Topic: info.ChangelogTopic,
 		keyCheck: serdeCheck(info.Builder.KeySerdeName()), valueCheck: serdeCheck(info.Builder.ValueSerdeName())}
 	kind, ok := kindOf(info.Builder.Kind())
+	if info.Builder.Kind() == state.KindVersionedKeyValue {
+		// The changelog layout is Kafka Streams' (one record per version,
+		// stamped with its validFrom), but the copy, its placement and
+		// its verification assume one value per key; copying only each
+		// key's last record would lose the history a join reads as of
+		// a time. Refused rather than copied wrong.
+		sp.problem(ProblemStoreKind, nil, "store %s: our store %s is a versioned store (history retention %v), which migrate does not carry yet: a versioned table's history would be lost", ksStore, ours, versionedRetention(info.Builder))
+		return sp, nil
+	}
 	if !ok {
 		sp.problem(ProblemStoreKind, nil, "store %s: our store %s is a %s store, a kind that cannot be migrated", ksStore, ours, info.Builder.Kind())
 		return sp, nil
@@ -1426,4 +1436,13 @@ func (sp *StorePlan) closeTime(e Entry) int64 {
 		return e.End + sp.closeOffset
 	}
 	return e.Start + sp.closeOffset
+}
+
+// versionedRetention is a versioned store's history retention, for the
+// refusal's message.
+func versionedRetention(b state.StoreBuilder) any {
+	if r, ok := b.(interface{ HistoryRetention() time.Duration }); ok {
+		return r.HistoryRetention()
+	}
+	return "unknown"
 }
