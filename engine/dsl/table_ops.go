@@ -144,6 +144,10 @@ func deriveTable[K, V, VR any](t KTable[K, V], prefix string, opts []TableOption
 	meta := &tableMeta{store: store}
 	if store == "" {
 		meta.view = derivedView[K, V](t.meta, apply)
+		if t.meta != nil && t.meta.versioned {
+			meta.versioned, meta.retention = true, t.meta.retention
+			meta.view.openAt = derivedViewAt[K, V](t.meta, apply)
+		}
 	}
 	sb, serdes := resultStore(store, ks, vs, m)
 	t.b.t.AddProcessor(name, func() processor.Untyped {
@@ -227,16 +231,21 @@ func (p *tableMapper[K, VOut]) Process(rec processor.Erased) error {
 		return fmt.Errorf("new value: %w", err)
 	}
 	var oldValue any
+	stale := c.stale
 	if p.store != nil {
 		// A materialized table's old value is what it stored, as Kafka
 		// Streams reads it; it equals apply(old) but costs no user call.
 		if oldValue, err = materialize(p.store, k, newValue, rec.Timestamp); err != nil {
 			return err
 		}
+		// A timestamped store takes every put as the latest, and Kafka
+		// Streams' KTableFilter and KTableMapValues forward what their
+		// store's put says.
+		stale = false
 	} else if oldValue, err = p.apply(k, c.Old); err != nil {
 		return fmt.Errorf("old value: %w", err)
 	}
-	rec.Value = change{New: newValue, Old: oldValue}
+	rec.Value = change{New: newValue, Old: oldValue, stale: stale}
 	p.ctx.Forward(rec)
 	return nil
 }
@@ -298,6 +307,9 @@ type tableView struct {
 	stores []string
 	// open makes the lookup for one processor instance, in its Init.
 	open func(ctx processor.Context[any, any]) (lookup, error)
+	// openAt, set on views of versioned tables, makes their lookup as
+	// of a time.
+	openAt func(ctx processor.Context[any, any]) (lookupAt, error)
 }
 
 // lookupStores lists the stores a processor reading the table must be
@@ -334,6 +346,8 @@ var errNoLookup = errors.New("can be looked up neither in a store nor through th
 // complete.
 func openLookup[K, V any](ctx processor.Context[any, any], meta *tableMeta) (lookup, error) {
 	switch {
+	case meta != nil && meta.store != "" && meta.versioned:
+		return versionedLookup[K, V](ctx, meta.store)
 	case meta != nil && meta.store != "":
 		return storeLookup[K, V](ctx, meta.store)
 	case meta != nil && meta.view != nil:
