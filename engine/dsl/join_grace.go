@@ -160,6 +160,9 @@ type graceJoin[K, V, VT, VR any] struct {
 
 	ctx processor.Context[any, any]
 	buf state.KeyValueStore[[]byte, []byte]
+	// raw is buf's byte store, scanned from its first key (the typed
+	// store takes no open bound).
+	raw state.KeyValueBytesStore
 	seq uint32
 	// observed is the buffer's stream time: the largest timestamp put,
 	// -1 before any. A restored buffer starts from its largest held
@@ -182,10 +185,14 @@ func (p *graceJoin[K, V, VT, VR]) Init(ctx processor.Context[any, any]) error {
 	if err != nil {
 		return err
 	}
-	p.buf = buf
+	bb, ok := buf.(state.BytesBacked)
+	if !ok {
+		return fmt.Errorf("join buffer %s: a %T has no byte store", p.store, buf)
+	}
+	p.buf, p.raw = buf, bb.Bytes()
 	// A restored buffer: continue its sequence numbers, so that a new
 	// record never overwrites a held one of the same time and key.
-	it, err := buf.All()
+	it, err := p.raw.All()
 	if err != nil {
 		return fmt.Errorf("join buffer %s: %w", p.store, err)
 	}
@@ -256,7 +263,7 @@ func (p *graceJoin[K, V, VT, VR]) evict(limit int64) error {
 		// this takes the keys stamped up to limit and none after.
 		to = binary.BigEndian.AppendUint64(nil, uint64(limit+1))
 	}
-	it, err := p.buf.Range(nil, to)
+	it, err := p.raw.Range(nil, to)
 	if err != nil {
 		return fmt.Errorf("join buffer %s: %w", p.store, err)
 	}
@@ -299,7 +306,7 @@ func (p *graceJoin[K, V, VT, VR]) evict(limit int64) error {
 		}
 	}
 	// The smallest left, if any.
-	it, err = p.buf.All()
+	it, err = p.raw.All()
 	if err != nil {
 		return fmt.Errorf("join buffer %s: %w", p.store, err)
 	}
