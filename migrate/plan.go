@@ -1170,6 +1170,12 @@ func (s *session) newStorePlan(ctx context.Context, ksStore, ours string, info *
 		sp.problem(ProblemStoreKind, nil, "store %s: our store %s is a versioned store (history retention %v), which migrate does not carry yet: a versioned table's history would be lost", ksStore, ours, versionedRetention(info.Builder))
 		return sp, nil
 	}
+	if gb, isGrace := info.Builder.(dsl.GraceBuffer); isGrace {
+		// Kafka Streams' buffer (RocksDBTimeOrderedKeyValueBuffer) logs a
+		// BufferValue with its record context; ours logs our own layout.
+		sp.problem(ProblemStoreKind, nil, "store %s: our store %s is the grace buffer of the stream-table join %s, whose layout is not Kafka Streams': it is not migrated", ksStore, ours, gb.GraceBufferOf())
+		return sp, nil
+	}
 	if !ok {
 		sp.problem(ProblemStoreKind, nil, "store %s: our store %s is a %s store, a kind that cannot be migrated", ksStore, ours, info.Builder.Kind())
 		return sp, nil

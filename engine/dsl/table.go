@@ -85,6 +85,16 @@ func (t KTable[K, V]) Node() string { return t.node }
 // StoreName is the name of the store materializing the table, or "".
 func (t KTable[K, V]) StoreName() string { return t.meta.store }
 
+// Versioned reports whether the table is versioned (a source table
+// materialized with a state.VersionedSupplier, or a view of one) and its
+// history retention.
+func (t KTable[K, V]) Versioned() (retention time.Duration, ok bool) {
+	if t.meta == nil || !t.meta.versioned {
+		return 0, false
+	}
+	return t.meta.retention, true
+}
+
 // Table reads topic as a table. The table is materialized in a timestamped
 // key-value store, named by materialized or generated as
 // "<topic>-STATE-STORE-<n>"; or, when materialized's supplier is a

@@ -116,7 +116,7 @@ func (c *compiler) joinStep(st *step) (flow, bool) {
 			if !c.readable(wn, st, o) {
 				return nil, false
 			}
-			if bad := c.refuse(st, f, windowOpts, "a stream-table join has no window"); bad {
+			if bad := c.refuse(st, f, windowOpts[:3], "a stream-table join has no window"); bad {
 				return nil, false
 			}
 			if f.has("store") {
@@ -124,6 +124,25 @@ func (c *compiler) joinStep(st *step) (flow, bool) {
 				return nil, false
 			}
 			j := dsl.JoinedWith[any, any, any](left.keySerde, left.valueSerde, right.valueSerde).WithName(name)
+			if gn := f.get("grace"); gn != nil {
+				grace, ok := c.duration(gn, st.what+" grace")
+				if !ok {
+					return nil, false
+				}
+				retention, versioned := o.t.Versioned()
+				switch {
+				case grace < 0:
+					c.errf(gn, "%s grace: %v is negative", st.what, grace)
+					return nil, false
+				case !versioned:
+					c.errf(gn, "%s grace: %s is not versioned, and a stream-table join's grace period needs a versioned table: give its store a history-retention", st.what, otherName)
+					return nil, false
+				case grace > retention:
+					c.errf(gn, "%s grace: %v is longer than %s's history retention %v: history retention must be at least the grace period", st.what, grace, otherName, retention)
+					return nil, false
+				}
+				j = j.WithGracePeriod(grace)
+			}
 			var out dsl.KStream[any, any]
 			switch st.op {
 			case "join":
