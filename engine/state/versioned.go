@@ -87,6 +87,9 @@ type VersionedKeyValueStore[K, V any] interface {
 	GetAsOf(key K, asOf int64) (VersionedRecord[V], bool, error)
 	// HistoryRetention is how long versions stay readable.
 	HistoryRetention() time.Duration
+	// All lists each key's latest value (keys whose latest version is a
+	// tombstone are left out).
+	All() (KeyValueIterator[K, ValueAndTimestamp[V]], error)
 }
 
 // VersionedSupplier is the bytes supplier that makes a table's store
@@ -616,4 +619,103 @@ func (s *versionedStore[K, V]) first(from, to []byte) ([]byte, error) {
 		return append([]byte(nil), it.Key()...), nil
 	}
 	return nil, it.Err()
+}
+
+// All iterates the latest value of every key whose latest version is not
+// a tombstone, with its timestamp, as a timestamped store lists its
+// entries (tools compare a table's contents this way: replay's store
+// expectations). Keys come in the byte store's order, which the length
+// prefix makes shorter serialized keys first, not key order.
+func (s *versionedStore[K, V]) All() (KeyValueIterator[K, ValueAndTimestamp[V]], error) {
+	if s.ctx == nil {
+		return nil, s.errorf("all", "%w", ErrNotInitialized)
+	}
+	inner, err := s.inner.All()
+	if err != nil {
+		return nil, err
+	}
+	return &latestIterator[K, V]{s: s, inner: inner}, nil
+}
+
+// rawVersion is a byte-store entry read ahead, copied: an iterator's
+// memory is reused by its next step.
+type rawVersion struct{ key, value []byte }
+
+// latestIterator yields each key's last entry, the latest version, when
+// it holds a value.
+type latestIterator[K, V any] struct {
+	s       *versionedStore[K, V]
+	inner   BytesIterator
+	pending *rawVersion
+	key     K
+	value   ValueAndTimestamp[V]
+	err     error
+}
+
+func (it *latestIterator[K, V]) read() *rawVersion {
+	return &rawVersion{key: append([]byte(nil), it.inner.Key()...), value: append([]byte(nil), it.inner.Value()...)}
+}
+
+func (it *latestIterator[K, V]) Next() bool {
+	for it.err == nil {
+		last := it.pending
+		it.pending = nil
+		if last == nil {
+			if !it.inner.Next() {
+				return false
+			}
+			last = it.read()
+		}
+		k, _, err := DecodeVersionKey(last.key)
+		if err != nil {
+			it.err = it.s.errorf("all", "%w", err)
+			return false
+		}
+		for it.inner.Next() {
+			e := it.read()
+			ek, _, err := DecodeVersionKey(e.key)
+			if err != nil {
+				it.err = it.s.errorf("all", "%w", err)
+				return false
+			}
+			if string(ek) != string(k) {
+				it.pending = e
+				break
+			}
+			last = e
+		}
+		_, ts, _ := DecodeVersionKey(last.key)
+		raw, err := DecodeVersionValue(last.value)
+		if err != nil {
+			it.err = it.s.errorf("all", "%w", err)
+			return false
+		}
+		if raw == nil {
+			continue
+		}
+		key, err := it.s.keySerde.Deserialize(it.s.topic, k)
+		if err != nil {
+			it.err = it.s.errorf("all", "deserialize key: %w", err)
+			return false
+		}
+		v, err := it.s.valueSerde.Deserialize(it.s.topic, raw)
+		if err != nil {
+			it.err = it.s.errorf("all", "deserialize value: %w", err)
+			return false
+		}
+		it.key, it.value = key, ValueAndTimestamp[V]{Value: v, Timestamp: ts}
+		return true
+	}
+	return false
+}
+
+func (it *latestIterator[K, V]) Key() K                      { return it.key }
+func (it *latestIterator[K, V]) Value() ValueAndTimestamp[V] { return it.value }
+func (it *latestIterator[K, V]) Close() error                { return it.inner.Close() }
+
+func (it *latestIterator[K, V]) Err() error {
+	if it.err != nil {
+		return it.err
+	}
+	return it.inner.Err()
 }

@@ -1,6 +1,7 @@
 package state_test
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -104,4 +105,26 @@ func FuzzVersionEntry(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestVersionedStoreAll lists each key's latest value: out-of-order
+// versions do not replace it, a key whose latest version is a tombstone
+// is left out, and keys that prefix one another stay apart.
+func TestVersionedStoreAll(t *testing.T) {
+	env := openVersioned(t, state.InMemory())(t, "all", 1000)
+	s := func(v string) *string { return &v }
+	for _, p := range []struct {
+		k  string
+		v  *string
+		ts int64
+	}{{"a", s("a20"), 20}, {"a", s("a10"), 10}, {"ab", s("ab5"), 5}, {"ab", nil, 7}, {"ab", s("ab6"), 6}, {"b", s("b1"), 1}, {"b", nil, 3}, {"abc", s("abc"), 4}} {
+		if _, err := env.Store.Put(p.k, p.v, p.ts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := versionedtest.List(t, env.Store)
+	want := []string{`a="a20"@20`, `abc="abc"@4`}
+	if !slices.Equal(got, want) {
+		t.Errorf("all = %v, want %v", got, want)
+	}
 }

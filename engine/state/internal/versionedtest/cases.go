@@ -535,6 +535,9 @@ func Run(t *testing.T, open Opener) {
 			for _, k := range keys {
 				compare(t, env.Store, restored.Store, k, times)
 			}
+			if a, b := List(t, env.Store), List(t, restored.Store); !slices.Equal(a, b) {
+				t.Errorf("latest values: written %v, restored %v", a, b)
+			}
 		})
 	}
 }
@@ -642,4 +645,22 @@ func compare(t *testing.T, a, b state.VersionedKeyValueStore[string, *string], k
 			t.Errorf("get(%s, %d): written %+v, restored %+v", k, at, x, y)
 		}
 	}
+}
+
+// List is every latest value All lists, as key=value@timestamp.
+func List(t *testing.T, st state.VersionedKeyValueStore[string, *string]) []string {
+	t.Helper()
+	it, err := st.All()
+	if err != nil {
+		t.Fatalf("all: %v", err)
+	}
+	defer it.Close()
+	var out []string
+	for it.Next() {
+		out = append(out, fmt.Sprintf("%s=%s@%d", it.Key(), show(it.Value().Value), it.Value().Timestamp))
+	}
+	if err := it.Err(); err != nil {
+		t.Fatalf("all: %v", err)
+	}
+	return out
 }
