@@ -1,6 +1,7 @@
 package state_test
 
 import (
+	"flag"
 	"slices"
 	"testing"
 	"time"
@@ -128,3 +129,17 @@ func TestVersionedStoreAll(t *testing.T) {
 		t.Errorf("all = %v, want %v", got, want)
 	}
 }
+
+// TestVersionedStoreModel holds the store to a plain model of versions
+// under random operations (versionedtest.RunModel); the seed is logged and
+// -versioned-seed replays it.
+func TestVersionedStoreModel(t *testing.T) {
+	seed := *versionedSeed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	t.Logf("seed %d (replay with -versioned-seed %d)", seed, seed)
+	versionedtest.RunModel(t, openVersioned(t, state.InMemory()), seed, false)
+}
+
+var versionedSeed = flag.Uint64("versioned-seed", 0, "seed of TestVersionedStoreModel (0 picks one)")

@@ -32,7 +32,25 @@ func (c *logContext) LogChange(_ string, key, value []byte, ts int64, _ []state.
 // the store restored from the changelog is written in bulk, as the
 // runtime restores, without reading what it restores.
 func TestVersionedStoreKafkaStreams(t *testing.T) {
-	versionedtest.Run(t, func(t *testing.T, name string, retention int64) versionedtest.Env {
+	versionedtest.Run(t, openVersioned)
+}
+
+// TestVersionedStoreModel holds the store in RocksDB to a plain model of
+// versions under random operations (versionedtest.RunModel), committing
+// an epoch every 97 operations so that reads and prunes cross the
+// database and the layers; the seed is logged and -seed replays it.
+func TestVersionedStoreModel(t *testing.T) {
+	seed := *seedFlag
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	t.Logf("seed %d (replay with -seed %d)", seed, seed)
+	versionedtest.RunModel(t, openVersioned, seed, true)
+}
+
+// openVersioned opens a versioned store in a fresh database.
+func openVersioned(t *testing.T, name string, retention int64) versionedtest.Env {
+	{
 		d, err := Open(filepath.Join(t.TempDir(), name))
 		if err != nil {
 			t.Fatal(err)
@@ -67,5 +85,5 @@ func TestVersionedStoreKafkaStreams(t *testing.T) {
 				}
 			},
 		}
-	})
+	}
 }

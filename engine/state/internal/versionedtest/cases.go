@@ -2,6 +2,8 @@ package versionedtest
 
 import (
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -663,4 +665,125 @@ func List(t *testing.T, st state.VersionedKeyValueStore[string, *string]) []stri
 		t.Fatalf("all: %v", err)
 	}
 	return out
+}
+
+// model is the versioned store's semantics written plainly: every version
+// of every key, never pruned, and the observed stream time.
+type model struct {
+	retention int64
+	observed  int64
+	versions  map[string]map[int64]*string
+}
+
+func (m *model) horizon() int64 { return m.observed - m.retention }
+
+// at is the version of k valid at asOf: its timestamp, value and validTo.
+func (m *model) at(k string, asOf int64) (ts int64, v *string, validTo int64, found bool) {
+	ts, validTo = math.MinInt64, state.ValidToOpen
+	for t, val := range m.versions[k] {
+		if t <= asOf && t > ts {
+			ts, v, found = t, val, true
+		}
+		if t > asOf && t < validTo {
+			validTo = t
+		}
+	}
+	return ts, v, validTo, found
+}
+
+func (m *model) getAsOf(k string, asOf int64) (string, bool) {
+	if asOf < m.horizon() {
+		ts, v, _, found := m.at(k, math.MaxInt64)
+		if !found || v == nil || ts > asOf {
+			return "", false
+		}
+		return fmt.Sprintf("%s@%d", *v, ts), true
+	}
+	ts, v, validTo, found := m.at(k, asOf)
+	if !found || v == nil {
+		return "", false
+	}
+	return fmt.Sprintf("%s@%d-%d", *v, ts, validTo), true
+}
+
+func (m *model) put(k string, v *string, ts int64) int64 {
+	if ts < m.horizon() {
+		return notPut
+	}
+	m.observed = max(m.observed, ts)
+	if m.versions[k] == nil {
+		m.versions[k] = map[int64]*string{}
+	}
+	m.versions[k][ts] = v
+	if _, _, validTo, _ := m.at(k, ts); validTo != state.ValidToOpen {
+		return validTo
+	}
+	return undefined
+}
+
+// RunModel runs random puts, tombstones, deletes and reads on a store from
+// open and on the model, over few keys and times that mostly move forward
+// (so that the retention expires versions and the store prunes them), and
+// requires the same answer to every operation. The caller logs seed.
+func RunModel(t *testing.T, open Opener, seed uint64, settle bool) {
+	rng := rand.New(rand.NewPCG(seed, 43))
+	const retention = 50
+	env := open(t, "model", retention)
+	m := &model{retention: retention, observed: -1, versions: map[string]map[int64]*string{}}
+	keys := []string{"a", "b", "ab", ""}
+	now := int64(0)
+	for i := range 3000 {
+		k := keys[rng.IntN(len(keys))]
+		now += int64(rng.IntN(3))
+		ts := max(0, now-int64(rng.IntN(70)))
+		switch op := rng.IntN(10); {
+		case op < 4:
+			v := fmt.Sprintf("v%d", i)
+			want := m.put(k, &v, ts)
+			got, err := env.Store.Put(k, &v, ts)
+			if err != nil || got != want {
+				t.Fatalf("op %d: put(%q, %s, %d) = %d, %v; model %d", i, k, v, ts, got, err, want)
+			}
+		case op < 5:
+			want := m.put(k, nil, ts)
+			got, err := env.Store.Put(k, nil, ts)
+			if err != nil || got != want {
+				t.Fatalf("op %d: put(%q, null, %d) = %d, %v; model %d", i, k, ts, got, err, want)
+			}
+		case op < 6:
+			var want string
+			var wantFound bool
+			if ts >= m.horizon() {
+				if vts, v, _, found := m.at(k, ts); found && v != nil {
+					want, wantFound = fmt.Sprintf("%s@%d", *v, vts), true
+				}
+				m.put(k, nil, ts)
+			}
+			r, found, err := env.Store.Delete(k, ts)
+			got := ""
+			if found {
+				got = fmt.Sprintf("%s@%d", *r.Value, r.Timestamp)
+			}
+			if err != nil || found != wantFound || got != want {
+				t.Fatalf("op %d: delete(%q, %d) = %q, %v, %v; model %q, %v", i, k, ts, got, found, err, want, wantFound)
+			}
+		default:
+			asOf := max(0, now-int64(rng.IntN(120)))
+			want, wantFound := m.getAsOf(k, asOf)
+			r, found, err := env.Store.GetAsOf(k, asOf)
+			got := ""
+			if found {
+				got = fmt.Sprintf("%s@%d", *r.Value, r.Timestamp)
+				if asOf >= m.horizon() {
+					got += fmt.Sprintf("-%d", r.ValidTo)
+				}
+			}
+			if err != nil || found != wantFound || got != want {
+				t.Fatalf("op %d: get(%q, %d) = %q, %v, %v; model %q, %v (stream time %d)", i, k, asOf, got, found, err, want, wantFound, m.observed)
+			}
+		}
+		if settle && env.Settle != nil && i%97 == 0 {
+			env.Settle(i / 97)
+		}
+	}
 }
