@@ -50,40 +50,38 @@ func TestVersionedStoreModel(t *testing.T) {
 
 // openVersioned opens a versioned store in a fresh database.
 func openVersioned(t *testing.T, name string, retention int64) versionedtest.Env {
-	{
-		d, err := Open(filepath.Join(t.TempDir(), name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { d.Close() })
-		ctx := &logContext{}
-		sup := state.VersionedKeyValueStoreOver(d.Supplier(), time.Duration(retention)*time.Millisecond)
-		st, err := state.VersionedKeyValueStoreBuilder(name, serde.String(), serde.Pointer(serde.String()), sup).Build()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := st.Init(ctx); err != nil {
-			t.Fatal(err)
-		}
-		epoch := int64(0)
-		return versionedtest.Env{
-			Store:     st.(state.VersionedKeyValueStore[string, *string]),
-			Changelog: func() []state.ChangelogRecord { return ctx.log },
-			Settle: func(step int) {
-				d.Seal(epoch)
-				if step%2 == 1 {
-					if err := d.Commit(epoch-1, Checkpoint{Lanes: 1}); err != nil {
-						t.Fatal(err)
-					}
-				}
-				epoch++
-			},
-			BeginRestore: d.BeginRestore,
-			EndRestore: func() {
-				if err := d.EndRestore(Checkpoint{Lanes: 1}); err != nil {
+	d, err := Open(filepath.Join(t.TempDir(), name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	ctx := &logContext{}
+	sup := state.VersionedKeyValueStoreOver(d.Supplier(), time.Duration(retention)*time.Millisecond)
+	st, err := state.VersionedKeyValueStoreBuilder(name, serde.String(), serde.Pointer(serde.String()), sup).Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Init(ctx); err != nil {
+		t.Fatal(err)
+	}
+	epoch := int64(0)
+	return versionedtest.Env{
+		Store:     st.(state.VersionedKeyValueStore[string, *string]),
+		Changelog: func() []state.ChangelogRecord { return ctx.log },
+		Settle: func(step int) {
+			d.Seal(epoch)
+			if step%2 == 1 {
+				if err := d.Commit(epoch-1, Checkpoint{Lanes: 1}); err != nil {
 					t.Fatal(err)
 				}
-			},
-		}
+			}
+			epoch++
+		},
+		BeginRestore: d.BeginRestore,
+		EndRestore: func() {
+			if err := d.EndRestore(Checkpoint{Lanes: 1}); err != nil {
+				t.Fatal(err)
+			}
+		},
 	}
 }
