@@ -1,6 +1,7 @@
 package dsl_test
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -399,4 +400,40 @@ func TestGraceBufferRestores(t *testing.T) {
 		{in: []tjIn{tjPut("streamTopic", "9", "late", 1)}},
 		{in: []tjIn{tjPut("streamTopic", "5", "test", 7)}, want: []tjRec{tjVal("2", "X2+Y2", 2), tjVal("3", "X3+Y3", 3)}},
 	})
+}
+
+// TestVersionedTableCount is Kafka Streams'
+// KTableAggregateTest.testCountOfVersionedStore: a grouping of a
+// versioned table ignores an out-of-order update (KIP-914), so the counts
+// are those of the latest values.
+func TestVersionedTableCount(t *testing.T) {
+	str := serde.String()
+	b := dsl.NewBuilder()
+	tb := dsl.Table(b, "count-test-input", dsl.ConsumedWith(str, str),
+		dsl.MaterializedAs[string, string]("versioned").WithStoreSupplier(state.PersistentVersionedKeyValueStore(5*time.Minute)))
+	dsl.GroupTableBy(tb, func(_, v string) (string, string) { return v, v }, dsl.GroupedWith(str, str)).
+		Count().ToStream().To("out", dsl.ProducedWith(str, serde.Int64()))
+	d := tjDriver(t, b)
+	for _, in := range []tjIn{
+		tjPut("count-test-input", "A", "green", 10),
+		tjPut("count-test-input", "B", "green", 9),
+		tjPut("count-test-input", "A", "blue", 12),
+		tjPut("count-test-input", "A", "blue", 11), // out-of-order record will be ignored
+		tjPut("count-test-input", "C", "yellow", 15),
+		tjPut("count-test-input", "D", "green", 11),
+	} {
+		tjPipe(t, d, in)
+	}
+	rs, err := testdriver.CreateOutputTopic(d, "out", str, serde.Int64()).ReadRecordsToList()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range rs {
+		got = append(got, fmt.Sprintf("%s=%d@%d", r.Key, r.Value, r.Timestamp))
+	}
+	want := []string{"green=1@10", "green=2@10", "green=1@12", "blue=1@12", "yellow=1@15", "green=2@12"}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
 }
