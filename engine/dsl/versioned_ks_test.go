@@ -437,3 +437,38 @@ func TestVersionedTableCount(t *testing.T) {
 		t.Errorf("got %v, want %v", got, want)
 	}
 }
+
+// TestVersionedSupplierOnlyOnSourceTables: a versioned supplier given to
+// anything but a source table (a global table, an aggregation, a
+// materialized MapTableValues) is refused at build, naming the store,
+// rather than giving an unversioned store.
+func TestVersionedSupplierOnlyOnSourceTables(t *testing.T) {
+	str := serde.String()
+	sup := state.PersistentVersionedKeyValueStore(time.Minute)
+	tests := []struct {
+		name  string
+		build func(b *dsl.Builder)
+	}{
+		{"global table", func(b *dsl.Builder) {
+			g := dsl.GlobalTable(b, "g", dsl.ConsumedWith(str, str), dsl.MaterializedAs[string, string]("vstore").WithStoreSupplier(sup))
+			dsl.JoinGlobal(dsl.Stream(b, dsl.ConsumedWith(str, str), "s"), g, func(k, _ string) string { return k }, plusJoiner).To("out")
+		}},
+		{"count", func(b *dsl.Builder) {
+			dsl.Stream(b, dsl.ConsumedWith(str, str), "s").GroupByKey().Count(dsl.MaterializedAs[string, int64]("vstore").WithStoreSupplier(sup))
+		}},
+		{"map values", func(b *dsl.Builder) {
+			tb := dsl.Table(b, "t", dsl.ConsumedWith(str, str))
+			dsl.MapTableValues(tb, func(_, v string) string { return v }, dsl.MaterializedAs[string, string]("vstore").WithStoreSupplier(sup).WithValueSerde(str))
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b := dsl.NewBuilder()
+			tc.build(b)
+			_, err := b.Topology().Build(config.New(map[string]string{"application.id": "v", "default.key.serde": "string", "default.value.serde": "string"}))
+			if err == nil || !strings.Contains(err.Error(), "vstore") || !strings.Contains(err.Error(), "a versioned store materializes a source table") {
+				t.Fatalf("build error %v, want the versioned store vstore refused", err)
+			}
+		})
+	}
+}
