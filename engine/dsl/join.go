@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/stoatflow/stoatctl/engine/metrics"
 	"github.com/stoatflow/stoatctl/engine/processor"
 	"github.com/stoatflow/stoatctl/engine/serde"
-	"github.com/stoatflow/stoatctl/engine/state"
 )
 
 // Kafka Streams' prefixes for join nodes.
@@ -305,6 +305,9 @@ func tableTableJoin[K, V, VO, VR any](t KTable[K, V], other KTable[K, VO], joine
 		return &tableJoinSide[K, VO, V, VR]{mode: mode.mirrored(), other: thisMeta, joiner: reversed}
 	}, other.node)
 	meta := &tableMeta{store: store}
+	if sup, ok := versionedSupplier(m); ok && store != "" {
+		meta.versioned, meta.retention = true, sup.HistoryRetention()
+	}
 	if store == "" {
 		meta.view = joinView[K](thisMeta, otherMeta, mode, joiner)
 	}
@@ -419,13 +422,13 @@ type tableMerge[K, V any] struct {
 	meta   *tableMeta
 	serdes []any
 	ctx    processor.Context[any, any]
-	// store is the result's store when it is materialized, else nil.
-	store state.TimestampedKeyValueStore[K, V]
+	// store is the result's store, when it is materialized.
+	store resultTable[K, V]
 }
 
 func (p *tableMerge[K, V]) Init(ctx processor.Context[any, any]) error {
 	p.ctx = ctx
-	s, err := openResultStore[K, V](ctx, p.meta, p.serdes)
+	s, err := openResult[K, V](ctx, p.meta, p.serdes)
 	p.store = s
 	return err
 }
@@ -435,14 +438,23 @@ func (p *tableMerge[K, V]) Process(rec processor.Erased) error {
 	if err != nil {
 		return err
 	}
-	if p.store != nil {
+	if p.store.on() {
 		k, err := processor.As[K](rec.Key)
 		if err != nil {
 			return fmt.Errorf("record key: %w", err)
 		}
-		if _, err := materialize(p.store, k, c.New, rec.Timestamp); err != nil {
+		_, latest, put, err := p.store.write(k, c.New, rec.Timestamp)
+		if err != nil {
 			return err
 		}
+		if !put {
+			countDropped(p.ctx, metrics.ReasonExpiredVersion)
+			return nil
+		}
+		// Kafka Streams' KTableKTableJoinMerger forwards what its store's
+		// put says.
+		c.stale = !latest
+		rec.Value = c
 	}
 	p.ctx.Forward(rec)
 	return nil

@@ -12,7 +12,9 @@ import (
 
 // Versioned tables (KIP-889, KIP-914). A source table materialized with a
 // state.VersionedSupplier keeps every version of a key within the
-// supplier's history retention. Its source processor (Kafka Streams'
+// supplier's history retention (a Filter, MapTableValues or table-table
+// join result materialized so is versioned too: resultTable in
+// table_ops.go). Its source processor (Kafka Streams'
 // KTableSource over a versioned store) forwards an update that is older
 // than the key's latest version (out of order) as a stale change: ToStream
 // still emits it, as Kafka Streams does, but table-table joins and
@@ -22,9 +24,9 @@ import (
 // look a versioned table up as of the stream record's timestamp.
 
 var (
-	// errVersionedSourceOnly is why a versioned supplier is refused on a
-	// table operation's result: only source tables are versioned here.
-	errVersionedSourceOnly = errors.New("a versioned store materializes a source table (dsl.Table) only; materialize this result in a timestamped store, or version the table it derives from")
+	// errVersionedSourceOnly is why a versioned supplier is refused on an
+	// aggregation's, a global table's or a foreign-key join's store.
+	errVersionedSourceOnly = errors.New("a versioned store materializes a table (dsl.Table), a Filter or MapTableValues result or a table-table join result only; materialize this one in a timestamped store")
 	// errGraceNeedsVersioned is Kafka Streams' refusal of a grace period
 	// on a join with a table that is not versioned.
 	errGraceNeedsVersioned = errors.New("the table must be versioned to use a grace period in a stream-table join (materialize its source with a versioned store supplier)")
