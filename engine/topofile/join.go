@@ -35,7 +35,10 @@ func (c *compiler) joinStep(st *step) (flow, bool) {
 	if !ok {
 		return nil, false
 	}
-	spec, ok := c.store(f, st.what)
+	// A table-table join's result store may be versioned, as a table's.
+	_, inTable := st.in.(*tableFlow[any])
+	_, otherTable := other.(*tableFlow[any])
+	spec, ok := c.storeOf(f, st.what, inTable && otherTable)
 	if !ok {
 		return nil, false
 	}

@@ -72,11 +72,8 @@ func (c *compiler) storeOf(f fields, what string, table bool) (storeSpec, bool) 
 			spec.supplier = storeBackends[b]()
 		}
 		if rn := sf.get("history-retention"); rn != nil {
+			// c.duration refuses a negative duration.
 			if spec.retention, ok = c.duration(rn, what+" history-retention"); !ok {
-				return storeSpec{}, false
-			}
-			if spec.retention < 0 {
-				c.errf(rn, "%s history-retention: %v is negative", what, spec.retention)
 				return storeSpec{}, false
 			}
 			spec.versioned = true
