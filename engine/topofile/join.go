@@ -133,10 +133,7 @@ func (c *compiler) joinStep(st *step) (flow, bool) {
 					return nil, false
 				}
 				retention, versioned := o.t.Versioned()
-				switch {
-				case grace < 0:
-					c.errf(gn, "%s grace: %v is negative", st.what, grace)
-					return nil, false
+				switch { // c.duration refuses a negative grace
 				case !versioned:
 					c.errf(gn, "%s grace: %s is not versioned, and a stream-table join's grace period needs a versioned table: give its store a history-retention", st.what, otherName)
 					return nil, false
