@@ -509,3 +509,15 @@ func TestVersionedTableResults(t *testing.T) {
 		t.Errorf("joined %v, want %v", got, want)
 	}
 }
+
+// TestGraceJoinNullKey: a left join with a grace period joins a record
+// with a null key at once, with no table value (there is nothing to hold
+// it by, nor to look up), and holds the others.
+func TestGraceJoinNullKey(t *testing.T) {
+	d := vtStreamTableJoin(t, true, graceJoined())
+	tjRun(t, d, []tjStep{
+		{in: []tjIn{tjPut("l", "0", "held", 10)}},
+		{in: []tjIn{tjNoKey("l", "nokey", 11)}, want: []tjRec{{NullKey: true, Value: "nokey-null", TS: 11}}},
+		{in: []tjIn{tjPut("l", "0", "later", 20)}, want: []tjRec{tjVal("0", "held-null", 10)}},
+	})
+}
