@@ -73,6 +73,7 @@ var dropHints = map[string]string{
 	metrics.ReasonNullValue:       "an operation that needs a value got a null one",
 	metrics.ReasonLateWindow:      "the record's window had closed (its end plus grace is behind the watermark)",
 	metrics.ReasonLateSession:     "the record's session had closed (behind the watermark by more than its gap plus grace)",
+	metrics.ReasonExpiredVersion:  "a versioned table got an update older than its history retention behind the newest it had",
 	metrics.ReasonNoEventTime:     "no event time at the source (a timestamp extractor gave none)",
 	metrics.ReasonDeserialization: "a deserialization error, skipped by the continue handler",
 	metrics.ReasonProcessing:      "a processing error, skipped by the continue handler",

@@ -20,6 +20,7 @@ import (
 	"github.com/stoatflow/stoatctl/engine/dsl"
 	"github.com/stoatflow/stoatctl/engine/kafka"
 	"github.com/stoatflow/stoatctl/engine/serde"
+	"github.com/stoatflow/stoatctl/engine/state"
 	"github.com/stoatflow/stoatctl/engine/topology"
 )
 
@@ -1165,6 +1166,21 @@ func (s *session) newStorePlan(ctx context.Context, ksStore, ours string, info *
 	sp := &StorePlan{Source: ksStore, Store: ours, SourceTopic: topic, Topic: info.ChangelogTopic,
 		keyCheck: serdeCheck(info.Builder.KeySerdeName()), valueCheck: serdeCheck(info.Builder.ValueSerdeName())}
 	kind, ok := kindOf(info.Builder.Kind())
+	if info.Builder.Kind() == state.KindVersionedKeyValue {
+		// The changelog layout is Kafka Streams' (one record per version,
+		// stamped with its validFrom), but the copy, its placement and
+		// its verification assume one value per key; copying only each
+		// key's last record would lose the history a join reads as of
+		// a time. Refused rather than copied wrong.
+		sp.problem(ProblemStoreKind, nil, "store %s: our store %s is a versioned store (history retention %v), which migrate does not carry yet: a versioned table's history would be lost", ksStore, ours, versionedRetention(info.Builder))
+		return sp, nil
+	}
+	if gb, isGrace := info.Builder.(dsl.GraceBuffer); isGrace {
+		// Kafka Streams' buffer (RocksDBTimeOrderedKeyValueBuffer) logs a
+		// BufferValue with its record context; ours logs our own layout.
+		sp.problem(ProblemStoreKind, nil, "store %s: our store %s is the grace buffer of the stream-table join %s, whose layout is not Kafka Streams': it is not migrated", ksStore, ours, gb.GraceBufferOf())
+		return sp, nil
+	}
 	if !ok {
 		sp.problem(ProblemStoreKind, nil, "store %s: our store %s is a %s store, a kind that cannot be migrated", ksStore, ours, info.Builder.Kind())
 		return sp, nil
@@ -1443,4 +1459,13 @@ func (s StorePlan) MarshalJSON() ([]byte, error) {
 		plain
 		OldNullJoins *NullJoinPlan `json:"null_joins,omitempty"`
 	}{plain(s), s.NullJoins})
+}
+
+// versionedRetention is a versioned store's history retention, for the
+// refusal's message.
+func versionedRetention(b state.StoreBuilder) any {
+	if r, ok := b.(interface{ HistoryRetention() time.Duration }); ok {
+		return r.HistoryRetention()
+	}
+	return "unknown"
 }

@@ -128,6 +128,19 @@ pipelines:
       - to: {topic: order-rows, key-serde: string, value-serde: json}
 `
 
+const versionedYAML = `application-id: ours
+tables:
+  prices: {topic: prices, key-serde: string, value-serde: string, store: {name: prices-store, history-retention: 1h}}
+sources:
+  orders: {topic: orders, key-serde: string, value-serde: string}
+pipelines:
+  priced:
+    from: orders
+    steps:
+      - join: {with: prices, grace: 5s, name: priced}
+      - to: {topic: priced, key-serde: string, value-serde: json}
+`
+
 // TestRefusedBeforeWriting: each case a migration that would lose or
 // misplace state (issue 42's measured ones among them) is refused with
 // one error listing every problem, naming the flag that accepts each, and
@@ -237,6 +250,24 @@ func TestRefusedBeforeWriting(t *testing.T) {
 			},
 			want: []problem{{migrate.ProblemStoreKind, "oc-subscription-store"}, {migrate.ProblemStoreUnfed, "oc-subscription-response-resolver-primary-store"}},
 			says: []string{"store oc-subscription-store: our store oc-subscription-store is a foreign-key join's subscription store, whose layout is not Kafka Streams': it is not migrated"}},
+		{name: "versioned table and grace buffer", topics: map[string]int32{"orders": 1, "prices": 1, "priced": 1},
+			ours: func(t *testing.T) *topology.Built { return loadYAML(t, versionedYAML) },
+			// A versioned store's changelog holds every version, which
+			// a copy of each key's last record would lose; the grace
+			// buffer's layout is ours, not Kafka Streams'.
+			setup: func(t *testing.T, addr string) {
+				adm := kadm.NewClient(client(t, addr))
+				for _, store := range []string{"prices-store", "priced-Buffer"} {
+					topic := "ks-" + store + "-changelog"
+					kafkatest.CreateTopic(t, adm, topic, 1, map[string]*string{"cleanup.policy": ptr("compact")})
+					produceTo(t, addr, &kgo.Record{Topic: topic, Key: []byte("k"), Value: []byte("v")})
+				}
+				commitKS(t, addr, "orders", 1000)
+				commitKS(t, addr, "prices", 1000)
+			},
+			want: []problem{{migrate.ProblemStoreKind, "priced-Buffer"}, {migrate.ProblemStoreKind, "prices-store"}},
+			says: []string{"store prices-store: our store prices-store is a versioned store (history retention 1h0m0s), which migrate does not carry yet",
+				"store priced-Buffer: our store priced-Buffer is the grace buffer of the stream-table join priced, whose layout is not Kafka Streams': it is not migrated"}},
 		{name: "override naming nothing", topics: map[string]int32{"lines": 2, "word-counts": 2},
 			ours:  func(t *testing.T) *topology.Built { _, b := load(t, "word-count", "ours"); return b },
 			setup: func(t *testing.T, addr string) { fakeWordCount(t, addr, 10) },

@@ -138,7 +138,7 @@ func (r *engineRun) restoreStores(ctx context.Context) *RunError {
 		case info.ChangelogTopic == "" || !canRestore:
 			r.unlogged[se.Store] = "it has no changelog to rebuild it from"
 			continue
-		case kind != state.KindKeyValue && kind != state.KindTimestampedKeyValue:
+		case kind != state.KindKeyValue && kind != state.KindTimestampedKeyValue && kind != state.KindVersionedKeyValue:
 			// A windowed store drops what expired by stream time, which
 			// its changelog does not record: rebuilt, it would hold every
 			// window ever written.

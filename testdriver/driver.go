@@ -164,7 +164,7 @@ func New(topo *topology.Topology, cfg map[string]string, opts ...Option) (*Drive
 	})
 	var globalStores map[string]state.Store
 	if built.Global != nil {
-		g, err := task.New(built, built.Global, task.Options{ID: "global", Collector: collector, Time: d.clock, Logger: d.log, Metrics: d.metrics, Lanes: lanes})
+		g, err := task.New(built, built.Global, task.Options{ID: "global", Collector: collector, Time: d.clock, Logger: d.log, Metrics: d.metrics, Lanes: lanes, Persistent: state.InMemory()})
 		if err != nil {
 			return nil, err
 		}
@@ -175,7 +175,10 @@ func New(topo *topology.Topology, cfg map[string]string, opts ...Option) (*Drive
 		globalStores = g.Stores()
 	}
 	for _, st := range built.Subtopologies {
-		t, err := task.New(built, st, task.Options{Collector: collector, Time: d.clock, Logger: d.log, Metrics: d.metrics, GlobalStores: globalStores, Lanes: lanes})
+		t, err := task.New(built, st, task.Options{Collector: collector, Time: d.clock, Logger: d.log, Metrics: d.metrics, GlobalStores: globalStores, Lanes: lanes,
+			// Stores kept in RocksDB (state.RocksDB, a persistent versioned
+			// store) are in memory in the driver, as state.RocksDB says.
+			Persistent: state.InMemory()})
 		if err != nil {
 			d.Close()
 			return nil, err

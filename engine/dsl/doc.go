@@ -55,11 +55,20 @@
 // other table's key and responses back; join_fk.go defines its terms
 // (subscription, response, the primary store).
 //
+// A versioned table (Table with a state.VersionedSupplier; versioned.go)
+// keeps each key's versions for its history retention. Terms: a version
+// is a value or tombstone valid from its timestamp until the key's next
+// version; a stale change is an update older than the key's latest,
+// forwarded for ToStream but ignored by joins and groupings; a stream-table
+// join reads such a table as of the stream record's timestamp, and with
+// Joined.WithGracePeriod holds stream records in a grace buffer
+// (join_grace.go) until the buffer's stream time passes them by the grace.
+//
 // Nulls: Go has no null for most types, so a missing join side or a null
 // narrowed to a non-nillable type is the zero value; give a side a pointer
 // value type (serde.Pointer) to tell the cases apart. Records that a null key
 // or value keeps out of an operation are dropped and counted (null_key,
-// null_value).
+// null_value; expired_version for a versioned table's too old update).
 //
 // Default serdes: a store whose key or value serde was not given gets a
 // stand-in that each processor using it resolves from default.key.serde or

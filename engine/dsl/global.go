@@ -38,7 +38,12 @@ func GlobalTable[K, V any](b *Builder, topic string, consumed Consumed[K, V], ma
 	if supplier == nil {
 		supplier = state.InMemory()
 	}
-	store := state.TimestampedKeyValueStoreBuilder(storeName, ks, vs, supplier).WithLoggingDisabled()
+	var store state.StoreBuilder = state.TimestampedKeyValueStoreBuilder(storeName, ks, vs, supplier).WithLoggingDisabled()
+	if _, versioned := supplier.(state.VersionedSupplier); versioned {
+		// Versioned global tables are not built: refused when the store
+		// is, rather than kept unversioned silently.
+		store = refusedStore{StoreBuilder: store, err: fmt.Errorf("state store %s: %w", storeName, errVersionedSourceOnly)}
+	}
 	meta := &tableMeta{store: storeName}
 	b.t.AddGlobalStore(store, source, consumed.Spec(), topic, name, func() processor.Untyped {
 		return &tableSource[K, V]{meta: meta}

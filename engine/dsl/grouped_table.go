@@ -94,6 +94,11 @@ func (p *tableRepartitionMap[K, V, KR, VR]) Process(rec processor.Erased) error 
 	if !ok {
 		return fmt.Errorf("%w: got %T", errNotAChange, rec.Value)
 	}
+	if c.stale {
+		// An out-of-order update of a versioned table is not the row's
+		// value; Kafka Streams' KTableRepartitionMap drops it too.
+		return nil
+	}
 	key, err := processor.As[K](rec.Key)
 	if err != nil {
 		return fmt.Errorf("record key: %w", err)

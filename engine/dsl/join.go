@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/stoatflow/stoatctl/engine/metrics"
 	"github.com/stoatflow/stoatctl/engine/processor"
 	"github.com/stoatflow/stoatctl/engine/serde"
-	"github.com/stoatflow/stoatctl/engine/state"
 )
 
 // Kafka Streams' prefixes for join nodes.
@@ -61,14 +61,46 @@ func streamTableJoin[K, V, VT, VR any](s KStream[K, V], t KTable[K, VT], joiner 
 	}
 	name := s.b.newName(prefix, []Named{{name: j.name}})
 	meta := t.meta
-	s.b.t.AddProcessor(name, func() processor.Untyped {
-		return &lookupJoin[K, V, VT, VR]{
+	versioned := meta != nil && meta.versioned
+	newJoin := func() *lookupJoin[K, V, VT, VR] {
+		p := &lookupJoin[K, V, VT, VR]{
 			left:   left,
 			joiner: joiner,
 			keyOf:  func(rec processor.Erased, _ K, _ V) any { return rec.Key },
 			open:   func(ctx processor.Context[any, any]) (lookup, error) { return openLookup[K, VT](ctx, meta) },
 		}
-	}, s.node)
+		if versioned {
+			// A versioned table is read as of the stream record's
+			// timestamp (KIP-914).
+			p.openAt = func(ctx processor.Context[any, any]) (lookupAt, error) { return openLookupAt[K, VT](ctx, meta) }
+		}
+		return p
+	}
+	switch {
+	case j.graceSet && j.gracePeriod < 0:
+		s.b.t.AddProcessor(name, func() processor.Untyped { return newJoin() }, s.node)
+		s.b.t.Fail(name, fmt.Errorf("grace period %v is negative", j.gracePeriod))
+	case !j.graceSet:
+		s.b.t.AddProcessor(name, func() processor.Untyped { return newJoin() }, s.node)
+	case !versioned:
+		s.b.t.AddProcessor(name, func() processor.Untyped { return newJoin() }, s.node)
+		s.b.t.Fail(name, fmt.Errorf("table %s: %w", t.node, errGraceNeedsVersioned))
+	case j.gracePeriod > meta.retention:
+		// Kafka Streams' "History retention must be at least grace
+		// period": a record held for the grace must still find the
+		// version it joins.
+		s.b.t.AddProcessor(name, func() processor.Untyped { return newJoin() }, s.node)
+		s.b.t.Fail(name, fmt.Errorf("table %s: its history retention %v is shorter than the grace period %v: history retention must be at least the grace period", t.node, meta.retention, j.gracePeriod))
+	default:
+		ks := serdeOrConfig(orSerde(j.keySerde, s.keySerde), true)
+		vs := serdeOrConfig(orSerde(j.valueSerde, s.valueSerde), false)
+		grace := j.gracePeriod.Milliseconds()
+		store := graceBufferName(name)
+		s.b.t.AddProcessor(name, func() processor.Untyped {
+			return &graceJoin[K, V, VT, VR]{join: newJoin(), grace: grace, store: store, keySerde: ks, valueSerde: vs, serdes: []any{ks, vs}}
+		}, s.node)
+		s.b.t.AddStateStore(newGraceBufferStore(name), name)
+	}
 	if joiner == nil {
 		s.b.t.Fail(name, errNilJoiner)
 	}
@@ -113,15 +145,27 @@ func (s KStream[K, V]) repartitionForJoin(name string, ks serde.Serde[K], vs ser
 type lookupJoin[K, V, VT, VR any] struct {
 	left bool
 	// keyOf is the key to look up, erased, nil for a null key.
-	keyOf  func(rec processor.Erased, k K, v V) any
-	open   func(ctx processor.Context[any, any]) (lookup, error)
+	keyOf func(rec processor.Erased, k K, v V) any
+	open  func(ctx processor.Context[any, any]) (lookup, error)
+	// openAt, set for a versioned table, makes the lookup as of a time
+	// that replaces get.
+	openAt func(ctx processor.Context[any, any]) (lookupAt, error)
 	joiner func(K, V, VT) VR
 	ctx    processor.Context[any, any]
 	get    lookup
+	getAt  lookupAt
 }
 
 func (p *lookupJoin[K, V, VT, VR]) Init(ctx processor.Context[any, any]) error {
 	p.ctx = ctx
+	if p.openAt != nil {
+		at, err := p.openAt(ctx)
+		if err != nil {
+			return fmt.Errorf("open table lookup: %w", err)
+		}
+		p.getAt = at
+		return nil
+	}
 	get, err := p.open(ctx)
 	if err != nil {
 		return fmt.Errorf("open table lookup: %w", err)
@@ -144,6 +188,10 @@ func (p *lookupJoin[K, V, VT, VR]) Process(rec processor.Erased) error {
 	}
 	var tv any
 	switch key := p.keyOf(rec, k, v); {
+	case key != nil && p.getAt != nil:
+		if tv, _, err = p.getAt(key, rec.Timestamp); err != nil {
+			return fmt.Errorf("look up table: %w", err)
+		}
 	case key != nil:
 		if tv, _, err = p.get(key); err != nil {
 			return fmt.Errorf("look up table: %w", err)
@@ -257,6 +305,9 @@ func tableTableJoin[K, V, VO, VR any](t KTable[K, V], other KTable[K, VO], joine
 		return &tableJoinSide[K, VO, V, VR]{mode: mode.mirrored(), other: thisMeta, joiner: reversed}
 	}, other.node)
 	meta := &tableMeta{store: store}
+	if sup, ok := versionedSupplier(m); ok && store != "" {
+		meta.versioned, meta.retention = true, sup.HistoryRetention()
+	}
 	if store == "" {
 		meta.view = joinView[K](thisMeta, otherMeta, mode, joiner)
 	}
@@ -301,6 +352,12 @@ func (p *tableJoinSide[K, V1, V2, VR]) Process(rec processor.Erased) error {
 	c, err := asChange(rec.Value)
 	if err != nil {
 		return err
+	}
+	if c.stale {
+		// An out-of-order update of a versioned table changes no latest
+		// value, so no row of the join (Kafka Streams' table-table join
+		// processors under versioned semantics, KIP-914).
+		return nil
 	}
 	if rec.Key == nil {
 		// Equal keys join; a null key equals nothing.
@@ -365,13 +422,13 @@ type tableMerge[K, V any] struct {
 	meta   *tableMeta
 	serdes []any
 	ctx    processor.Context[any, any]
-	// store is the result's store when it is materialized, else nil.
-	store state.TimestampedKeyValueStore[K, V]
+	// store is the result's store, when it is materialized.
+	store resultTable[K, V]
 }
 
 func (p *tableMerge[K, V]) Init(ctx processor.Context[any, any]) error {
 	p.ctx = ctx
-	s, err := openResultStore[K, V](ctx, p.meta, p.serdes)
+	s, err := openResult[K, V](ctx, p.meta, p.serdes)
 	p.store = s
 	return err
 }
@@ -381,14 +438,23 @@ func (p *tableMerge[K, V]) Process(rec processor.Erased) error {
 	if err != nil {
 		return err
 	}
-	if p.store != nil {
+	if p.store.on() {
 		k, err := processor.As[K](rec.Key)
 		if err != nil {
 			return fmt.Errorf("record key: %w", err)
 		}
-		if _, err := materialize(p.store, k, c.New, rec.Timestamp); err != nil {
+		_, latest, put, err := p.store.write(k, c.New, rec.Timestamp)
+		if err != nil {
 			return err
 		}
+		if !put {
+			countDropped(p.ctx, metrics.ReasonExpiredVersion)
+			return nil
+		}
+		// Kafka Streams' KTableKTableJoinMerger forwards what its store's
+		// put says.
+		c.stale = !latest
+		rec.Value = c
 	}
 	p.ctx.Forward(rec)
 	return nil

@@ -395,6 +395,12 @@ func (p *fkSend[K, V, KO, VO, VR]) Process(rec processor.Erased) error {
 	if err != nil {
 		return err
 	}
+	if ch.stale {
+		// An out-of-order update of a versioned left table subscribes to
+		// nothing (Kafka Streams' SubscriptionSendProcessorSupplier under
+		// versioned semantics, KIP-914).
+		return nil
+	}
 	if rec.Key == nil {
 		droppedNullKey(p.ctx)
 		return nil
@@ -662,6 +668,12 @@ func (p *fkForeignJoin[K, V, KO, VO, VR]) Process(rec processor.Erased) error {
 	ch, err := asChange(rec.Value)
 	if err != nil {
 		return err
+	}
+	if ch.stale {
+		// An out-of-order update of a versioned right table answers no
+		// subscription (Kafka Streams' ForeignTableJoinProcessorSupplier
+		// under versioned semantics).
+		return nil
 	}
 	if rec.Key == nil {
 		droppedNullKey(p.ctx)

@@ -10,7 +10,9 @@ import (
 	"github.com/stoatflow/stoatctl/engine/dsl"
 	"github.com/stoatflow/stoatctl/engine/metrics"
 	"github.com/stoatflow/stoatctl/engine/serde"
+	"github.com/stoatflow/stoatctl/engine/state"
 	"github.com/stoatflow/stoatctl/testdriver"
+	"time"
 )
 
 // fkNull stands for a tombstone in the maps below, as Kafka Streams'
@@ -47,15 +49,29 @@ func fkKV(kv ...string) map[string]string {
 // tables "left" and "right" of strings, the foreign key the part of the
 // left value after "|", the joiner "(" + left + "," + right + ")" with a
 // missing right side printed as "null", the result to "out" and, when
-// store is set, materialized in it. Rejoin and versioned tables are left
-// out: versioned tables do not exist here, and the rejoin variant is a
-// plain table-table join of the result, covered by the table join tests.
+// store is set, materialized in it. The rejoin variant is left out: it is
+// a plain table-table join of the result, covered by the table join
+// tests. Versioned tables are fkVersionedTopology's.
 func fkTopology(left bool, store string) *dsl.Builder {
+	return fkVersionedTopology(left, store, false, false)
+}
+
+// fkVersionedTopology is getTopology with leftVersioned and
+// rightVersioned: each table versioned for 5 minutes when asked.
+func fkVersionedTopology(left bool, store string, leftVersioned, rightVersioned bool) *dsl.Builder {
 	str := serde.String()
 	ptr := serde.Pointer(str)
 	b := dsl.NewBuilder()
-	lt := dsl.Table(b, "left", dsl.ConsumedWith(str, str))
-	rt := dsl.Table(b, "right", dsl.ConsumedWith(str, ptr))
+	var lm []dsl.Materialized[string, string]
+	if leftVersioned {
+		lm = append(lm, dsl.MaterializedAs[string, string]("left").WithStoreSupplier(state.PersistentVersionedKeyValueStore(5*time.Minute)))
+	}
+	var rm []dsl.Materialized[string, *string]
+	if rightVersioned {
+		rm = append(rm, dsl.MaterializedAs[string, *string]("right").WithStoreSupplier(state.PersistentVersionedKeyValueStore(5*time.Minute)))
+	}
+	lt := dsl.Table(b, "left", dsl.ConsumedWith(str, str), lm...)
+	rt := dsl.Table(b, "right", dsl.ConsumedWith(str, ptr), rm...)
 	extract := func(v string) string { return strings.Split(v, "|")[1] }
 	joiner := func(l string, r *string) string {
 		if r == nil {
@@ -81,6 +97,12 @@ func fkTopology(left bool, store string) *dsl.Builder {
 // materialized and not, as the Kafka Streams tests are parameterized.
 func fkRun(t *testing.T, steps func(left bool) []fkStep) {
 	t.Helper()
+	fkRunOn(t, fkTopology, steps)
+}
+
+// fkRunOn is fkRun over the topologies build makes.
+func fkRunOn(t *testing.T, build func(left bool, store string) *dsl.Builder, steps func(left bool) []fkStep) {
+	t.Helper()
 	for _, left := range []bool{true, false} {
 		for _, materialized := range []bool{true, false} {
 			t.Run(fmt.Sprintf("left=%v/materialized=%v", left, materialized), func(t *testing.T) {
@@ -88,7 +110,7 @@ func fkRun(t *testing.T, steps func(left bool) []fkStep) {
 				if materialized {
 					store = "store"
 				}
-				d := tjDriver(t, fkTopology(left, store))
+				d := tjDriver(t, build(left, store))
 				for i, s := range steps(left) {
 					for _, in := range s.in {
 						tjPipe(t, d, in)
@@ -469,5 +491,59 @@ func TestForeignKeyJoinRefusesRepartitionTopics(t *testing.T) {
 	_, err := fkTopology(true, "").Topology().Build(config.New(c))
 	if err == nil || !strings.Contains(err.Error(), "stoatflow.topology.rekey=topic cannot be used: a foreign-key join") {
 		t.Fatalf("through topics: %v, want a refusal naming the key and the join", err)
+	}
+}
+
+// TestForeignKeyJoinVersionedKafkaStreams is Kafka Streams'
+// KTableKTableForeignKeyJoinIntegrationTest.shouldIgnoreOutOfOrderRecordsIffVersioned:
+// an out-of-order update of a versioned side, a tombstone included,
+// changes no row; of a side that is not versioned, it does; a newer
+// update always does.
+func TestForeignKeyJoinVersionedKafkaStreams(t *testing.T) {
+	l := func(k, v string, ts int64) tjIn { return tjPut("left", k, v, ts) }
+	r := func(k, v string, ts int64) tjIn { return tjPut("right", k, v, ts) }
+	for _, lv := range []bool{true, false} {
+		for _, rv := range []bool{true, false} {
+			t.Run(fmt.Sprintf("leftVersioned=%v/rightVersioned=%v", lv, rv), func(t *testing.T) {
+				build := func(left bool, store string) *dsl.Builder { return fkVersionedTopology(left, store, lv, rv) }
+				fkRunOn(t, build, func(left bool) []fkStep {
+					first := fkKV("lhs1", "(lhsValue1|rhs1,rhsValue1)", "lhs2", "(lhsValue2|rhs1,rhsValue1)")
+					steps := []fkStep{
+						{in: []tjIn{r("rhs1", "rhsValue1", 4)}, out: map[string]string{}, store: map[string]string{}},
+						{in: []tjIn{l("lhs1", "lhsValue1|rhs1", 3), l("lhs2", "lhsValue2|rhs1", 5)}, out: first, store: first},
+						{in: []tjIn{tjDel("left", "lhs2", 6)}, out: fkKV("lhs2", fkNull), store: fkKV("lhs1", "(lhsValue1|rhs1,rhsValue1)")},
+					}
+					ooo := []tjIn{l("lhs1", "lhsValue1_ooo|rhs1", 2), l("lhs2", "lhsValue2_ooo|rhs1", 2)}
+					if lv {
+						steps = append(steps,
+							fkStep{in: ooo, out: map[string]string{}, store: fkKV("lhs1", "(lhsValue1|rhs1,rhsValue1)")},
+							fkStep{in: []tjIn{tjDel("left", "lhs1", 2)}, out: map[string]string{}, store: fkKV("lhs1", "(lhsValue1|rhs1,rhsValue1)")})
+					} else {
+						both := fkKV("lhs1", "(lhsValue1_ooo|rhs1,rhsValue1)", "lhs2", "(lhsValue2_ooo|rhs1,rhsValue1)")
+						steps = append(steps,
+							fkStep{in: ooo, out: both, store: both},
+							fkStep{in: []tjIn{tjDel("left", "lhs1", 2)}, out: fkKV("lhs1", fkNull), store: fkKV("lhs2", "(lhsValue2_ooo|rhs1,rhsValue1)")})
+					}
+					newer := fkKV("lhs1", "(lhsValue1_new|rhs1,rhsValue1)", "lhs2", "(lhsValue2_new|rhs1,rhsValue1)")
+					steps = append(steps, fkStep{in: []tjIn{l("lhs1", "lhsValue1_new|rhs1", 8), l("lhs2", "lhsValue2_new|rhs1", 8)}, out: newer, store: newer})
+					if rv {
+						steps = append(steps,
+							fkStep{in: []tjIn{r("rhs1", "rhsValue1_ooo", 1)}, out: map[string]string{}, store: newer},
+							fkStep{in: []tjIn{tjDel("right", "rhs1", 1)}, out: map[string]string{}, store: newer})
+					} else {
+						ooo := fkKV("lhs1", "(lhsValue1_new|rhs1,rhsValue1_ooo)", "lhs2", "(lhsValue2_new|rhs1,rhsValue1_ooo)")
+						steps = append(steps, fkStep{in: []tjIn{r("rhs1", "rhsValue1_ooo", 1)}, out: ooo, store: ooo})
+						if left {
+							nulls := fkKV("lhs1", "(lhsValue1_new|rhs1,null)", "lhs2", "(lhsValue2_new|rhs1,null)")
+							steps = append(steps, fkStep{in: []tjIn{tjDel("right", "rhs1", 1)}, out: nulls, store: nulls})
+						} else {
+							steps = append(steps, fkStep{in: []tjIn{tjDel("right", "rhs1", 1)}, out: fkKV("lhs1", fkNull, "lhs2", fkNull), store: map[string]string{}})
+						}
+					}
+					last := fkKV("lhs1", "(lhsValue1_new|rhs1,rhsValue1_new)", "lhs2", "(lhsValue2_new|rhs1,rhsValue1_new)")
+					return append(steps, fkStep{in: []tjIn{r("rhs1", "rhsValue1_new", 6)}, out: last, store: last})
+				})
+			})
+		}
 	}
 }

@@ -606,26 +606,28 @@ func TestStreamJoinRekeyed(t *testing.T) {
 	}
 }
 
-// TestStreamJoinTableGracePeriodIgnored checks that Joined.WithGracePeriod,
-// kept for code written against Kafka Streams, is stored and read back but
-// changes nothing: a stream-table join emits the same with and without it,
-// out-of-order records included.
-func TestStreamJoinTableGracePeriodIgnored(t *testing.T) {
+// TestStreamJoinTableGraceNeedsVersionedTable is Kafka Streams'
+// KStreamKTableJoinTest.shouldFailIfTableIsNotVersioned and
+// shouldFailIfTableIsNotVersionedButMaterializationIsInherited: a grace
+// period on a join with a table that is not versioned is refused at
+// build. Joined still reads back the grace it was given.
+func TestStreamJoinTableGraceNeedsVersionedTable(t *testing.T) {
 	str := serde.String()
-	joined := dsl.JoinedWith(str, str, str).WithGracePeriod(5 * time.Second)
-	if got := joined.GracePeriod(); got != 5*time.Second {
-		t.Fatalf("GracePeriod() = %s, want 5s", got)
+	joined := dsl.JoinedWith(str, str, str).WithGracePeriod(6 * time.Millisecond)
+	if got := joined.GracePeriod(); got != 6*time.Millisecond {
+		t.Fatalf("GracePeriod() = %s, want 6ms", got)
 	}
-	steps := []sjStep{
-		{in: []tjIn{tjPut("s", "A", "early", 5)}},
-		{in: []tjIn{tjPut("t", "A", "one", 100)}},
-		{in: []tjIn{tjPut("s", "A", "late", 10), tjPut("s", "A", "now", 100)}, want: []tjRec{tjVal("A", "late+one", 10), tjVal("A", "now+one", 100)}},
-		{in: []tjIn{tjPut("t", "A", "two", 50), tjPut("s", "A", "past", 1)}, want: []tjRec{tjVal("A", "past+two", 1)}},
-	}
-	for _, j := range [][]dsl.Joined[string, string, string]{nil, {joined}} {
+	for _, inherited := range []bool{false, true} {
 		b := dsl.NewBuilder()
-		dsl.JoinTable(dsl.Stream(b, dsl.ConsumedWith(str, str), "s"), dsl.Table(b, "t", dsl.ConsumedWith(str, str)), plusJoiner, j...).To("out")
-		sjRun(t, tjDriver(t, b), steps)
+		tb := dsl.Table(b, "topic2", dsl.ConsumedWith(str, str))
+		if inherited {
+			tb = tb.Filter(func(string, string) bool { return true })
+		}
+		dsl.JoinTable(dsl.Stream(b, dsl.ConsumedWith(str, str), "topic"), tb, plusJoiner, joined).To("out-one")
+		_, err := b.Topology().Build(config.New(map[string]string{"application.id": "grace"}))
+		if err == nil || !strings.Contains(err.Error(), "must be versioned to use a grace period") {
+			t.Errorf("inherited %v: build error %v, want the table must be versioned", inherited, err)
+		}
 	}
 }
 

@@ -167,6 +167,7 @@ type Joined[K, V, VO any] struct {
 	valueSerde      serde.Serde[V]
 	otherValueSerde serde.Serde[VO]
 	gracePeriod     time.Duration
+	graceSet        bool
 }
 
 // JoinedWith sets the serdes of a join's inputs.
@@ -177,11 +178,15 @@ func JoinedWith[K, V, VO any](k serde.Serde[K], v serde.Serde[V], vo serde.Serde
 // WithName names the join.
 func (j Joined[K, V, VO]) WithName(name string) Joined[K, V, VO] { j.name = name; return j }
 
-// WithGracePeriod is accepted and kept so that code written for Kafka
-// Streams reads back what it set, but it has no effect: a stream-table join
-// has no grace, and a stream-stream join takes its grace from JoinWindows.
+// WithGracePeriod holds each stream record of a stream-table join back
+// until event time has passed its timestamp by d, then joins it with the
+// table as of its timestamp, in timestamp order (KIP-923; see
+// join_grace.go). The table must be versioned (Build refuses it
+// otherwise, as Kafka Streams does); a zero d still orders records. The
+// records held are in a store "<join name>-Buffer" with a changelog. A
+// stream-stream join takes its grace from JoinWindows instead.
 func (j Joined[K, V, VO]) WithGracePeriod(d time.Duration) Joined[K, V, VO] {
-	j.gracePeriod = d
+	j.gracePeriod, j.graceSet = d, true
 	return j
 }
 

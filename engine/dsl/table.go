@@ -1,6 +1,9 @@
 package dsl
 
 import (
+	"fmt"
+	"time"
+
 	"github.com/stoatflow/stoatctl/engine/processor"
 	"github.com/stoatflow/stoatctl/engine/serde"
 	"github.com/stoatflow/stoatctl/engine/state"
@@ -20,6 +23,18 @@ const (
 type change struct {
 	New any
 	Old any
+	// stale marks an update of a versioned table older than the key's
+	// latest version (Kafka Streams' Change.isLatest false): what follows
+	// every update forwards it, what keeps the latest values ignores it.
+	stale bool
+}
+
+// String prints the change as its fields, with "stale" when it is.
+func (c change) String() string {
+	if c.stale {
+		return fmt.Sprintf("{New:%v Old:%v stale}", c.New, c.Old)
+	}
+	return fmt.Sprintf("{New:%v Old:%v}", c.New, c.Old)
 }
 
 // KTable is a changelog stream read as a table: the latest value per key.
@@ -57,6 +72,11 @@ type tableMeta struct {
 	// noLookup, set when store and view are not, says why the table
 	// cannot be looked up (it reads "can ..." after the table's name).
 	noLookup error
+	// versioned says the table can be looked up as of a time: its store
+	// is versioned, or it is a view of a versioned table.
+	versioned bool
+	// retention is a versioned table's history retention.
+	retention time.Duration
 }
 
 // Node is the name of the node whose output the table is.
@@ -65,9 +85,21 @@ func (t KTable[K, V]) Node() string { return t.node }
 // StoreName is the name of the store materializing the table, or "".
 func (t KTable[K, V]) StoreName() string { return t.meta.store }
 
+// Versioned reports whether the table is versioned (a source table
+// materialized with a state.VersionedSupplier, or a view of one) and its
+// history retention.
+func (t KTable[K, V]) Versioned() (retention time.Duration, ok bool) {
+	if t.meta == nil || !t.meta.versioned {
+		return 0, false
+	}
+	return t.meta.retention, true
+}
+
 // Table reads topic as a table. The table is materialized in a timestamped
 // key-value store, named by materialized or generated as
-// "<topic>-STATE-STORE-<n>".
+// "<topic>-STATE-STORE-<n>"; or, when materialized's supplier is a
+// state.VersionedSupplier (state.PersistentVersionedKeyValueStore), in a
+// versioned store: see versioned.go for what changes.
 func Table[K, V any](b *Builder, topic string, consumed Consumed[K, V], materialized ...Materialized[K, V]) KTable[K, V] {
 	m, _ := firstMaterialized(materialized)
 	storeName := b.newStoreName(topic+"-", m.name)
@@ -81,6 +113,12 @@ func Table[K, V any](b *Builder, topic string, consumed Consumed[K, V], material
 	name := b.t.GeneratedName(tableSourcePrefix)
 	ks, vs := orSerde(m.keySerde, consumed.KeySerde()), orSerde(m.valueSerde, consumed.ValueSerde())
 	meta := &tableMeta{store: storeName}
+	if sup, ok := versionedSupplier(m); ok {
+		meta.versioned, meta.retention = true, sup.HistoryRetention()
+		b.t.AddProcessor(name, func() processor.Untyped { return &versionedTableSource[K, V]{meta: meta} }, source)
+		b.t.AddStateStore(versionedStore(storeName, ks, vs, m, sup), name)
+		return KTable[K, V]{b: b, node: name, keySerde: ks, valueSerde: vs, meta: meta, sources: []string{source}}
+	}
 	b.t.AddProcessor(name, func() processor.Untyped { return &tableSource[K, V]{meta: meta} }, source)
 	b.t.AddStateStore(timestampedStore(storeName, ks, vs, m), name)
 	return KTable[K, V]{b: b, node: name, keySerde: ks, valueSerde: vs, meta: meta, sources: []string{source}}
@@ -101,8 +139,22 @@ func timestampedStore[K, V any](name string, ks serde.Serde[K], vs serde.Serde[V
 			sb = sb.WithLoggingDisabled()
 		}
 	}
+	if _, versioned := supplier.(state.VersionedSupplier); versioned {
+		// An aggregation's, join's or derived table's result: refused
+		// when the store is built (the topology's Init probe reports it,
+		// naming the processor), rather than kept unversioned silently.
+		return refusedStore{StoreBuilder: sb, err: fmt.Errorf("state store %s: %w", name, errVersionedSourceOnly)}
+	}
 	return sb
 }
+
+// refusedStore is a store builder whose Build fails with err.
+type refusedStore struct {
+	state.StoreBuilder
+	err error
+}
+
+func (r refusedStore) Build() (state.Store, error) { return nil, r.err }
 
 // tableSource keeps the latest value per key and forwards each update as a
 // change from the previous value.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/stoatflow/stoatctl/engine/metrics"
 	"github.com/stoatflow/stoatctl/engine/processor"
 	"github.com/stoatflow/stoatctl/engine/serde"
 	"github.com/stoatflow/stoatctl/engine/state"
@@ -142,8 +143,15 @@ func deriveTable[K, V, VR any](t KTable[K, V], prefix string, opts []TableOption
 		t.b.t.Fail(name, merr)
 	}
 	meta := &tableMeta{store: store}
+	if sup, ok := versionedSupplier(m); ok && store != "" {
+		meta.versioned, meta.retention = true, sup.HistoryRetention()
+	}
 	if store == "" {
 		meta.view = derivedView[K, V](t.meta, apply)
+		if t.meta != nil && t.meta.versioned {
+			meta.versioned, meta.retention = true, t.meta.retention
+			meta.view.openAt = derivedViewAt[K, V](t.meta, apply)
+		}
 	}
 	sb, serdes := resultStore(store, ks, vs, m)
 	t.b.t.AddProcessor(name, func() processor.Untyped {
@@ -178,6 +186,11 @@ func resultStore[K, V any](store string, ks serde.Serde[K], vs serde.Serde[V], m
 		return nil, nil
 	}
 	sk, sv := serdeOrConfig(ks, true), serdeOrConfig(vs, false)
+	if sup, ok := versionedSupplier(m); ok {
+		// A Filter, MapTableValues or table-table join result
+		// materialized as versioned, as Kafka Streams allows.
+		return versionedStore(store, sk, sv, m, sup), []any{sk, sv}
+	}
 	return timestampedStore(store, sk, sv, m), []any{sk, sv}
 }
 
@@ -193,6 +206,62 @@ func openResultStore[K, V any](ctx processor.Context[any, any], meta *tableMeta,
 	return processor.TimestampedKeyValueStore[K, V](ctx, meta.store)
 }
 
+// resultTable is where a table operation writes its result: nowhere, a
+// timestamped store, or a versioned one.
+type resultTable[K, V any] struct {
+	ts state.TimestampedKeyValueStore[K, V]
+	vs state.VersionedKeyValueStore[K, V]
+}
+
+// on reports whether the result is materialized.
+func (r resultTable[K, V]) on() bool { return r.ts != nil || r.vs != nil }
+
+// openResult opens the result's store, in a processor's Init.
+func openResult[K, V any](ctx processor.Context[any, any], meta *tableMeta, serdes []any) (resultTable[K, V], error) {
+	if meta.store == "" || !meta.versioned {
+		ts, err := openResultStore[K, V](ctx, meta, serdes)
+		return resultTable[K, V]{ts: ts}, err
+	}
+	if err := configureSerdes(ctx, serdes); err != nil {
+		return resultTable[K, V]{}, fmt.Errorf("serdes of state store %s: %w", meta.store, err)
+	}
+	vs, err := processor.VersionedKeyValueStore[K, V](ctx, meta.store)
+	return resultTable[K, V]{vs: vs}, err
+}
+
+// write materializes v (nil: a delete) for k at ts and returns the value
+// it replaces as the latest, nil for none. A versioned store keeps an
+// older v as history: latest is then false, as Kafka Streams forwards
+// what its versioned put says (KIP-914); put is false when the store
+// dropped v for being older than its retention, and nothing is forwarded.
+func (r resultTable[K, V]) write(k K, v any, ts int64) (old any, latest, put bool, err error) {
+	if r.vs == nil {
+		old, err := materialize(r.ts, k, v, ts)
+		return old, true, true, err
+	}
+	prev, found, err := r.vs.Get(k)
+	if err != nil {
+		return nil, false, false, err
+	}
+	if found {
+		old = orNull(prev.Value)
+	}
+	var code int64
+	if v == nil {
+		code, err = r.vs.PutTombstone(k, ts)
+	} else {
+		nv, cerr := processor.As[V](v)
+		if cerr != nil {
+			return nil, false, false, fmt.Errorf("materialize value: %w", cerr)
+		}
+		code, err = r.vs.Put(k, nv, ts)
+	}
+	if err != nil || code == state.PutNotPut {
+		return nil, false, false, err
+	}
+	return old, code == state.PutValidToUndefined, true, nil
+}
+
 // tableMapper is the processor of Filter and MapTableValues: it applies a
 // per-value function to both sides of every change, which is how Kafka
 // Streams' KTableFilter and KTableMapValues compute their old values. K is
@@ -202,13 +271,13 @@ type tableMapper[K, VOut any] struct {
 	apply  func(K, any) (any, error)
 	serdes []any
 	ctx    processor.Context[any, any]
-	// store is the result's store when the table is materialized, else nil.
-	store state.TimestampedKeyValueStore[K, VOut]
+	// store is the result's store, when the table is materialized.
+	store resultTable[K, VOut]
 }
 
 func (p *tableMapper[K, VOut]) Init(ctx processor.Context[any, any]) error {
 	p.ctx = ctx
-	s, err := openResultStore[K, VOut](ctx, p.meta, p.serdes)
+	s, err := openResult[K, VOut](ctx, p.meta, p.serdes)
 	p.store = s
 	return err
 }
@@ -227,16 +296,26 @@ func (p *tableMapper[K, VOut]) Process(rec processor.Erased) error {
 		return fmt.Errorf("new value: %w", err)
 	}
 	var oldValue any
-	if p.store != nil {
+	stale := c.stale
+	if p.store.on() {
 		// A materialized table's old value is what it stored, as Kafka
 		// Streams reads it; it equals apply(old) but costs no user call.
-		if oldValue, err = materialize(p.store, k, newValue, rec.Timestamp); err != nil {
+		// Kafka Streams' KTableFilter and KTableMapValues forward what
+		// their store's put says: a timestamped store takes every put as
+		// the latest, a versioned one may keep it as history.
+		latest, put := false, false
+		if oldValue, latest, put, err = p.store.write(k, newValue, rec.Timestamp); err != nil {
 			return err
 		}
+		if !put {
+			countDropped(p.ctx, metrics.ReasonExpiredVersion)
+			return nil
+		}
+		stale = !latest
 	} else if oldValue, err = p.apply(k, c.Old); err != nil {
 		return fmt.Errorf("old value: %w", err)
 	}
-	rec.Value = change{New: newValue, Old: oldValue}
+	rec.Value = change{New: newValue, Old: oldValue, stale: stale}
 	p.ctx.Forward(rec)
 	return nil
 }
@@ -298,6 +377,9 @@ type tableView struct {
 	stores []string
 	// open makes the lookup for one processor instance, in its Init.
 	open func(ctx processor.Context[any, any]) (lookup, error)
+	// openAt, set on views of versioned tables, makes their lookup as
+	// of a time.
+	openAt func(ctx processor.Context[any, any]) (lookupAt, error)
 }
 
 // lookupStores lists the stores a processor reading the table must be
@@ -334,6 +416,8 @@ var errNoLookup = errors.New("can be looked up neither in a store nor through th
 // complete.
 func openLookup[K, V any](ctx processor.Context[any, any], meta *tableMeta) (lookup, error) {
 	switch {
+	case meta != nil && meta.store != "" && meta.versioned:
+		return versionedLookup[K, V](ctx, meta.store)
 	case meta != nil && meta.store != "":
 		return storeLookup[K, V](ctx, meta.store)
 	case meta != nil && meta.view != nil:

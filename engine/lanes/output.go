@@ -50,7 +50,10 @@ func (l *Lane) send(o task.Output) error {
 		return l.emit(o)
 	}
 	m := l.laneMark()
-	if !l.coalesce.on() {
+	if !l.coalesce.on() || o.Uncoalesced {
+		// A held write of the same store is of another key (a versioned
+		// store's writes are never held), so the order of each key's
+		// writes, all restore needs, is kept.
 		l.noteOutput()
 		return l.emitChangelog(o, m)
 	}

@@ -25,6 +25,10 @@ const (
 	ReasonNullValue       = "null_value"
 	ReasonLateWindow      = "late_window"
 	ReasonLateSession     = "late_session"
+	// ReasonExpiredVersion is an update of a versioned table older than
+	// its history retention (Kafka Streams counts these expired puts in
+	// its dropped-records sensor too).
+	ReasonExpiredVersion = "expired_version"
 )
 
 // Registry holds counters. It is safe for concurrent use.

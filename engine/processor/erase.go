@@ -205,6 +205,11 @@ func TimestampedKeyValueStore[K, V any](ctx storeGetter, name string) (state.Tim
 	return storeAs[state.TimestampedKeyValueStore[K, V]](ctx, name)
 }
 
+// VersionedKeyValueStore returns the typed versioned store called name.
+func VersionedKeyValueStore[K, V any](ctx storeGetter, name string) (state.VersionedKeyValueStore[K, V], error) {
+	return storeAs[state.VersionedKeyValueStore[K, V]](ctx, name)
+}
+
 func storeAs[S any](ctx storeGetter, name string) (S, error) {
 	var zero S
 	s, err := ctx.StateStore(name)

@@ -93,7 +93,7 @@ const (
 // from the first (registered at zero) so that rate() has a series to read.
 // Two are renamed from the engine/metrics reasons: deserialization_error
 // and processing_error read deserialization and processing here.
-var Reasons = []string{"late_window", "late_session", "no_event_time", "deserialization", "processing", "null_key", "null_value"}
+var Reasons = []string{"late_window", "late_session", "no_event_time", "deserialization", "processing", "null_key", "null_value", "expired_version"}
 
 // Families is every family the engine exports, in the order of
 // docs/metrics.md.
@@ -101,7 +101,7 @@ var Families = []Family{
 	{WatermarkTimestamp, Gauge, nil, Info, "The global watermark, in seconds since the epoch (millisecond precision): the minimum over the non-idle source partitions; absent before the first."},
 	{WatermarkLag, Gauge, nil, Info, "Wall clock minus the global watermark, in seconds, sampled about once a second whether or not the watermark moved; absent before the first watermark."},
 	{WatermarkAdvance, Counter, nil, Info, "How often the global watermark moved forward."},
-	{DroppedRecords, Counter, []string{"reason"}, Info, "Records dropped on purpose, by reason: late_window and late_session (their window had closed), no_event_time (no event time at the source), deserialization and processing (skipped by a continue handler), null_key and null_value."},
+	{DroppedRecords, Counter, []string{"reason"}, Info, "Records dropped on purpose, by reason: late_window and late_session (their window had closed), no_event_time (no event time at the source), deserialization and processing (skipped by a continue handler), null_key and null_value, expired_version (an update of a versioned table older than its history retention)."},
 	{WatermarkPreview, Gauge, nil, Info, "Partitions whose next record waits behind older records and counts toward the watermark as if processed; always 0, the engine has no preview."},
 	{EventTimeTracking, Gauge, nil, Info, "1 when the engine tracks watermarks for this topology, 0 when it decided the topology has no event time."},
 	{TimerLaneMismatch, Counter, nil, Info, "Timer operations on a key that does not hash to the lane processing it, over every processor."},

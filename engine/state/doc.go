@@ -11,6 +11,14 @@
 //   - A key-value store (KeyValueStore) maps keys to values; a timestamped
 //     one (TimestampedKeyValueStore) keeps each value with the timestamp of
 //     the record that wrote it.
+//   - A versioned store (VersionedKeyValueStore, Kafka Streams' KIP-889)
+//     keeps every version of a key: a value or a tombstone valid from its
+//     timestamp (validFrom) until the key's next version (validTo), the
+//     newest valid until further notice. History retention is how long
+//     versions stay readable behind the store's observed stream time (the
+//     largest timestamp it was given); a put older than that is dropped,
+//     and a read as of an older time answers only from the latest
+//     version. See versioned.go.
 //   - A window store (WindowStore, TimestampedWindowStore) keeps values by
 //     key and window start, one per key and window, or every put when it
 //     retains duplicates (stream-stream joins). A session store
@@ -37,7 +45,8 @@
 // session stores by the session end and start, see EncodeWindowKey and
 // EncodeSessionKey), the value the serialized value (nil for a delete); a
 // timestamped store's timestamp travels as the record timestamp, not in the
-// value.
+// value, as does a versioned store's version timestamp (every write of a
+// versioned store is logged, never coalesced: task.Output.Uncoalesced).
 //
 // Window and session stores keep two indexes in one byte store, told apart
 // by their first byte: key first, for a key's windows, and time first (by
@@ -62,7 +71,8 @@
 //
 // A StoreBuilder describes a store in a topology; the runtime calls Build once
 // per task that owns the store. KeyValueStoreBuilder,
-// TimestampedKeyValueStoreBuilder, WindowStoreBuilder,
-// TimestampedWindowStoreBuilder and SessionStoreBuilder are the builders for
-// the typed stores; logging is on unless disabled, as in Kafka Streams.
+// TimestampedKeyValueStoreBuilder, VersionedKeyValueStoreBuilder,
+// WindowStoreBuilder, TimestampedWindowStoreBuilder and SessionStoreBuilder
+// are the builders for the typed stores; logging is on unless disabled, as
+// in Kafka Streams.
 package state

@@ -74,6 +74,10 @@ type Output struct {
 	// results.
 	KeyHash   int32
 	KeyHashed bool
+	// Uncoalesced marks a changelog record that must reach the changelog
+	// even when the same key is written again in the epoch: a versioned
+	// store's, whose every write is a version.
+	Uncoalesced bool
 }
 
 // Origin names an input record: its topic, partition and offset.
@@ -1147,15 +1151,18 @@ func (s storeContext) LogChange(store string, key, value []byte, timestamp int64
 
 // logChange sends a change to store's changelog topic, if it has one.
 func (s storeContext) logChange(store string, key, value []byte, timestamp int64, headers []state.Header, held *uint64) error {
-	topic := s.ChangelogTopic(store)
-	if topic == "" {
+	info, ok := s.t.built.Stores[store]
+	if !ok || info.ChangelogTopic == "" {
 		return nil
 	}
 	var h processor.Headers
 	for _, x := range headers {
 		h = append(h, processor.Header{Key: x.Key, Value: x.Value})
 	}
-	return s.t.out.Send(Output{Topic: topic, Partition: s.t.partition, Key: key, Value: value, Timestamp: timestamp, Headers: h, Store: store, Held: held})
+	// Every write of a versioned store is a version of its key, which a
+	// restore needs: none may be coalesced into a later one.
+	versioned := info.Builder != nil && info.Builder.Kind() == state.KindVersionedKeyValue
+	return s.t.out.Send(Output{Topic: info.ChangelogTopic, Partition: s.t.partition, Key: key, Value: value, Timestamp: timestamp, Headers: h, Store: store, Held: held, Uncoalesced: versioned})
 }
 
 // Metrics is the registry the task counts into; DSL processors reach it

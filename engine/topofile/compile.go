@@ -301,7 +301,12 @@ func (c *compiler) source(name string, n *yaml.Node, f fields, kind sourceKind) 
 	if kind == streamSource {
 		return &streamFlow[any]{s: dsl.Stream(c.b, consumed, topics...), info: info}, true
 	}
-	store, ok := c.store(f, what)
+	var store storeSpec
+	if kind == globalSource {
+		store, ok = c.store(f, what)
+	} else {
+		store, ok = c.tableStore(f, what)
+	}
 	if !ok {
 		return nil, false
 	}

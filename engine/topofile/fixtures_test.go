@@ -8,7 +8,7 @@ import (
 
 // fixtureNames are the example topologies under fixtures/ written as
 // topology files.
-var fixtureNames = []string{"word-count", "clicks-per-minute", "sessionization", "orders-payments", "alert-suppress", "enrich-orders", "stock-listings", "order-customers"}
+var fixtureNames = []string{"word-count", "clicks-per-minute", "sessionization", "orders-payments", "alert-suppress", "enrich-orders", "stock-listings", "order-customers", "versioned-prices"}
 
 func fixturePath(name string) string {
 	return filepath.Join("..", "..", "fixtures", name, "topology.yaml")

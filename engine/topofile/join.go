@@ -35,7 +35,10 @@ func (c *compiler) joinStep(st *step) (flow, bool) {
 	if !ok {
 		return nil, false
 	}
-	spec, ok := c.store(f, st.what)
+	// A table-table join's result store may be versioned, as a table's.
+	_, inTable := st.in.(*tableFlow[any])
+	_, otherTable := other.(*tableFlow[any])
+	spec, ok := c.storeOf(f, st.what, inTable && otherTable)
 	if !ok {
 		return nil, false
 	}
@@ -116,7 +119,7 @@ func (c *compiler) joinStep(st *step) (flow, bool) {
 			if !c.readable(wn, st, o) {
 				return nil, false
 			}
-			if bad := c.refuse(st, f, windowOpts, "a stream-table join has no window"); bad {
+			if bad := c.refuse(st, f, windowOpts[:3], "a stream-table join has no window"); bad {
 				return nil, false
 			}
 			if f.has("store") {
@@ -124,6 +127,22 @@ func (c *compiler) joinStep(st *step) (flow, bool) {
 				return nil, false
 			}
 			j := dsl.JoinedWith[any, any, any](left.keySerde, left.valueSerde, right.valueSerde).WithName(name)
+			if gn := f.get("grace"); gn != nil {
+				grace, ok := c.duration(gn, st.what+" grace")
+				if !ok {
+					return nil, false
+				}
+				retention, versioned := o.t.Versioned()
+				switch { // c.duration refuses a negative grace
+				case !versioned:
+					c.errf(gn, "%s grace: %s is not versioned, and a stream-table join's grace period needs a versioned table: give its store a history-retention", st.what, otherName)
+					return nil, false
+				case grace > retention:
+					c.errf(gn, "%s grace: %v is longer than %s's history retention %v: history retention must be at least the grace period", st.what, grace, otherName, retention)
+					return nil, false
+				}
+				j = j.WithGracePeriod(grace)
+			}
 			var out dsl.KStream[any, any]
 			switch st.op {
 			case "join":
