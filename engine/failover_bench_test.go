@@ -20,8 +20,9 @@ import (
 // the instance running the tasks to the first epoch the instance taking
 // over commits, under a trickle of input: once with a warm standby
 // (num.standby.replicas=1, the second instance running beside the first)
-// and once with a cold instance started at the kill with no local state,
-// which restores every key. Both wait out the dead member's session
+// and once with a cold instance started at the kill with no local state
+// and no standbys (it waits for the dead member to leave, then restores
+// every key). Both wait out the dead member's session
 // (session.timeout.ms=6000). Reported: standby-s, cold-s and their ratio
 // (issue 41's acceptance: with a standby, a few seconds plus the
 // session timeout).
@@ -45,7 +46,13 @@ func failoverOnce(b *testing.B, keys int, warm bool) time.Duration {
 	dir := b.TempDir()
 	const app = "crash-rekey"
 	start := func(id string) *exec.Cmd {
-		extra := strings.Join([]string{"group.instance.id=", "stoatflow.instance.id=" + id, "num.standby.replicas=1",
+		// Cold: no standbys, or the new instance would warm up while
+		// the dead one's session runs out.
+		standbys := "num.standby.replicas=0"
+		if warm {
+			standbys = "num.standby.replicas=1"
+		}
+		extra := strings.Join([]string{"group.instance.id=", "stoatflow.instance.id=" + id, standbys,
 			"stoatflow.standby.interval-ms=1000", "session.timeout.ms=6000", "heartbeat.interval.ms=500"}, ";")
 		cmd := exec.Command(os.Args[0], "-test.run=^$", "-test.bench=^$")
 		cmd.Env = append(os.Environ(), crashChildEnv+"="+addr, "STOATFLOW_CRASH_LANES=2", "STOATFLOW_CRASH_TOPOLOGY=rekey",
@@ -58,6 +65,21 @@ func failoverOnce(b *testing.B, keys int, warm bool) time.Duration {
 		b.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 		return cmd
 	}
+	b.Cleanup(func() {
+		if !b.Failed() {
+			return
+		}
+		for _, id := range []string{"a", "b"} {
+			log, _ := os.ReadFile(filepath.Join(dir, id+".log"))
+			var keep []string
+			for _, l := range strings.Split(string(log), "\n") {
+				if !strings.Contains(l, "level=DEBUG") || strings.Contains(l, "standby") {
+					keep = append(keep, l)
+				}
+			}
+			b.Logf("%s.log, last lines:\n%s", id, strings.Join(keep[max(0, len(keep)-30):], "\n"))
+		}
+	})
 	adm := kadmClient(b, addr)
 	ctx := context.Background()
 	committed := func() int64 {
