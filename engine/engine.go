@@ -67,6 +67,14 @@ const (
 	// NumStandbyReplicas is Kafka Streams' key: how many other instances
 	// keep a warm copy of each task's state (default 0).
 	NumStandbyReplicas = "num.standby.replicas"
+	// AcceptableRecoveryLag, MaxWarmupReplicas and
+	// ProbingRebalanceIntervalMs are Kafka Streams' keys for warm-ups
+	// (KIP-441): how far behind its changelogs an instance may be and
+	// still take a stateful task at once, how many tasks warm up at once,
+	// and how often an instance warming some up asks for a rebalance.
+	AcceptableRecoveryLag      = "acceptable.recovery.lag"
+	MaxWarmupReplicas          = "max.warmup.replicas"
+	ProbingRebalanceIntervalMs = "probing.rebalance.interval.ms"
 	// StandbyIntervalMs is how often an instance that runs no task brings
 	// the standby tasks it keeps up to date with their changelogs.
 	StandbyIntervalMs = "stoatflow.standby.interval-ms"
@@ -423,9 +431,13 @@ type settings struct {
 	// rocksDefault says default.dsl.store is rocksDB.
 	stateDir     string
 	rocksDefault bool
-	// standbys is NumStandbyReplicas; standbyEvery, StandbyIntervalMs.
+	// standbys is NumStandbyReplicas; standbyEvery, StandbyIntervalMs;
+	// recoveryLag, warmups and probeEvery the warm-up keys.
 	standbys     int
 	standbyEvery time.Duration
+	recoveryLag  int
+	warmups      int
+	probeEvery   time.Duration
 	// warmOnly marks a generation that only restores (a standby's
 	// warm-up): its processors are not initialised, its lanes never run.
 	warmOnly bool
@@ -459,7 +471,7 @@ func readSettings(c config.Config) (settings, error) {
 		to  *int
 	}{{LaneQueueSize, 1024, &s.queue}, {CommitHeldRecords, 65536, &s.held}, {ChangelogCoalesceBytes, 4 << 20, &s.coalesceBytes}, {RestoreChunkRecords, 16384, &s.restoreChunk},
 		{RestoreRocksDBBatchBytes, 8 << 20, &s.restoreBatchBytes}, {RestoreFetchMaxBytes, 1 << 20, &s.restoreFetchBytes}, {BufferMemory, 32 << 20, &s.bufferMemory},
-		{NumStandbyReplicas, 0, &s.standbys}} {
+		{NumStandbyReplicas, 0, &s.standbys}, {AcceptableRecoveryLag, 10000, &s.recoveryLag}, {MaxWarmupReplicas, 2, &s.warmups}} {
 		from := c
 		if k.key == BufferMemory {
 			from = c.ForClient(config.Producer)
@@ -511,6 +523,9 @@ func readSettings(c config.Config) (settings, error) {
 		return s, err
 	}
 	if s.standbyEvery, err = ms(StandbyIntervalMs, 2000); err != nil {
+		return s, err
+	}
+	if s.probeEvery, err = ms(ProbingRebalanceIntervalMs, 600000); err != nil {
 		return s, err
 	}
 	if s.exactlyOnce {

@@ -428,6 +428,11 @@ func (r *runner) connect(ctx context.Context) error {
 			OneActive:     r.singleInstanceReason() != "",
 			Standbys:      r.s.standbys,
 			OnStandbys:    r.onStandbys,
+			KeepsState:    r.standbysUnkept() == "",
+			TaskOffsets:   r.warmOffsets,
+			EndOffsets:    r.taskEnds,
+			AcceptableLag: int64(r.s.recoveryLag),
+			MaxWarmups:    r.s.warmups,
 			Process:       r.e.cfg.String(kafka.InstanceID),
 			Log:           r.e.log,
 		})),
@@ -452,6 +457,7 @@ func (r *runner) openSession(ctx context.Context) error {
 		return fmt.Errorf("engine: kafka client: %w", err)
 	}
 	r.cl = r.sess.client()
+	r.client.Store(r.cl)
 	if r.s.exactlyOnce {
 		// Fence the previous incarnation of this transactional id now: a
 		// crashed one's open transaction holds back the last stable
@@ -1698,13 +1704,21 @@ func closeSchedule(built *topology.Built) func(after int64) (int64, bool) {
 // application.id. Retrying cannot mend it.
 var ErrGroupProtocol = errors.New("the group's members use another partition assignment protocol")
 
-// groupProtocolHook turns the coordinator's INCONSISTENT_GROUP_PROTOCOL
-// into the engine's error: franz-go would retry the join for ever.
+// groupProtocolHook turns the group errors no retry mends into the
+// engine's error, as soon as the group's management meets them: the
+// coordinator's INCONSISTENT_GROUP_PROTOCOL, which franz-go would retry
+// for ever, and a missing ACL (also injected into a poll, which a
+// rebalance in flight may drop).
 type groupProtocolHook struct{ r *runner }
 
 var _ kgo.HookGroupManageError = groupProtocolHook{}
 
 func (h groupProtocolHook) OnGroupManageError(err error) {
+	if conn.Fatal(err) {
+		e := fmt.Errorf("engine: %w", conn.Explain(err, "read", "group "+h.r.s.appID))
+		h.r.groupFailed.CompareAndSwap(nil, &e)
+		return
+	}
 	if !errors.Is(err, kerr.InconsistentGroupProtocol) {
 		return
 	}

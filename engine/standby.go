@@ -10,6 +10,8 @@ import (
 	"github.com/stoatflow/stoatctl/engine/assign"
 	"github.com/stoatflow/stoatctl/engine/state"
 	"github.com/stoatflow/stoatctl/engine/task"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // Standby tasks (num.standby.replicas): the group's leader names, for
@@ -39,8 +41,11 @@ type warmUp struct {
 
 // onStandbys is the balancer's report of the standby tasks an assignment
 // gave this instance.
-func (r *runner) onStandbys(ts []assign.Task) {
+func (r *runner) onStandbys(ts, warmups []assign.Task) {
 	r.standbys.Store(&ts)
+	r.warmups.Store(&warmups)
+	r.probed.Store(false)
+	r.assignedAt.Store(time.Now().UnixNano())
 	ids := make([]string, len(ts))
 	for i, t := range ts {
 		ids[i] = t.String()
@@ -80,11 +85,11 @@ func (r *runner) standbysUnkept() string {
 // generation runs no task. stopWarmUp must be called before a generation
 // opens the databases.
 func (r *runner) startWarmUp(ctx context.Context) {
-	if r.s.standbys == 0 || r.warm != nil {
+	if r.warm != nil {
 		return
 	}
 	if why := r.standbysUnkept(); why != "" {
-		if r.warnedStandbys.CompareAndSwap(false, true) {
+		if r.s.standbys > 0 && r.warnedStandbys.CompareAndSwap(false, true) {
 			r.e.log.Warn("num.standby.replicas is set but this instance keeps no standby: a task taken over is restored in full", "num.standby.replicas", r.s.standbys, "reason", why)
 		}
 		return
@@ -116,6 +121,7 @@ func (r *runner) warmLoop(ctx context.Context) {
 	for {
 		if ts := r.keptStandbys(); len(ts) > 0 {
 			r.warmOnce(ctx, ts)
+			r.probe()
 		}
 		select {
 		case <-ctx.Done():
@@ -156,15 +162,25 @@ func (r *runner) warmOnce(ctx context.Context, ts []assign.Task) {
 	}
 	// The tasks with state it kept, as a generation names its tasks (a
 	// standby of a task ahead of an in-memory re-key keeps the tasks
-	// behind it).
+	// behind it), and what each is complete up to, for the
+	// subscription's offsets (a warm-up's lag).
 	var ids []string
+	pos := gen.local.pos.snapshot()
+	offsets := map[assign.Task]int64{}
 	for _, sr := range gen.subs {
-		if !sr.stateless {
-			for _, p := range sr.tasks {
-				ids = append(ids, taskID(sr.id, p))
+		if sr.stateless {
+			continue
+		}
+		for _, p := range sr.tasks {
+			ids = append(ids, taskID(sr.id, p))
+			var sum int64
+			for _, topic := range r.changelogsOf(sr.id) {
+				sum += pos[topic][p]
 			}
+			offsets[assign.Task{Subtopology: sr.id, Partition: p}] = sum
 		}
 	}
+	r.warmedOffsets.Store(&offsets)
 	gen.close()
 	prev := r.warmed.Swap(&ids)
 	n := r.e.obs.restored.Load() - before
@@ -196,11 +212,94 @@ func (r *runner) notePromoted(added []string, restored int64) {
 	}
 }
 
+// changelogsOf are the changelog topics of sub-topology sub's stores.
+func (r *runner) changelogsOf(sub int) []string {
+	var out []string
+	for _, name := range r.built.Subtopologies[sub].Stores {
+		if t := r.built.Stores[name].ChangelogTopic; t != "" {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// warmOffsets are, for the subscription, what the last warm-up left each
+// task it kept complete up to (assign.Member.Offsets).
+func (r *runner) warmOffsets() map[assign.Task]int64 {
+	if p := r.warmedOffsets.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// taskEnds are, for the group's leader, the end offsets of every stateful
+// task's changelog partitions, summed per task (assign.Group.Ends).
+func (r *runner) taskEnds() (map[assign.Task]int64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	out := map[assign.Task]int64{}
+	for _, st := range r.built.Subtopologies {
+		topics := r.changelogsOf(st.ID)
+		if len(topics) == 0 {
+			continue
+		}
+		ends, err := r.adm.ListEndOffsets(ctx, topics...)
+		if err != nil {
+			return nil, err
+		}
+		if err := ends.Error(); err != nil {
+			return nil, err
+		}
+		ends.Each(func(o kadm.ListedOffset) {
+			t := assign.Task{Subtopology: st.ID, Partition: o.Partition}
+			out[t] += o.Offset
+		})
+	}
+	return out, nil
+}
+
+// probe asks the group for a rebalance once the warm-ups of the last
+// assignment are caught up (the warm-up just restored them to their
+// changelogs' ends), or every probing.rebalance.interval.ms while they
+// are not, so that the leader can move them here (KIP-441).
+func (r *runner) probe() {
+	w := r.warmups.Load()
+	if w == nil || len(*w) == 0 || r.probed.Load() {
+		return
+	}
+	warmed := r.warmed.Load()
+	caught := warmed != nil
+	for _, t := range *w {
+		caught = caught && slices.Contains(*warmed, t.String())
+	}
+	due := time.Since(time.Unix(0, r.assignedAt.Load())) > r.s.probeEvery
+	if !caught && !due {
+		return
+	}
+	cl := r.client.Load()
+	if cl == nil {
+		return
+	}
+	r.probed.Store(true)
+	r.e.log.Info("warm-up tasks caught up with their changelogs; asking the group to rebalance so that they move here", "tasks", *w, "caught_up", caught)
+	cl.ForceRebalance()
+}
+
 // standbyState is what the runner keeps for standbys.
 type standbyState struct {
 	standbys       atomic.Pointer[[]assign.Task]
 	warm           *warmUp
 	warnedStandbys atomic.Bool
+	// warmups are the standbys of the last assignment that warm a task
+	// up to move here; probed says probe asked for the rebalance since,
+	// assignedAt when (unix ns) the assignment came.
+	warmups    atomic.Pointer[[]assign.Task]
+	probed     atomic.Bool
+	assignedAt atomic.Int64
+	// warmedOffsets are the last warm-up's positions per task.
+	warmedOffsets atomic.Pointer[map[assign.Task]int64]
+	// client is the session's client, for probe.
+	client atomic.Pointer[kgo.Client]
 	// warmed are the ids of the tasks the last warm-up brought up to
 	// date.
 	warmed atomic.Pointer[[]string]

@@ -33,8 +33,19 @@ type Options struct {
 	// Process is this instance's id (stoatflow.instance.id).
 	Process string
 	// OnStandbys is called with the standby tasks of every assignment
-	// this member receives, before franz-go applies its partitions.
-	OnStandbys func([]Task)
+	// this member receives, and those of them that are warm-ups, before
+	// franz-go applies its partitions.
+	OnStandbys func(standby, warmup []Task)
+	// KeepsState says this member keeps standbys and warm-ups; TaskOffsets
+	// are what its subscription reports of them (Member.Offsets).
+	KeepsState  bool
+	TaskOffsets func() map[Task]int64
+	// EndOffsets gives the leader Group.Ends for the stateful tasks;
+	// nil, or an error, plans without warm-ups.
+	EndOffsets func() (map[Task]int64, error)
+	// AcceptableLag and MaxWarmups are as in Group.
+	AcceptableLag int64
+	MaxWarmups    int
 	// Log receives what the leader could not read of a member.
 	Log *slog.Logger
 }
@@ -74,9 +85,11 @@ func (b *Balancer) Standbys() []Task {
 
 // subscription is the user data of a member's subscription.
 type subscription struct {
-	Version  int      `json:"version"`
-	Process  string   `json:"process,omitempty"`
-	Standbys []string `json:"standbys,omitempty"`
+	Version    int              `json:"version"`
+	Process    string           `json:"process,omitempty"`
+	Standbys   []string         `json:"standbys,omitempty"`
+	KeepsState bool             `json:"keepsState,omitempty"`
+	Offsets    map[string]int64 `json:"offsets,omitempty"`
 }
 
 // assignmentData is the user data of a member's assignment.
@@ -84,6 +97,7 @@ type assignmentData struct {
 	Version int      `json:"version"`
 	Active  []string `json:"active,omitempty"`
 	Standby []string `json:"standby,omitempty"`
+	Warmup  []string `json:"warmup,omitempty"`
 }
 
 // JoinGroupMetadata is the member's subscription: the consumer protocol's
@@ -100,9 +114,17 @@ func (b *Balancer) JoinGroupMetadata(interests []string, current map[string][]in
 		owned.Partitions = current[t]
 		meta.OwnedPartitions = append(meta.OwnedPartitions, owned)
 	}
-	sub := subscription{Version: userDataVersion, Process: b.o.Process}
+	sub := subscription{Version: userDataVersion, Process: b.o.Process, KeepsState: b.o.KeepsState}
 	for _, t := range b.Standbys() {
 		sub.Standbys = append(sub.Standbys, t.String())
+	}
+	if b.o.TaskOffsets != nil {
+		for t, off := range b.o.TaskOffsets() {
+			if sub.Offsets == nil {
+				sub.Offsets = map[string]int64{}
+			}
+			sub.Offsets[t.String()] = off
+		}
 	}
 	meta.UserData, _ = json.Marshal(sub) // cannot fail: strings only
 	return meta.AppendTo(nil)
@@ -119,19 +141,30 @@ func (b *Balancer) ParseSyncAssignment(assignment []byte) (map[string][]int32, e
 	if err != nil {
 		return nil, err
 	}
-	standbys := make([]Task, 0, len(data.Standby))
-	for _, s := range data.Standby {
-		t, err := ParseTask(s)
-		if err != nil {
-			return nil, fmt.Errorf("assign: the assignment's standbys: %w", err)
+	parse := func(ids []string) ([]Task, error) {
+		out := make([]Task, 0, len(ids))
+		for _, s := range ids {
+			t, err := ParseTask(s)
+			if err != nil {
+				return nil, fmt.Errorf("assign: the assignment's standbys: %w", err)
+			}
+			out = append(out, t)
 		}
-		standbys = append(standbys, t)
+		return out, nil
+	}
+	standbys, err := parse(data.Standby)
+	if err != nil {
+		return nil, err
+	}
+	warmups, err := parse(data.Warmup)
+	if err != nil {
+		return nil, err
 	}
 	b.mu.Lock()
 	b.standbys = standbys
 	b.mu.Unlock()
 	if b.o.OnStandbys != nil {
-		b.o.OnStandbys(slices.Clone(standbys))
+		b.o.OnStandbys(slices.Clone(standbys), warmups)
 	}
 	out := make(map[string][]int32, len(a.Topics))
 	for _, t := range a.Topics {
@@ -154,6 +187,11 @@ func decodeSubscription(b []byte) (subscription, error) {
 	for _, t := range s.Standbys {
 		if _, err := ParseTask(t); err != nil {
 			return s, fmt.Errorf("assign: subscription %w: %w", errUserData, err)
+		}
+	}
+	for t := range s.Offsets {
+		if _, err := ParseTask(t); err != nil {
+			return s, fmt.Errorf("assign: subscription %w: offsets: %w", errUserData, err)
 		}
 	}
 	return s, nil
@@ -193,15 +231,34 @@ func (b *Balancer) Balance(cb *kgo.ConsumerBalancer, topics map[string]int32) kg
 			// own keeping no standby: it still gets its share.
 			b.o.Log.Warn("group member's subscription unreadable; planned as a process keeping no standby", "member", m.MemberID, "err", err)
 		}
-		mem.Process = sub.Process
+		mem.Process, mem.KeepsState = sub.Process, sub.KeepsState
 		for _, s := range sub.Standbys {
 			if t, err := ParseTask(s); err == nil {
 				mem.Standbys = append(mem.Standbys, t)
 			}
 		}
+		for s, off := range sub.Offsets {
+			if t, err := ParseTask(s); err == nil {
+				if mem.Offsets == nil {
+					mem.Offsets = map[Task]int64{}
+				}
+				mem.Offsets[t] = off
+			}
+		}
 		members = append(members, mem)
 	})
-	g := Group{Partitions: topics, Subtopologies: b.o.Subtopologies, OneActive: b.o.OneActive, Standbys: b.o.Standbys}
+	g := Group{Partitions: topics, Subtopologies: b.o.Subtopologies, OneActive: b.o.OneActive, Standbys: b.o.Standbys,
+		AcceptableLag: b.o.AcceptableLag, MaxWarmups: b.o.MaxWarmups}
+	if b.o.EndOffsets != nil && !b.o.OneActive {
+		ends, err := b.o.EndOffsets()
+		if err != nil {
+			// Planned as before warm-ups existed: a task moves now
+			// and its new owner restores it.
+			b.o.Log.Warn("changelog end offsets unknown; tasks move without warming up", "err", err)
+		} else {
+			g.Ends = ends
+		}
+	}
 	plan := Plan(g, members)
 	out := make(syncAssignments, 0, len(members))
 	for _, m := range members {
@@ -220,6 +277,9 @@ func (b *Balancer) Balance(cb *kgo.ConsumerBalancer, topics map[string]int32) kg
 		}
 		for _, t := range a.Standby {
 			data.Standby = append(data.Standby, t.String())
+		}
+		for _, t := range a.Warmup {
+			data.Warmup = append(data.Warmup, t.String())
 		}
 		ka.UserData, _ = json.Marshal(data) // cannot fail: strings only
 		sa := kmsg.NewSyncGroupRequestGroupAssignment()

@@ -15,7 +15,7 @@ func TestBalancerRoundTrip(t *testing.T) {
 	subs := map[string]int{"orders": 0, "customers": 0}
 	got := map[string][]Task{}
 	mk := func(id string) *Balancer {
-		return New(Options{Subtopologies: subs, Standbys: 1, Process: "p-" + id, OnStandbys: func(ts []Task) { got[id] = ts }})
+		return New(Options{Subtopologies: subs, Standbys: 1, Process: "p-" + id, OnStandbys: func(ts, _ []Task) { got[id] = ts }})
 	}
 	a, b := mk("a"), mk("b")
 	members := []kmsg.JoinGroupResponseMember{

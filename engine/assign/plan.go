@@ -54,6 +54,15 @@ type Group struct {
 	OneActive bool
 	// Standbys is num.standby.replicas.
 	Standbys int
+	// Ends are the end offsets of each stateful task's changelog
+	// partitions, summed; nil when unknown (no warm-ups then). A member
+	// whose Offsets for a task are within AcceptableLag of it is caught
+	// up (acceptable.recovery.lag).
+	Ends          map[Task]int64
+	AcceptableLag int64
+	// MaxWarmups bounds the tasks warming up at once
+	// (max.warmup.replicas).
+	MaxWarmups int
 }
 
 // Member is one member of the group as its subscription describes it.
@@ -66,6 +75,11 @@ type Member struct {
 	Owned map[string][]int32
 	// Standbys are the standby tasks the member keeps now.
 	Standbys []Task
+	// KeepsState says the member keeps standbys and warm-ups; Offsets
+	// are, per task it holds state of, the sum of the changelog offsets
+	// that state is complete up to.
+	KeepsState bool
+	Offsets    map[Task]int64
 }
 
 // Assignment is one member's part of a plan.
@@ -74,6 +88,9 @@ type Assignment struct {
 	Partitions map[string][]int32
 	Active     []Task
 	Standby    []Task
+	// Warmup are the standbys warming up a task planned to move to the
+	// member: it moves once the member has caught up (KIP-441).
+	Warmup []Task
 }
 
 // taskSet is the tasks of a group: each task's partitions by topic.
@@ -194,6 +211,7 @@ func Plan(g Group, members []Member) map[string]Assignment {
 	}
 
 	active := planActive(g, ts, prev, len(members))
+	warmups := planWarmups(g, ts, members, prev, active)
 
 	// Withhold what moves while another member still claims it.
 	withheld := map[Task]bool{}
@@ -209,6 +227,11 @@ func Plan(g Group, members []Member) map[string]Assignment {
 	}
 
 	standby := planStandbys(g, ts, members, active, prev)
+	for task, to := range warmups {
+		if !slices.Contains(standby[task], to) {
+			standby[task] = append(standby[task], to)
+		}
+	}
 	if g.Standbys > 0 {
 		for task := range withheld {
 			to := active[task]
@@ -229,6 +252,9 @@ func Plan(g Group, members []Member) map[string]Assignment {
 			}
 			if slices.Contains(standby[task], i) {
 				a.Standby = append(a.Standby, task)
+			}
+			if to, ok := warmups[task]; ok && to == i {
+				a.Warmup = append(a.Warmup, task)
 			}
 		}
 		for t := range a.Partitions {
@@ -319,6 +345,57 @@ func planActive(g Group, ts taskSet, prev map[Task]int, n int) map[Task]int {
 		give(task, best)
 	}
 	return active
+}
+
+// planWarmups holds back the tasks the spread moves from a live owner to
+// a member that keeps state and runs nothing, while that member has not
+// caught up with their state, and makes the stateful ones its warm-ups
+// (KIP-441): the old owner goes on running them, and they move in a later
+// round, once the member reports offsets within g.AcceptableLag of the
+// changelogs' ends, at the cost of a tail, not a restore. A member warms
+// all its tasks or none: one that runs a task keeps no warm-up (its lanes
+// own its databases). g.MaxWarmups bounds the tasks warming at once,
+// except that one member always may, so that no member waits for ever.
+// active is changed in place.
+func planWarmups(g Group, ts taskSet, members []Member, prev, active map[Task]int) map[Task]int {
+	out := map[Task]int{}
+	if g.Ends == nil || g.OneActive {
+		return out
+	}
+	for i, m := range members {
+		if !m.KeepsState || len(m.Owned) > 0 {
+			continue
+		}
+		var moving, behind []Task
+		runs := false
+		for _, task := range ts.tasks {
+			if active[task] != i {
+				continue
+			}
+			from, ok := prev[task]
+			if !ok || from == i {
+				runs = true // a free task: it runs it now
+				continue
+			}
+			moving = append(moving, task)
+			end, stateful := g.Ends[task]
+			if off, ok := m.Offsets[task]; stateful && (!ok || end-off > g.AcceptableLag) {
+				behind = append(behind, task)
+			}
+		}
+		if runs || len(behind) == 0 {
+			continue // caught up, or running something: it moves now
+		}
+		for _, task := range moving {
+			active[task] = prev[task]
+		}
+		if len(out) == 0 || len(out)+len(behind) <= g.MaxWarmups {
+			for _, task := range behind {
+				out[task] = i
+			}
+		}
+	}
+	return out
 }
 
 // planStandbys picks up to g.Standbys members for each task other than

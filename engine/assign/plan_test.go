@@ -334,3 +334,66 @@ func TestParseTask(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanWarmsUpBeforeMoving (KIP-441): a member joins a group whose
+// tasks hold state. The spread would give it two of four tasks; it gets
+// them as warm-ups while their owner keeps running them (all of them:
+// MaxWarmups bounds the tasks of further members), and takes them over
+// once its offsets are within the acceptable lag of the changelogs' ends.
+func TestPlanWarmsUpBeforeMoving(t *testing.T) {
+	ends := map[Task]int64{}
+	for p := range int32(4) {
+		ends[Task{0, p}] = 100_000
+	}
+	g := Group{Partitions: map[string]int32{"in": 4}, Subtopologies: map[string]int{"in": 0}, Ends: ends, AcceptableLag: 10_000, MaxWarmups: 1}
+	sg := &group{t: t, g: g}
+	sg.join("a", "pa")
+	sg.settle()
+	sg.members[0].KeepsState = true
+	sg.join("b", "pb")
+	b := func() *Member { return &sg.members[slices.IndexFunc(sg.members, func(m Member) bool { return m.ID == "b" })] }
+	b().KeepsState = true
+	if sg.round() {
+		t.Fatal("a gave tasks up to a member that has not warmed them up")
+	}
+	plan := Plan(sg.g, sg.members)
+	if len(plan["a"].Active) != 4 || len(plan["b"].Warmup) != 2 || len(plan["b"].Active) != 0 {
+		t.Fatalf("while b warms up: a runs %v, b runs %v and warms %v; want 4, none, two", plan["a"].Active, plan["b"].Active, plan["b"].Warmup)
+	}
+	// A third member waits: two tasks warm already (MaxWarmups 1 was
+	// spent by b, which may warm all of its own).
+	sg.join("c", "pc")
+	sg.members[slices.IndexFunc(sg.members, func(m Member) bool { return m.ID == "c" })].KeepsState = true
+	sg.round()
+	plan = Plan(sg.g, sg.members)
+	if len(plan["c"].Warmup)+len(plan["c"].Active) != 0 || len(plan["a"].Active) != 4 {
+		t.Fatalf("c: runs %v, warms %v; a runs %v", plan["c"].Active, plan["c"].Warmup, plan["a"].Active)
+	}
+	sg.leave("c")
+	sg.round()
+	plan = Plan(sg.g, sg.members)
+	// b caught up with one task only: nothing moves; with both, both do.
+	warm := plan["b"].Warmup
+	b().Offsets = map[Task]int64{warm[0]: 95_000}
+	if sg.round() {
+		t.Fatal("a gave a task up while b had not caught up with all it warms")
+	}
+	b().Offsets = map[Task]int64{warm[0]: 95_000, warm[1]: 99_000}
+	if !sg.round() {
+		t.Fatal("a kept the tasks b caught up with")
+	}
+	sg.round()
+	plan = Plan(sg.g, sg.members)
+	if !slices.Contains(plan["b"].Active, warm[0]) || !slices.Contains(plan["b"].Active, warm[1]) {
+		t.Fatalf("b runs %v after catching up with %v", plan["b"].Active, warm)
+	}
+	// Without state kept, nothing waits: the spread moves at once.
+	g.Ends = nil
+	sg = &group{t: t, g: g}
+	sg.join("a", "pa")
+	sg.settle()
+	sg.join("b", "pb")
+	if plan := sg.settle(); len(plan["b"].Active) != 2 {
+		t.Fatalf("without end offsets b runs %v, want 2 tasks", plan["b"].Active)
+	}
+}

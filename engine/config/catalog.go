@@ -23,6 +23,9 @@ const (
 	keyRestoreFetchMaxBytes  = "stoatflow.restore.fetch-max-bytes"
 	keyNumStandbyReplicas    = "num.standby.replicas"
 	keyStandbyIntervalMs     = "stoatflow.standby.interval-ms"
+	keyAcceptableLag         = "acceptable.recovery.lag"
+	keyMaxWarmups            = "max.warmup.replicas"
+	keyProbingIntervalMs     = "probing.rebalance.interval.ms"
 	keyBufferMemory          = "buffer.memory"
 	keyCreateTopics          = "stoatflow.topics.create"
 	keyShutdownTimeoutMs     = "stoatflow.shutdown.timeout-ms"
@@ -274,6 +277,16 @@ var catalogue = sortedKeys(append([]Key{
 	atLeast(Key{Name: keyStandbyIntervalMs, Type: TypeDurationMs, Default: "2000",
 		Description: "how often an instance that keeps standbys brings them up to date with their changelogs; a promoted standby restores at most about this much of the changelog",
 		ReadBy:      []Component{LiveEngine}}, 1),
+	atLeast(Key{Name: keyAcceptableLag, Type: TypeInt, Default: "10000",
+		Description: "how many changelog records behind an instance may be and still be given a stateful task at once; one further behind warms it up first while its owner keeps running it (Kafka Streams' key and default, KIP-441)",
+		ReadBy:      []Component{LiveEngine},
+		Note:        "warm-ups are kept by instances that run no task and keep their stores in RocksDB; others take tasks at once"}, 0),
+	atLeast(Key{Name: keyMaxWarmups, Type: TypeInt, Default: "2",
+		Description: "how many tasks warm up at once across the group; the others stay where they run until a later rebalance (Kafka Streams' key and default)",
+		ReadBy:      []Component{LiveEngine}}, 1),
+	atLeast(Key{Name: keyProbingIntervalMs, Type: TypeDurationMs, Default: "600000",
+		Description: "how often an instance warming tasks up asks for a rebalance if it has not caught up; it asks at once when it has (Kafka Streams' key and default)",
+		ReadBy:      []Component{LiveEngine}}, 60000),
 	atLeast(Key{Name: keyShutdownTimeoutMs, Type: TypeDurationMs, Default: "30000",
 		Description: "how long a stop waits for the final barrier's commit; past it what did not commit is reprocessed on the next start", ReadBy: []Component{LiveEngine}}, 1),
 	{Name: keyMetricsLevel, Type: TypeEnum, Values: []string{"info", "debug"}, FoldCase: true, Default: "info",
