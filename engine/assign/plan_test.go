@@ -351,7 +351,9 @@ func TestPlanWarmsUpBeforeMoving(t *testing.T) {
 	sg.settle()
 	sg.members[0].KeepsState = true
 	sg.join("b", "pb")
-	b := func() *Member { return &sg.members[slices.IndexFunc(sg.members, func(m Member) bool { return m.ID == "b" })] }
+	b := func() *Member {
+		return &sg.members[slices.IndexFunc(sg.members, func(m Member) bool { return m.ID == "b" })]
+	}
 	b().KeepsState = true
 	if sg.round() {
 		t.Fatal("a gave tasks up to a member that has not warmed them up")
