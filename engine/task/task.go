@@ -183,6 +183,14 @@ type Task struct {
 	// topologies have none, and then the per-record calls cost nothing.
 	hasWatermarkListeners bool
 	hasBarrierListeners   bool
+
+	// meter is this instance's meters (metrics.TaskMeter). sampleIn
+	// counts down the records to the next timed one; sampling says the
+	// record in progress is timed, so that its nodes time themselves and
+	// its sources and sinks take its end-to-end latency.
+	meter    *metrics.TaskMeter
+	sampleIn int
+	sampling bool
 }
 
 type partitionKey struct {
@@ -228,6 +236,15 @@ type node struct {
 	// entry is set for a source whose only child takes its records
 	// through a typed entry (package hop).
 	entry hop.Entry
+	// meter is the node's meters in the task's TaskMeter; process is its
+	// Process meter at debug level (nil at info, where only sources and
+	// sinks meter anything: their end-to-end latency).
+	meter   *metrics.NodeMeter
+	process *metrics.Meter
+	// sampleIn counts a sink's records down to the next whose end-to-end
+	// latency it takes whatever the task samples: the finals a watermark
+	// flush or a punctuator emits are no record's that Process timed.
+	sampleIn int
 	// innerSuffix is, for a sink of windowed keys (a windowed key serde,
 	// no partitioner of its own, not an in-memory boundary), how many
 	// bytes follow the inner key in its keys: the record is partitioned
@@ -290,10 +307,20 @@ func New(b *topology.Built, st *topology.Subtopology, opts Options) (*Task, erro
 	if err := t.configureTimers(opts.Lanes); err != nil {
 		return nil, err
 	}
+	specs := make([]metrics.NodeSpec, len(st.Nodes))
+	for i, n := range st.Nodes {
+		specs[i] = metrics.NodeSpec{Name: n.Name, Kind: nodeKind(n.Kind)}
+	}
+	t.meter = t.metrics.ClaimTask(t.id, st.ID, specs)
+	debug := t.metrics.Debug()
 
 	for _, n := range st.Nodes {
 		nd := &node{name: n.Name, spec: n, byName: map[string]*node{}}
 		nd.ctx = &nodeContext{t: t, node: nd}
+		nd.meter = t.meter.Nodes[slices.IndexFunc(t.meter.Nodes, func(m *metrics.NodeMeter) bool { return m.Name == n.Name })]
+		if debug && n.Kind != topology.SourceNode {
+			nd.process = &nd.meter.Process
+		}
 		if n.Kind == topology.SinkNode && n.Boundary == nil && n.Sink.Partitioner == nil {
 			// Kafka Streams' repartition topics are hashed by the whole
 			// key (no WindowedStreamPartitioner there): boundaries keep it.
@@ -528,6 +555,41 @@ func (t *Task) Process(in *Input) error {
 	if !t.initialized {
 		return fmt.Errorf("task %s: process before init", t.id)
 	}
+	t.meter.Process.Events.Add(1)
+	if t.sampleIn--; t.sampleIn > 0 {
+		return t.process(in)
+	}
+	return t.processTimed(in)
+}
+
+// SampleNext makes the next record Process is given a timed one: the
+// lanes time the first record of every batch, so that a quiet input,
+// whose batches are a record or two, is timed record by record.
+func (t *Task) SampleNext() { t.sampleIn = 0 }
+
+// processTimed is process for a sampled record (metrics.SampleEvery):
+// the task, its nodes at debug level and its sources' and sinks'
+// end-to-end latencies time it.
+func (t *Task) processTimed(in *Input) error {
+	t.sampleIn = metrics.SampleEvery
+	start := time.Now()
+	t.sampling = true
+	defer func() {
+		t.sampling = false
+		t.meter.Process.Timing.Observe(time.Since(start), start)
+	}()
+	return t.process(in)
+}
+
+// e2e records a sampled record's end-to-end latency at nd: the wall
+// clock now less the record's timestamp, none below zero (a timestamp
+// ahead of the clock is not a negative latency).
+func (t *Task) e2e(nd *node, timestamp int64) {
+	d := time.Duration(max(t.time.WallClock()-timestamp, 0)) * time.Millisecond
+	nd.meter.E2E.Observe(d, time.Now())
+}
+
+func (t *Task) process(in *Input) error {
 	src, ok := t.sourceFor(in.Topic)
 	if !ok {
 		return fmt.Errorf("task %s: no source reads topic %s", t.id, in.Topic)
@@ -582,6 +644,9 @@ func (t *Task) processDecoded(src *node, in *Input, key, value any, e hop.Entry)
 	}
 	if ts > pt {
 		*ptp = ts
+	}
+	if t.sampling {
+		t.e2e(src, ts)
 	}
 	if !t.sub.Global && !src.spec.Source.Table {
 		// A global store's or a table's updates are not the
@@ -711,10 +776,19 @@ func (t *Task) runNode(nd *node, rec processor.Erased, e hop.Entry) {
 		}
 	}()
 	var err error
+	// timed is when a sampled record reached a processor node at debug
+	// level (nd.process); a panic leaves it untimed.
+	var timed time.Time
 	switch nd.spec.Kind {
 	case topology.SinkNode:
 		err = t.sink(nd, rec)
 	case topology.ProcessorNode:
+		if pm := nd.process; pm != nil {
+			pm.Events.Add(1)
+			if t.sampling {
+				timed = time.Now()
+			}
+		}
 		// Inlined invoke: a closure here would cost an allocation per
 		// record per node.
 		prev := t.current
@@ -733,6 +807,9 @@ func (t *Task) runNode(nd *node, rec processor.Erased, e hop.Entry) {
 			err = t.takeTimerFault(err)
 		}
 		t.current = prev
+		if !timed.IsZero() {
+			nd.process.Timing.Observe(time.Since(timed), timed)
+		}
 	default:
 		err = fmt.Errorf("node %s: a source cannot be forwarded to", nd.name)
 	}
@@ -930,6 +1007,16 @@ func sinkValueError(nd *node, topic string, err error) error {
 // sinkSend hands an encoded sink record to the collector.
 func (t *Task) sinkSend(nd *node, topic string, partition int32, k []byte, passed bool, v []byte, timestamp int64, headers processor.Headers) error {
 	o := Output{Topic: topic, Partition: partition, Key: k, Value: v, Timestamp: timestamp, Headers: headers, Boundary: nd.spec.Boundary}
+	// A sink is metered here, where both the sink node and a hop to it
+	// (sinkTarget) send: at debug level its count, and for a sampled
+	// record its end-to-end latency.
+	if nd.process != nil {
+		nd.process.Events.Add(1)
+	}
+	if nd.sampleIn--; t.sampling || nd.sampleIn <= 0 {
+		nd.sampleIn = metrics.SampleEvery
+		t.e2e(nd, timestamp)
+	}
 	switch {
 	case nd.innerSuffix > 0 && partition < 0 && len(k) >= nd.innerSuffix:
 		o.KeyHash, o.KeyHashed = lane.Murmur2(k[:len(k)-nd.innerSuffix]), true
@@ -1035,6 +1122,7 @@ func (t *Task) Close() error {
 			errs = append(errs, fmt.Errorf("task %s: close state store %s: %w", t.id, name, err))
 		}
 	}
+	t.metrics.ReleaseTask(t.meter)
 	return errors.Join(errs...)
 }
 
@@ -1164,3 +1252,24 @@ func (c *nodeContext) Metrics() *metrics.Registry { return c.t.metrics }
 
 // Logger is the task's logger; DSL processors log their drops through it.
 func (c *nodeContext) Logger() *slog.Logger { return c.t.log }
+
+// nodeKind is a node kind's name in the meters.
+func nodeKind(k topology.NodeKind) string {
+	switch k {
+	case topology.SourceNode:
+		return metrics.KindSource
+	case topology.SinkNode:
+		return metrics.KindSink
+	}
+	return metrics.KindProcessor
+}
+
+// StoreMeter claims the meters of one instance of store at debug level
+// (state.MeteredContext); nil at info, where stores are not metered.
+func (s storeContext) StoreMeter(store string) (*metrics.StoreMeter, func()) {
+	if !s.t.metrics.Debug() {
+		return nil, nil
+	}
+	m := s.t.metrics.ClaimStore(store)
+	return m, func() { s.t.metrics.ReleaseStore(m) }
+}
