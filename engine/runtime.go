@@ -409,6 +409,8 @@ func (r *runner) connect(ctx context.Context) error {
 		// A fencing right after a broker connection failed is a
 		// restart's, not another instance's (fenceRule).
 		kgo.WithHooks(brokerTroubleHook{&r.fence}),
+		// The Kafka client's families of /metrics (engine/prom, kafka.go).
+		kgo.WithHooks(r.e.meters.ClientHooks()),
 		kgo.WithLogger(kafka.Logger(r.e.log.With("instance", r.e.cfg.String(kafka.InstanceID)))),
 		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { r.onAssign("assigned", m, true) }),
 		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { r.onAssign("revoked", m, false) }),

@@ -113,9 +113,11 @@ func TestScrapeWithPromtool(t *testing.T) {
 			RecordsIn: map[string]int64{"in": 3}, RecordsOut: map[string]int64{"out": 1}, Lag: map[string]int64{"in": 2},
 			Segments: []prom.StoreSegments{{Store: "win", Type: "timestamped-window", Segments: 3}}}
 	}
-	m := prom.New(prom.Debug, sample, metrics.NewRegistry())
+	reg := metrics.NewRegistry()
+	m := prom.New(prom.Debug, withEverything(sample), reg)
 	m.Committed(10, 20*time.Millisecond)
 	m.Late(watermark.Partition{Topic: "in", Partition: 0})
+	meterEverything(reg, m)
 	srv := httptest.NewServer(m.Handler())
 	defer srv.Close()
 	resp, err := http.Get(srv.URL + "/metrics")

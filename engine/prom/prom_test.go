@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/stoatflow/stoatctl/engine/metrics"
 	"github.com/stoatflow/stoatctl/engine/prom"
 	"github.com/stoatflow/stoatctl/engine/watermark"
@@ -39,9 +42,10 @@ func TestFamiliesAreExported(t *testing.T) {
 	for _, level := range []prom.Level{prom.Info, prom.Debug} {
 		reg := metrics.NewRegistry()
 		reg.Counter(metrics.DroppedRecords, "reason", metrics.ReasonDeserialization).Add(2)
-		m := prom.New(level, sample, reg)
+		m := prom.New(level, withEverything(sample), reg)
 		m.Committed(10, 20*time.Millisecond)
 		m.Late(watermark.Partition{Topic: "in", Partition: 0})
+		meterEverything(reg, m)
 		out := scrape(t, m)
 		for _, f := range prom.Families {
 			has := strings.Contains(out, "# TYPE "+f.Name+" ")
@@ -134,4 +138,43 @@ func BenchmarkScrape(b *testing.B) {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	}
+}
+
+// withEverything adds to a sample what the families read from a running
+// engine with RocksDB state: every RocksDB property, a partition's lag.
+func withEverything(sample func() prom.Sample) func() prom.Sample {
+	return func() prom.Sample {
+		s := sample()
+		s.PartitionLag = map[watermark.Partition]int64{{Topic: "in", Partition: 0}: 2}
+		s.RocksDB = map[string]uint64{}
+		for prop := range prom.RocksProperties {
+			s.RocksDB[prop] = 4096
+		}
+		return s
+	}
+}
+
+// meterEverything does what a running engine does to the meters that are
+// fed as it works: a task processes a sampled record through a processor
+// to a sink, a store is written, the Kafka client's hooks see a request,
+// a failed one, a failed record and a batch each way.
+func meterEverything(reg *metrics.Registry, m *prom.Meters) {
+	now := time.Now()
+	tm := reg.ClaimTask("0_0", 0, []metrics.NodeSpec{{Name: "src", Kind: metrics.KindSource}, {Name: "count", Kind: metrics.KindProcessor}, {Name: "sink", Kind: metrics.KindSink}})
+	tm.Process.Events.Add(1)
+	tm.Process.Timing.Observe(3*time.Millisecond, now)
+	for _, n := range tm.Nodes {
+		n.Process.Events.Add(1)
+		n.Process.Timing.Observe(time.Millisecond, now)
+		n.E2E.Observe(250*time.Millisecond, now)
+	}
+	sm := reg.ClaimStore("counts")
+	sm.Ops[metrics.OpPut].Events.Add(1)
+	sm.Ops[metrics.OpPut].Timing.Observe(time.Microsecond, now)
+	h := m.ClientHooks()
+	h.(kgo.HookBrokerE2E).OnBrokerE2E(kgo.BrokerMetadata{}, 0, kgo.BrokerE2E{TimeToWrite: time.Millisecond, ReadWait: 2 * time.Millisecond})
+	h.(kgo.HookBrokerE2E).OnBrokerE2E(kgo.BrokerMetadata{}, 1, kgo.BrokerE2E{ReadErr: io.ErrUnexpectedEOF})
+	h.(kgo.HookProduceRecordUnbuffered).OnProduceRecordUnbuffered(&kgo.Record{Topic: "out"}, kerr.MessageTooLarge)
+	h.(kgo.HookProduceBatchWritten).OnProduceBatchWritten(kgo.BrokerMetadata{}, "out", 0, kgo.ProduceBatchMetrics{NumRecords: 1, CompressedBytes: 100})
+	h.(kgo.HookFetchBatchRead).OnFetchBatchRead(kgo.BrokerMetadata{}, "in", 0, kgo.FetchBatchMetrics{NumRecords: 1, CompressedBytes: 100})
 }

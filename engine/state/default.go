@@ -83,7 +83,7 @@ func (s *deferredStore) Init(ctx Context) error {
 	}
 	if !s.wrapped {
 		s.wrapped = true
-		s.inner = metered(ctx, s.store())
+		s.inner = metered(ctx, s.name, s.store())
 	}
 	return s.store().Init(ctx)
 }

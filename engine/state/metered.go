@@ -29,13 +29,15 @@ type meteredStore struct {
 	n atomic.Uint32
 }
 
-// metered wraps s when ctx meters store operations.
-func metered(ctx Context, s KeyValueBytesStore) KeyValueBytesStore {
+// metered wraps s, the byte store of store, when ctx meters store
+// operations. The meters go by the store's name, not the byte store's: a
+// RocksDB byte store's carries its task's prefix.
+func metered(ctx Context, store string, s KeyValueBytesStore) KeyValueBytesStore {
 	mc, ok := ctx.(MeteredContext)
 	if !ok {
 		return s
 	}
-	m, release := mc.StoreMeter(s.Name())
+	m, release := mc.StoreMeter(store)
 	if m == nil {
 		return s
 	}

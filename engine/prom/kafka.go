@@ -1,0 +1,101 @@
+package prom
+
+import (
+	"strings"
+	"unicode"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// clientMeters are the Kafka client's families, fed by franz-go's hooks
+// (ClientHooks) rather than polled: the client keeps no metrics of its own
+// to read, as Java's does.
+type clientMeters struct {
+	requests      *prometheus.HistogramVec
+	requestErrors *prometheus.CounterVec
+	recordErrors  *prometheus.CounterVec
+	produceBytes  *prometheus.CounterVec
+	fetchBytes    *prometheus.CounterVec
+}
+
+func newClientMeters(help map[string]string) *clientMeters {
+	return &clientMeters{
+		requests: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: KafkaRequestDuration, Help: help[KafkaRequestDuration],
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}}, []string{"request"}),
+		requestErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: KafkaRequestErrors, Help: help[KafkaRequestErrors]}, []string{"request"}),
+		recordErrors:  prometheus.NewCounterVec(prometheus.CounterOpts{Name: KafkaRecordErrors, Help: help[KafkaRecordErrors]}, []string{"topic"}),
+		produceBytes:  prometheus.NewCounterVec(prometheus.CounterOpts{Name: KafkaProduceBytes, Help: help[KafkaProduceBytes]}, []string{"topic"}),
+		fetchBytes:    prometheus.NewCounterVec(prometheus.CounterOpts{Name: KafkaFetchBytes, Help: help[KafkaFetchBytes]}, []string{"topic"}),
+	}
+}
+
+func (c *clientMeters) collectors() []prometheus.Collector {
+	return []prometheus.Collector{c.requests, c.requestErrors, c.recordErrors, c.produceBytes, c.fetchBytes}
+}
+
+// ClientHooks are the hooks that feed the Kafka client's families: give
+// them to the engine's main client (kgo.WithHooks), the one that
+// consumes the sources and produces the sinks and changelogs.
+func (m *Meters) ClientHooks() kgo.Hook { return clientHooks{m.client} }
+
+// clientHooks is ClientHooks. Every hook but the per-record one runs once
+// per request or batch; the per-record one (a produced record's outcome)
+// costs a call and a nil check unless the record failed.
+type clientHooks struct{ c *clientMeters }
+
+var (
+	_ kgo.HookBrokerE2E               = clientHooks{}
+	_ kgo.HookProduceBatchWritten     = clientHooks{}
+	_ kgo.HookFetchBatchRead          = clientHooks{}
+	_ kgo.HookProduceRecordUnbuffered = clientHooks{}
+)
+
+// OnBrokerE2E times a request from its write to the end of its response:
+// Kafka's request latency (for a fetch, the broker's wait for data
+// included, as in Kafka's fetch-latency).
+func (h clientHooks) OnBrokerE2E(_ kgo.BrokerMetadata, key int16, e2e kgo.BrokerE2E) {
+	name := requestName(key)
+	if e2e.Err() != nil {
+		h.c.requestErrors.WithLabelValues(name).Inc()
+		return
+	}
+	h.c.requests.WithLabelValues(name).Observe(e2e.DurationE2E().Seconds())
+}
+
+func (h clientHooks) OnProduceBatchWritten(_ kgo.BrokerMetadata, topic string, _ int32, m kgo.ProduceBatchMetrics) {
+	h.c.produceBytes.WithLabelValues(topic).Add(float64(m.CompressedBytes))
+}
+
+func (h clientHooks) OnFetchBatchRead(_ kgo.BrokerMetadata, topic string, _ int32, m kgo.FetchBatchMetrics) {
+	h.c.fetchBytes.WithLabelValues(topic).Add(float64(m.CompressedBytes))
+}
+
+// OnProduceRecordUnbuffered counts the records whose produce failed:
+// refused by the broker, timed out, or failed by an aborted transaction.
+func (h clientHooks) OnProduceRecordUnbuffered(r *kgo.Record, err error) {
+	if err != nil {
+		h.c.recordErrors.WithLabelValues(r.Topic).Inc()
+	}
+}
+
+// requestName is a request key's name in snake case, "Produce" as
+// produce, "EndTxn" as end_txn, "SASLHandshake" as sasl_handshake: a
+// label value in Prometheus' style.
+func requestName(key int16) string {
+	name := []rune(kmsg.NameForKey(key))
+	var b strings.Builder
+	for i, r := range name {
+		if unicode.IsUpper(r) {
+			// A word starts at an upper-case letter after a lower-case
+			// one, or at the last capital of an acronym before a word.
+			if i > 0 && (unicode.IsLower(name[i-1]) || i+1 < len(name) && unicode.IsLower(name[i+1]) && unicode.IsUpper(name[i-1])) {
+				b.WriteByte('_')
+			}
+			r = unicode.ToLower(r)
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
