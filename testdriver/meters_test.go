@@ -89,3 +89,33 @@ func TestRecordPathMeters(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkMetersLevel is the record path's cost of the debug level's
+// meters (processor nodes and the count's store) over the info level's,
+// on a count of 1 M records through the driver: the two levels in turn,
+// in one run, so that their ratio is not the machine's noise.
+func BenchmarkMetersLevel(b *testing.B) {
+	str := serde.String()
+	run := func(level string) time.Duration {
+		bld := dsl.NewBuilder()
+		dsl.Stream(bld, dsl.ConsumedWith(str, str), "in").GroupByKey().Count(dsl.MaterializedWith(str, serde.Int64())).
+			ToStream().To("out", dsl.ProducedWith(str, serde.Int64()))
+		d, err := testdriver.New(bld.Topology(), map[string]string{"stoatflow.metrics.recording.level": level})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer d.Close()
+		start := time.Now()
+		pipeAll(b, d, benchInput)
+		return time.Since(start)
+	}
+	var info, debug time.Duration
+	for range b.N {
+		info += run("info")
+		debug += run("debug")
+	}
+	b.ReportMetric(float64(info.Nanoseconds())/float64(b.N*benchRecords), "info-ns/rec")
+	b.ReportMetric(float64(debug.Nanoseconds())/float64(b.N*benchRecords), "debug-ns/rec")
+	b.ReportMetric(debug.Seconds()/info.Seconds(), "debug/info")
+	b.ReportMetric(0, "ns/op")
+}
