@@ -191,6 +191,12 @@ type Task struct {
 	meter    *metrics.TaskMeter
 	sampleIn int
 	sampling bool
+	// sampledAt is when the sampled record in progress began.
+	sampledAt time.Time
+	// processed counts the records not yet added to the meter: the lane
+	// adds them at each sampled record and at each barrier (publish), so
+	// that an untimed record costs no atomic operation.
+	processed int64
 }
 
 type partitionKey struct {
@@ -555,11 +561,21 @@ func (t *Task) Process(in *Input) error {
 	if !t.initialized {
 		return fmt.Errorf("task %s: process before init", t.id)
 	}
-	t.meter.Process.Events.Add(1)
+	t.processed++
 	if t.sampleIn--; t.sampleIn > 0 {
 		return t.process(in)
 	}
 	return t.processTimed(in)
+}
+
+// publish adds the records processed since the last call to the meter,
+// which the scrape reads: at every sampled record, every commit and the
+// close, so the exported count trails by at most one barrier interval.
+func (t *Task) publish() {
+	if t.processed > 0 {
+		t.meter.Process.Events.Add(t.processed)
+		t.processed = 0
+	}
 }
 
 // SampleNext makes the next record Process is given a timed one: the
@@ -572,8 +588,9 @@ func (t *Task) SampleNext() { t.sampleIn = 0 }
 // end-to-end latencies time it.
 func (t *Task) processTimed(in *Input) error {
 	t.sampleIn = metrics.SampleEvery
+	t.publish()
 	start := time.Now()
-	t.sampling = true
+	t.sampling, t.sampledAt = true, start
 	defer func() {
 		t.sampling = false
 		t.meter.Process.Timing.Observe(time.Since(start), start)
@@ -586,7 +603,13 @@ func (t *Task) processTimed(in *Input) error {
 // ahead of the clock is not a negative latency).
 func (t *Task) e2e(nd *node, timestamp int64) {
 	d := time.Duration(max(t.time.WallClock()-timestamp, 0)) * time.Millisecond
-	nd.meter.E2E.Observe(d, time.Now())
+	// The sampled record's start places the sample in its window; a
+	// clock read fewer.
+	at := t.sampledAt
+	if !t.sampling {
+		at = time.Now()
+	}
+	nd.meter.E2E.Observe(d, at)
 }
 
 func (t *Task) process(in *Input) error {
@@ -1091,6 +1114,7 @@ func (t *Task) passKey(s serde.Any, key string) (b []byte, passed bool) {
 // Commit flushes the task's stores, so their changelog records are out
 // before the caller commits offsets.
 func (t *Task) Commit() error {
+	t.publish()
 	for _, name := range t.sub.Stores {
 		if s, ok := t.stores[name]; ok {
 			if err := s.Flush(); err != nil {
@@ -1122,6 +1146,7 @@ func (t *Task) Close() error {
 			errs = append(errs, fmt.Errorf("task %s: close state store %s: %w", t.id, name, err))
 		}
 	}
+	t.publish()
 	t.metrics.ReleaseTask(t.meter)
 	return errors.Join(errs...)
 }
