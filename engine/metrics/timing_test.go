@@ -69,3 +69,39 @@ func TestClaimsAreReused(t *testing.T) {
 		t.Errorf("%d task instances, store reuse %v", n, r.ClaimStore("counts") == s)
 	}
 }
+
+// TestMetersReadWhileWritten: the scrape reads meters while a lane writes
+// them (run with -race); the totals it ends with are the writer's.
+func TestMetersReadWhileWritten(t *testing.T) {
+	r := NewRegistry()
+	m := r.ClaimTask("0_0", 0, []NodeSpec{{"src", KindSource}})
+	const n = 20_000
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		now := time.Now()
+		for i := range n {
+			m.Process.Events.Add(1)
+			m.Nodes[0].E2E.Observe(time.Duration(i), now)
+		}
+	}()
+	reads := 0
+	for running := true; running; reads++ {
+		select {
+		case <-done:
+			running = false
+		default:
+		}
+		r.EachTask(func(tm *TaskMeter) {
+			s := tm.Process.Snapshot(time.Now())
+			e := tm.Nodes[0].E2E.Snapshot(time.Now())
+			if s.Events < 0 || e.Count > n {
+				t.Errorf("read %+v %+v", s, e)
+			}
+		})
+	}
+	e := m.Nodes[0].E2E.Snapshot(time.Now())
+	if m.Process.Events.Load() != n || e.Count != n || e.Max != n-1 || e.Min != 0 {
+		t.Errorf("after %d reads: %d events, %+v", reads, m.Process.Events.Load(), e)
+	}
+}

@@ -193,9 +193,9 @@ type Task struct {
 	sampling bool
 	// sampledAt is when the sampled record in progress began.
 	sampledAt time.Time
-	// processed counts the records not yet added to the meter: the lane
-	// adds them at each sampled record and at each barrier (publish), so
-	// that an untimed record costs no atomic operation.
+	// processed counts the records not yet added to the meter: the task
+	// adds them at each sampled record, each commit and its close
+	// (publish), so that an untimed record costs no atomic operation.
 	processed int64
 }
 
