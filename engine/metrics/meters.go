@@ -70,10 +70,13 @@ type StoreMeter struct {
 	inUse bool
 }
 
-// meters are a Registry's task and store meters.
+// meters are a Registry's task and store meters, in the order claimed;
+// byID indexes the task meters, so that a rebalance's claims of many tasks
+// do not scan every instance each.
 type meters struct {
 	debug  bool
 	tasks  []*TaskMeter
+	byID   map[string][]*TaskMeter
 	stores []*StoreMeter
 }
 
@@ -97,8 +100,8 @@ func (r *Registry) Debug() bool {
 func (r *Registry) ClaimTask(id string, sub int, nodes []NodeSpec) *TaskMeter {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, m := range r.meters.tasks {
-		if !m.inUse && m.ID == id && m.Subtopology == sub && sameNodes(m.Nodes, nodes) {
+	for _, m := range r.meters.byID[id] {
+		if !m.inUse && m.Subtopology == sub && sameNodes(m.Nodes, nodes) {
 			m.inUse = true
 			return m
 		}
@@ -107,7 +110,11 @@ func (r *Registry) ClaimTask(id string, sub int, nodes []NodeSpec) *TaskMeter {
 	for _, n := range nodes {
 		m.Nodes = append(m.Nodes, &NodeMeter{Name: n.Name, Kind: n.Kind})
 	}
+	if r.meters.byID == nil {
+		r.meters.byID = map[string][]*TaskMeter{}
+	}
 	r.meters.tasks = append(r.meters.tasks, m)
+	r.meters.byID[id] = append(r.meters.byID[id], m)
 	return m
 }
 

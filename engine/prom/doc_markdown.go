@@ -90,7 +90,7 @@ var KafkaStreams = []KSMetric{
 	{"`stream-metrics`: `alive-stream-threads`, `failed-stream-threads`", ""},
 	{"`stream-thread-metrics`: `commit-rate`, `commit-total`", "`rate(stoatflow_epochs_committed_total[1m])`, `stoatflow_epochs_committed_total` (one commit per epoch, for every lane)"},
 	{"`stream-thread-metrics`: `commit-latency-avg`, `commit-latency-max`", "`stoatflow_commit_duration_seconds` (histogram, seconds, not ms)"},
-	{"`stream-thread-metrics`: `process-rate`, `process-total`", "`rate(stoatflow_records_in_total[1m])`, `stoatflow_records_in_total` (per source topic, aborted epochs included)"},
+	{"`stream-thread-metrics`: `process-rate`, `process-total`", "`rate(stoatflow_process_records_total[1m])`, `stoatflow_process_records_total` (per sub-topology: source records and those crossing an in-memory boundary); per source topic, `stoatflow_records_in_total` (aborted epochs included)"},
 	{"`stream-thread-metrics`: `process-latency-avg`, `process-latency-max`", "`rate(stoatflow_process_latency_seconds_sum[1m]) / rate(stoatflow_process_latency_seconds_count[1m])`, `stoatflow_process_latency_max_seconds` (per sub-topology, sampled, seconds)"},
 	{"`stream-thread-metrics`: `poll-*`, `punctuate-*`, `task-created-*`, `task-closed-*`, `blocked-time-ns-total`", ""},
 	{"`stream-task-metrics`: `dropped-records-rate`, `dropped-records-total`", "`stoatflow_dropped_records_total` (by `reason`, not per task)"},
