@@ -81,16 +81,20 @@ func (h clientHooks) OnProduceRecordUnbuffered(r *kgo.Record, err error) {
 }
 
 // requestName is a request key's name in snake case, "Produce" as
-// produce, "EndTxn" as end_txn, "SASLHandshake" as sasl_handshake: a
-// label value in Prometheus' style.
+// produce, "EndTxn" as end_txn, "SASLHandshake" as sasl_handshake,
+// "DescribeACLs" as describe_acls: a label value in Prometheus' style.
 func requestName(key int16) string {
 	name := []rune(kmsg.NameForKey(key))
+	upper := func(i int) bool { return i >= 0 && i < len(name) && unicode.IsUpper(name[i]) }
+	lower := func(i int) bool { return i >= 0 && i < len(name) && unicode.IsLower(name[i]) }
 	var b strings.Builder
 	for i, r := range name {
 		if unicode.IsUpper(r) {
-			// A word starts at an upper-case letter after a lower-case
-			// one, or at the last capital of an acronym before a word.
-			if i > 0 && (unicode.IsLower(name[i-1]) || i+1 < len(name) && unicode.IsLower(name[i+1]) && unicode.IsUpper(name[i-1])) {
+			// A word starts at a capital after a lower-case letter, or at
+			// the last capital of an acronym that a word follows (not a
+			// plural s: ACLs).
+			plural := name[min(i+1, len(name)-1)] == 's' && !lower(i+2)
+			if lower(i-1) || upper(i-1) && lower(i+1) && !plural {
 				b.WriteByte('_')
 			}
 			r = unicode.ToLower(r)
