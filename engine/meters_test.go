@@ -4,12 +4,14 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stoatflow/stoatctl/engine"
+	"github.com/stoatflow/stoatctl/internal/faultproxy"
 )
 
 // sumSeries adds up the values of the scrape's series whose line starts
@@ -124,4 +126,39 @@ func TestMetersOfARunningEngine(t *testing.T) {
 	if t.Failed() {
 		t.Logf("the last scrape:\n%s", m)
 	}
+}
+
+// TestKafkaRequestErrorsAreCounted cuts the engine's connections to its
+// broker (internal/faultproxy between them): the requests that fail on
+// the connection are counted by request type, where the scrape had no
+// such series before, and the engine goes on.
+func TestKafkaRequestErrorsAreCounted(t *testing.T) {
+	addr := startBroker(t, map[string]int32{"in": 2, "out": 1})
+	px, err := faultproxy.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(px.Close)
+	e, stop := runEngine(t, counts(), cfg(addr, "kafka-errors"), engine.WithDialer(px.Dial))
+	defer stopsInTime(t, stop)
+	scrape := func() string {
+		rec := httptest.NewRecorder()
+		e.MetricsHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+		return rec.Body.String()
+	}
+	produceTo(t, addr, "in", 0, 1, 2, 3)
+	readCommitted(t, addr, "out", 3, 30*time.Second)
+	if m := scrape(); strings.Contains(m, "stoatflow_kafka_request_errors_total{") {
+		t.Fatalf("request errors before any fault:\n%s", m)
+	}
+	// The consumer always has a fetch waiting on the broker: a cut fails
+	// it. Cut until the count shows one (a cut between two requests fails
+	// none).
+	eventually(t, 20*time.Second, func() string { return "no request error counted" }, func() bool {
+		px.Cut()
+		v, _ := sumSeries(scrape(), "stoatflow_kafka_request_errors_total{")
+		return v > 0
+	})
+	produceTo(t, addr, "in", 1, 4, 5)
+	readCommitted(t, addr, "out", 5, 30*time.Second)
 }

@@ -1,6 +1,9 @@
 package prom
 
 import (
+	"context"
+	"errors"
+	"net"
 	"strings"
 	"unicode"
 
@@ -57,11 +60,22 @@ var (
 // included, as in Kafka's fetch-latency).
 func (h clientHooks) OnBrokerE2E(_ kgo.BrokerMetadata, key int16, e2e kgo.BrokerE2E) {
 	name := requestName(key)
-	if e2e.Err() != nil {
-		h.c.requestErrors.WithLabelValues(name).Inc()
+	if err := e2e.Err(); err != nil {
+		if !ownDoing(err) {
+			h.c.requestErrors.WithLabelValues(name).Inc()
+		}
 		return
 	}
 	h.c.requests.WithLabelValues(name).Observe(e2e.DurationE2E().Seconds())
+}
+
+// ownDoing says a request failed by the client's own doing, not the
+// connection's: the client closed, or the request's context ended (a
+// fetch cancelled by a rebalance or a pause). Those are no errors to
+// count (engine/fencing.go's brokerTroubleHook judges them the same).
+func ownDoing(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, kgo.ErrClientClosed) || errors.Is(err, net.ErrClosed)
 }
 
 func (h clientHooks) OnProduceBatchWritten(_ kgo.BrokerMetadata, topic string, _ int32, m kgo.ProduceBatchMetrics) {
@@ -73,9 +87,11 @@ func (h clientHooks) OnFetchBatchRead(_ kgo.BrokerMetadata, topic string, _ int3
 }
 
 // OnProduceRecordUnbuffered counts the records whose produce failed:
-// refused by the broker, timed out, or failed by an aborted transaction.
+// refused by the broker or timed out. The records of a transaction the
+// engine aborts itself (a rebalance, a reset: kgo.ErrAborting), or that
+// a closing client drops, are not failures; the epoch is replayed.
 func (h clientHooks) OnProduceRecordUnbuffered(r *kgo.Record, err error) {
-	if err != nil {
+	if err != nil && !errors.Is(err, kgo.ErrAborting) && !ownDoing(err) {
 		h.c.recordErrors.WithLabelValues(r.Topic).Inc()
 	}
 }
