@@ -18,7 +18,8 @@ The live engine (` + "`stoatctl run`" + `, ` + "`engine.New`" + `) exports these
 ` + "`GET /metrics`" + ` of its REST API, in Prometheus' text format, beside the Go
 runtime's and the process's own (` + "`go_*`, `process_*`" + `).
 ` + "`" + LevelKey + "`" + ` chooses the level: ` + "`info`" + ` (default) records the info
-families, ` + "`debug`" + ` the debug ones too, whose series grow with the partitions owned.
+families, ` + "`debug`" + ` the debug ones too: those whose series grow with the partitions owned,
+and those that cost on the record path (processor nodes, store operations), as in Kafka Streams.
 
 Names follow Prometheus' conventions, and ` + "`promtool check metrics`" + ` finds nothing
 to say about a live scrape (the end-to-end test runs it and accepts no lint):

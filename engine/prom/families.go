@@ -12,7 +12,8 @@ const (
 	// Info is the default level: families whose cardinality does not
 	// grow with the partitions owned (records in/out are per topic).
 	Info Level = iota
-	// Debug adds the per-partition families.
+	// Debug adds the per-partition and per-task families and the
+	// meters that cost on the record path (processor nodes, stores).
 	Debug
 )
 
