@@ -196,7 +196,10 @@ type Task struct {
 	// processed counts the records not yet added to the meter: the task
 	// adds them at each sampled record, each commit and its close
 	// (publish), so that an untimed record costs no atomic operation.
+	// metered are the nodes metered at debug level, whose own counts
+	// publish adds too.
 	processed int64
+	metered   []*node
 }
 
 type partitionKey struct {
@@ -247,6 +250,9 @@ type node struct {
 	// sinks meter anything: their end-to-end latency).
 	meter   *metrics.NodeMeter
 	process *metrics.Meter
+	// processed counts the node's records not yet added to process (the
+	// task's publish adds them).
+	processed int64
 	// sampleIn counts a sink's records down to the next whose end-to-end
 	// latency it takes whatever the task samples: the finals a watermark
 	// flush or a punctuator emits are no record's that Process timed.
@@ -326,6 +332,7 @@ func New(b *topology.Built, st *topology.Subtopology, opts Options) (*Task, erro
 		nd.meter = t.meter.Nodes[slices.IndexFunc(t.meter.Nodes, func(m *metrics.NodeMeter) bool { return m.Name == n.Name })]
 		if debug && n.Kind != topology.SourceNode {
 			nd.process = &nd.meter.Process
+			t.metered = append(t.metered, nd)
 		}
 		if n.Kind == topology.SinkNode && n.Boundary == nil && n.Sink.Partitioner == nil {
 			// Kafka Streams' repartition topics are hashed by the whole
@@ -576,6 +583,12 @@ func (t *Task) publish() {
 		t.meter.Process.Events.Add(t.processed)
 		t.processed = 0
 	}
+	for _, nd := range t.metered {
+		if nd.processed > 0 {
+			nd.process.Events.Add(nd.processed)
+			nd.processed = 0
+		}
+	}
 }
 
 // SampleNext makes the next record Process is given a timed one: the
@@ -806,8 +819,8 @@ func (t *Task) runNode(nd *node, rec processor.Erased, e hop.Entry) {
 	case topology.SinkNode:
 		err = t.sink(nd, rec)
 	case topology.ProcessorNode:
-		if pm := nd.process; pm != nil {
-			pm.Events.Add(1)
+		if nd.process != nil {
+			nd.processed++
 			if t.sampling {
 				timed = time.Now()
 			}
@@ -1034,7 +1047,7 @@ func (t *Task) sinkSend(nd *node, topic string, partition int32, k []byte, passe
 	// (sinkTarget) send: at debug level its count, and for a sampled
 	// record its end-to-end latency.
 	if nd.process != nil {
-		nd.process.Events.Add(1)
+		nd.processed++
 	}
 	if nd.sampleIn--; t.sampling || nd.sampleIn <= 0 {
 		nd.sampleIn = metrics.SampleEvery
