@@ -46,7 +46,8 @@ they fire is docs/runbook.md.
 The record path is timed on samples (docs/decisions/0037-sampled-latencies.md): one
 record in 64 that a task processes, and the first of every batch a lane receives, so a
 quiet input is timed record by record and a busy one pays its clock reads on about 2%
-of its records. Every record is counted (a task adds its count to the meter at each sampled record and each\ncommit barrier, so a count trails by at most a barrier interval). A summary's ` + "`_count`" + ` counts the sampled
+of its records. Every record is counted (a task adds its count to the meter at each sampled record and
+each commit barrier, so a count trails by at most a barrier interval). A summary's ` + "`_count`" + ` counts the sampled
 records (use the ` + "`_records_total`" + ` counters for rates); its ` + "`_sum`" + ` over its
 ` + "`_count`" + ` is the average. A ` + "`_max_seconds`" + ` or ` + "`_min_seconds`" + ` gauge covers the
 sampled records of the last 30 to 60 seconds and is absent when there were none.
