@@ -121,7 +121,7 @@ var KafkaStreams = []KSMetric{
 	{"`consumer-coordinator-metrics`: `rebalance-total`", "`stoatflow_rebalances_total` (every runtime reset: rebalances, aborted epochs, reconnections)"},
 	{"`producer-metrics`: `record-send-total`", "`stoatflow_records_out_total` (per sink topic, changelogs left out)"},
 	{"`producer-metrics`: `record-error-total`, `record-error-rate`", "`stoatflow_kafka_produce_record_errors_total{topic}` (changelogs included)"},
-	{"`producer-metrics`, `consumer-metrics`: `connection-*`, network errors", "`stoatflow_kafka_request_errors_total{request}` (requests failed on the connection)"},
+	{"`producer-metrics`, `consumer-metrics`: `connection-close-total` (the closest: no attribute counts the requests a lost connection failed)", "`stoatflow_kafka_request_errors_total{request}` (requests failed on the connection, by request type)"},
 	{"`producer-topic-metrics`: `byte-total`, `byte-rate`", "`stoatflow_kafka_produce_bytes_total{topic}`"},
 	{"`producer-metrics`: `txn-commit-time-ns-total`", "`stoatflow_kafka_request_duration_seconds{request=\"end_txn\"}`; the whole commit: `stoatflow_commit_duration_seconds`"},
 	{"no equivalent in Kafka Streams", "`stoatflow_watermark_*` (event time, docs/event-time.md), `stoatflow_store_segments`, `stoatflow_barrier_interval_seconds`, `stoatflow_lane_queue_batches`, `stoatflow_epoch_records`, `stoatflow_timer_lane_mismatch_total`"},
