@@ -178,3 +178,32 @@ func meterEverything(reg *metrics.Registry, m *prom.Meters) {
 	h.(kgo.HookProduceBatchWritten).OnProduceBatchWritten(kgo.BrokerMetadata{}, "out", 0, kgo.ProduceBatchMetrics{NumRecords: 1, CompressedBytes: 100})
 	h.(kgo.HookFetchBatchRead).OnFetchBatchRead(kgo.BrokerMetadata{}, "in", 0, kgo.FetchBatchMetrics{NumRecords: 1, CompressedBytes: 100})
 }
+
+// TestMetersWithoutSamplesAreAbsent: a task that has processed nothing
+// yet has zero counts and empty summaries, but no minimum or maximum
+// series (absent, not 0), and an engine without RocksDB state exports no
+// RocksDB family, nor the Kafka client's before its first request.
+func TestMetersWithoutSamplesAreAbsent(t *testing.T) {
+	reg := metrics.NewRegistry()
+	reg.ClaimTask("0_0", 0, []metrics.NodeSpec{{Name: "src", Kind: metrics.KindSource}, {Name: "map", Kind: metrics.KindProcessor}, {Name: "sink", Kind: metrics.KindSink}})
+	out := scrape(t, prom.New(prom.Debug, func() prom.Sample { return prom.Sample{State: "RUNNING"} }, reg))
+	for _, want := range []string{`stoatflow_process_records_total{subtopology="0"} 0`, `stoatflow_process_latency_seconds_count{subtopology="0"} 0`,
+		`stoatflow_record_e2e_latency_seconds_count{kind="sink",processor="sink"} 0`, `stoatflow_task_process_records_total{task="0_0"} 0`,
+		`stoatflow_processor_process_records_total{processor="map",task="0_0"} 0`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("scrape lacks %q", want)
+		}
+	}
+	absent := []string{prom.ProcessLatencyMax, prom.E2ELatencyMin, prom.E2ELatencyMax, prom.TaskProcessLatencyMax, prom.ProcessorLatencyMax,
+		prom.StoreOperations, prom.KafkaRequestDuration, prom.KafkaRequestErrors, prom.KafkaRecordErrors, prom.ConsumerPartitionLag}
+	for _, name := range prom.RocksProperties {
+		absent = append(absent, name)
+	}
+	for _, name := range absent {
+		for l := range strings.Lines(out) {
+			if strings.HasPrefix(l, name+" ") || strings.HasPrefix(l, name+"{") || strings.HasPrefix(l, name+"_") {
+				t.Errorf("a series of %s with nothing to say: %s", name, strings.TrimSpace(l))
+			}
+		}
+	}
+}
