@@ -131,7 +131,8 @@ func TestRunServesWatermarks(t *testing.T) {
 	r := &e2eRun{t: t, url: "http://" + httpAddr, api: inspect.NewClient("http://" + httpAddr), stderr: stderr, cancel: cancel, done: make(chan int, 1)}
 	args := []string{"run", "-t", "testdata/eventtime-topology.yaml", "--broker-port", "0", "--partitions", "2", "--http", httpAddr,
 		"--log-format", "json", "-X", "num.stream.threads=2", "-X", "stoatflow.commit-barrier.interval-ms=100",
-		"-X", "stoatflow.log.stall-warning-ms=2000", "-X", "stoatflow.log.progress-interval-ms=2000"}
+		"-X", "stoatflow.log.stall-warning-ms=2000", "-X", "stoatflow.log.progress-interval-ms=2000",
+		"-X", "stoatflow.metrics.recording.level=debug", "--state-dir", t.TempDir()}
 	go func() { r.done <- RunContext(ctx, args, stdout, stderr) }()
 	defer func() {
 		if !r.stopped {
@@ -271,6 +272,22 @@ func TestRunServesWatermarks(t *testing.T) {
 	}
 	for _, want := range []string{"stoatflow_client_state 4", fmt.Sprintf("stoatflow_watermark_timestamp_seconds %g", float64(last)/1000),
 		`stoatflow_watermark_partitions{state="idle"} 1`, "stoatflow_topology_event_time_tracking 1", `stoatflow_consumer_lag_records{topic="clicks"} 0`} {
+		if !strings.Contains(m, want) {
+			t.Errorf("/metrics lacks %q:\n%s", want, m)
+		}
+	}
+	// The record path's, the store's, RocksDB's and the Kafka client's
+	// families have series: promtool sees them too.
+	for _, want := range []string{`stoatflow_process_records_total{subtopology="0"}`, `stoatflow_process_latency_seconds_count{subtopology="0"}`,
+		`stoatflow_record_e2e_latency_seconds_count{kind="source",`, `stoatflow_record_e2e_latency_max_seconds{kind="source",`,
+		`stoatflow_record_e2e_latency_seconds_count{kind="sink",`, `stoatflow_task_process_records_total{task="0_0"}`,
+		`stoatflow_task_process_latency_seconds_sum{task="0_1"}`, `stoatflow_processor_process_records_total{processor=`,
+		`stoatflow_processor_process_latency_seconds_count{processor=`, `stoatflow_store_operations_total{operation="put",store_name="counts"}`,
+		`stoatflow_store_operation_latency_seconds_count{operation="get",store_name="counts"}`, "stoatflow_rocksdb_estimated_keys ",
+		"stoatflow_rocksdb_memtable_size_bytes ", "stoatflow_rocksdb_block_cache_usage_bytes ",
+		`stoatflow_kafka_request_duration_seconds_bucket{request="fetch",`, `stoatflow_kafka_request_duration_seconds_bucket{request="produce",`,
+		`stoatflow_kafka_request_duration_seconds_count{request="end_txn"}`, `stoatflow_kafka_fetch_bytes_total{topic="clicks"}`,
+		`stoatflow_kafka_produce_bytes_total{topic="counts"}`, `stoatflow_consumer_partition_lag_records{partition="0",topic="clicks"} 0`} {
 		if !strings.Contains(m, want) {
 			t.Errorf("/metrics lacks %q:\n%s", want, m)
 		}

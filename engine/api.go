@@ -72,6 +72,9 @@ func (e *Engine) newMeters() {
 		level = prom.Info // Run reports the error
 	}
 	e.meters = prom.New(level, e.promSample, e.metrics)
+	// The processor nodes' and the stores' meters cost on the record
+	// path; they are on at debug level only, as in Kafka Streams.
+	e.metrics.SetDebug(level >= prom.Debug)
 	e.obs.onCommit = e.meters.Committed
 	e.obs.onAdvance = e.meters.Advanced
 	if level >= prom.Debug {
@@ -85,7 +88,8 @@ func (e *Engine) promSample() prom.Sample {
 	return prom.Sample{State: string(o.State), Paused: o.Paused, EventTime: o.EventTime, Global: o.Global, Partitions: o.Partitions,
 		LagMs: e.lagMs.Load(), QueuedBatches: o.QueuedBatches, BarrierInterval: o.BarrierInterval, Restoring: o.Restoring,
 		Restored: o.Restored, RestoreRemaining: o.RestoreRemaining, Committed: o.Stats.Committed, Aborted: o.Stats.Aborted, Resets: o.Stats.Resets,
-		RecordsIn: o.RecordsIn, RecordsOut: o.RecordsOut, Lag: o.Lag, Segments: e.storeSegments()}
+		RecordsIn: o.RecordsIn, RecordsOut: o.RecordsOut, Lag: o.Lag, Segments: e.storeSegments(),
+		PartitionLag: o.PartitionLag, RocksDB: e.rocksProperties()}
 }
 
 // storeSegments sums the segments of each window and session store over

@@ -220,6 +220,7 @@ func newGeneration(ctx context.Context, e *Engine, built *topology.Built, s sett
 		}
 	}
 	g.publishSegmented()
+	g.publishRocks()
 	return g, nil
 }
 

@@ -201,6 +201,9 @@ func (g *globalRunner) follow(ctx context.Context) {
 		fs.EachError(func(t string, p int32, err error) {
 			g.e.log.Warn("global topic fetch error", "topic", t, "partition", p, "err", err)
 		})
+		// The first record of a poll is timed, as the lanes time the
+		// first of a batch (task.Task.SampleNext).
+		g.task.SampleNext()
 		fs.EachRecord(func(rec *kgo.Record) {
 			if perr == nil {
 				perr = g.process(rec)

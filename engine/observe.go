@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stoatflow/stoatctl/engine/kafka"
+	"github.com/stoatflow/stoatctl/engine/state/rocks"
 	"github.com/stoatflow/stoatctl/engine/topology"
 	"github.com/stoatflow/stoatctl/engine/watermark"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -40,8 +41,10 @@ type view struct {
 	// partition: a partition whose offset moves is delivering records.
 	offsets map[watermark.Partition]int64
 	// lag is, per source topic, the records between what was dispatched
-	// and the high watermarks the last fetches reported.
-	lag map[string]int64
+	// and the high watermarks the last fetches reported; partLag is the
+	// same per partition.
+	lag     map[string]int64
+	partLag map[watermark.Partition]int64
 }
 
 // noteHighWatermark records a fetched partition's high watermark; the
@@ -90,6 +93,9 @@ type Observation struct {
 	// what was dispatched, as of ViewAt (the high watermarks of the last
 	// fetches; a partition not fetched since keeps its last one).
 	Lag map[string]int64
+	// PartitionLag is Lag per source partition, for the partitions
+	// fetched so far.
+	PartitionLag map[watermark.Partition]int64
 	// QueuedBatches is how many record batches wait in the lanes' queues.
 	QueuedBatches int
 	// BarrierInterval is the barrier cadence in force.
@@ -122,8 +128,10 @@ type observed struct {
 	// restoreTarget the offsets it has to read (restoration remaining).
 	restoreBase, restoreTarget atomic.Int64
 	built                      atomic.Pointer[topology.Built]
-	// segmented are the running generation's window and session stores.
+	// segmented are the running generation's window and session stores,
+	// rocks its lanes' RocksDB databases.
 	segmented   atomic.Pointer[[]segmentedStore]
+	rocks       atomic.Pointer[[]*rocks.DB]
 	in, out     counterSet
 	onCommit    func(records int64, took time.Duration)
 	onAdvance   func()
@@ -165,6 +173,7 @@ func (e *Engine) Observe() Observation {
 		o.Initialised = true
 		o.Global, o.Partitions, o.ViewAt = v.global, slices.Clone(v.partitions), v.at
 		o.QueuedBatches, o.BarrierInterval, o.Dispatched, o.Lag = v.queued, v.interval, maps.Clone(v.offsets), maps.Clone(v.lag)
+		o.PartitionLag = maps.Clone(v.partLag)
 	}
 	return o
 }
@@ -193,9 +202,11 @@ func (r *runner) publishView(force bool) {
 		}
 	}
 	v.lag = map[string]int64{}
+	v.partLag = map[watermark.Partition]int64{}
 	for p, hw := range r.highWater {
 		if o, ok := v.offsets[p]; ok {
 			v.lag[p.Topic] += max(hw-o, 0)
+			v.partLag[p] = max(hw-o, 0)
 		}
 	}
 	if r.gen != nil {
@@ -252,4 +263,36 @@ func (r *runner) addRestoreTarget(ctx context.Context, topic string) {
 		}
 	})
 	r.e.obs.restoreTarget.Add(n)
+}
+
+// publishRocks hands the scrape the generation's lane databases, for the
+// RocksDB property families; a database closed since answers nothing.
+func (g *generation) publishRocks() {
+	var dbs []*rocks.DB
+	for _, l := range g.lanes {
+		if l.local != nil && l.local.db != nil {
+			dbs = append(dbs, l.local.db)
+		}
+	}
+	g.e.obs.rocks.Store(&dbs)
+}
+
+// rocksProperties sums the RocksDB properties over the running
+// generation's lane databases: nil without any, so that the families are
+// absent rather than 0 for an engine that keeps no state in RocksDB.
+func (e *Engine) rocksProperties() map[string]uint64 {
+	dbs := e.obs.rocks.Load()
+	if dbs == nil {
+		return nil
+	}
+	var out map[string]uint64
+	for _, db := range *dbs {
+		for k, v := range db.Properties() {
+			if out == nil {
+				out = map[string]uint64{}
+			}
+			out[k] += v
+		}
+	}
+	return out
 }

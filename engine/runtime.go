@@ -420,6 +420,8 @@ func (r *runner) connect(ctx context.Context) error {
 		// A fencing right after a broker connection failed is a
 		// restart's, not another instance's (fenceRule).
 		kgo.WithHooks(brokerTroubleHook{&r.fence}, groupProtocolHook{r}),
+		// The Kafka client's families of /metrics (engine/prom, kafka.go).
+		kgo.WithHooks(r.e.meters.ClientHooks()),
 		kgo.WithLogger(kafka.Logger(r.e.log.With("instance", r.e.cfg.String(kafka.InstanceID)))),
 		// Tasks, not partitions, are assigned: a task's partitions go to
 		// one member together (package assign).

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/stoatflow/stoatctl/engine/barrier"
@@ -157,6 +158,9 @@ func New(topo *topology.Topology, cfg map[string]string, opts ...Option) (*Drive
 		offsets:       map[string]int64{},
 		lane:          barrier.NewSoloLane(barrier.Unknown),
 	}
+	// stoatflow.metrics.recording.level=debug meters the processor nodes
+	// and the stores too, as in the live engine (engine/prom).
+	d.metrics.SetDebug(strings.EqualFold(strings.TrimSpace(c.String(metricsLevel)), "debug"))
 	d.clock = task.NewStreamClock(func() int64 { return d.wall })
 	collector := task.CollectorFunc(func(out task.Output) error {
 		d.pending = append(d.pending, out)
@@ -591,3 +595,7 @@ func (d *Driver) Close() error {
 	}
 	return errors.Join(errs...)
 }
+
+// metricsLevel is engine/prom's LevelKey (not imported: the driver does
+// not depend on the Prometheus client).
+const metricsLevel = "stoatflow.metrics.recording.level"

@@ -220,6 +220,11 @@ type Lane struct {
 	busy       time.Duration
 	done       int64
 	batchLimit atomic.Int64
+	// fresh says no record of the batch last received was processed
+	// yet: its first is timed (task.SampleNext), so that a quiet input
+	// is timed record by record and a busy one one record in
+	// metrics.SampleEvery.
+	fresh bool
 
 	// epoch and floor are what the lane's work runs under now; they
 	// follow proto at each barrier's Enter step.
@@ -463,6 +468,7 @@ func (l *Lane) Run(ctx context.Context) (err error) {
 			if l.env.Pace > 0 {
 				l.recvAt = time.Now()
 			}
+			l.fresh = true
 			l.replay = l.batch
 			continue
 		}
@@ -585,6 +591,10 @@ func (l *Lane) process(it *Item) error {
 	l.task = t
 	l.cur = it
 	l.pinned = it.floor
+	if l.fresh {
+		l.fresh = false
+		t.SampleNext()
+	}
 	err := t.Process(&it.in)
 	l.pinned = noPin
 	l.cur = &noItem

@@ -37,6 +37,8 @@ type Registry struct {
 	counters map[string]*atomic.Int64
 	// labels keeps each counter's name and label pairs, for Each.
 	labels map[string]Labelled
+	// meters are the task and store meters (meters.go), under mu too.
+	meters meters
 }
 
 // Labelled is a counter's name and its label pairs (key, value, ...) in

@@ -38,6 +38,13 @@ type Sample struct {
 	Lag map[string]int64
 	// Segments are the window and session stores' segments.
 	Segments []StoreSegments
+	// PartitionLag is the consumer lag of each source partition fetched
+	// so far, in records.
+	PartitionLag map[watermark.Partition]int64
+	// RocksDB are the RocksDB properties (rocks.PropertyNames) summed
+	// over the lanes' databases; nil without RocksDB state, and then the
+	// RocksDB families are absent.
+	RocksDB map[string]uint64
 }
 
 // StoreSegments is how many segments a window or session store holds
@@ -59,6 +66,7 @@ type Meters struct {
 	commit  prometheus.Histogram
 	epoch   prometheus.Histogram
 	late    *prometheus.CounterVec
+	client  *clientMeters
 }
 
 // New returns the meters of an engine at level. sample is called once
@@ -77,10 +85,13 @@ func New(level Level, sample func() Sample, counters *metrics.Registry) *Meters 
 		Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}})
 	m.epoch = prometheus.NewHistogram(prometheus.HistogramOpts{Name: EpochRecords, Help: help[EpochRecords],
 		Buckets: prometheus.ExponentialBuckets(1, 4, 10)})
-	delete(m.descs, WatermarkAdvance)
-	delete(m.descs, LateRecords)
+	m.client = newClientMeters(help)
+	for _, name := range []string{WatermarkAdvance, LateRecords, KafkaRequestErrors, KafkaRecordErrors, KafkaProduceBytes, KafkaFetchBytes} {
+		delete(m.descs, name)
+	}
 	m.reg.MustRegister(m.advance, m.commit, m.epoch, collector{m},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.reg.MustRegister(m.client.collectors()...)
 	if level >= Debug {
 		m.late = prometheus.NewCounterVec(prometheus.CounterOpts{Name: LateRecords, Help: help[LateRecords]}, []string{"topic", "partition"})
 		m.reg.MustRegister(m.late)
@@ -219,6 +230,115 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		emit(DroppedRecords, counter, v, r)
 	}
 	emit(TimerLaneMismatch, counter, mismatch)
+
+	for p, lag := range s.PartitionLag {
+		emit(ConsumerPartitionLag, gauge, float64(lag), p.Topic, strconv.Itoa(int(p.Partition)))
+	}
+	for prop, v := range s.RocksDB {
+		if name, ok := RocksProperties[prop]; ok {
+			t := gauge
+			if name == RocksBackgroundErrors {
+				t = counter
+			}
+			emit(name, t, float64(v))
+		}
+	}
+	if m.counters != nil {
+		c.collectMeters(ch, emit)
+	}
+}
+
+// collectMeters emits the record path's and the stores' meters
+// (metrics.TaskMeter, metrics.StoreMeter), summing the instances of a
+// task or a store.
+func (c collector) collectMeters(ch chan<- prometheus.Metric, emit func(string, prometheus.ValueType, float64, ...string)) {
+	m := c.m
+	now := time.Now()
+	type nodeKey struct{ task, node string }
+	type e2eKey struct{ node, kind string }
+	subs := map[string]*metrics.MeterSnapshot{}
+	tasks := map[string]*metrics.MeterSnapshot{}
+	nodes := map[nodeKey]*metrics.MeterSnapshot{}
+	sinks := map[nodeKey]bool{}
+	e2e := map[e2eKey]*metrics.TimingSnapshot{}
+	add := func(to *metrics.MeterSnapshot, s metrics.MeterSnapshot) *metrics.MeterSnapshot {
+		if to == nil {
+			to = &metrics.MeterSnapshot{}
+		}
+		to.Add(s)
+		return to
+	}
+	debug := m.level >= Debug
+	m.counters.EachTask(func(t *metrics.TaskMeter) {
+		ps := t.Process.Snapshot(now)
+		sub := strconv.Itoa(t.Subtopology)
+		subs[sub] = add(subs[sub], ps)
+		if debug {
+			tasks[t.ID] = add(tasks[t.ID], ps)
+		}
+		for _, n := range t.Nodes {
+			if n.Kind != metrics.KindProcessor {
+				k := e2eKey{n.Name, n.Kind}
+				if e2e[k] == nil {
+					e2e[k] = &metrics.TimingSnapshot{}
+				}
+				e2e[k].Add(n.E2E.Snapshot(now))
+			}
+			if debug && n.Kind != metrics.KindSource {
+				k := nodeKey{t.ID, n.Name}
+				nodes[k] = add(nodes[k], n.Process.Snapshot(now))
+				sinks[k] = n.Kind == metrics.KindSink
+			}
+		}
+	})
+	summary := func(name string, s metrics.TimingSnapshot, labels ...string) {
+		if d := m.descs[name]; d != nil {
+			ch <- prometheus.MustNewConstSummary(d, uint64(s.Count), s.Sum.Seconds(), nil, labels...)
+		}
+	}
+	extreme := func(name string, v time.Duration, ok bool, labels ...string) {
+		if ok {
+			emit(name, prometheus.GaugeValue, v.Seconds(), labels...)
+		}
+	}
+	for sub, s := range subs {
+		emit(ProcessRecords, prometheus.CounterValue, float64(s.Events), sub)
+		summary(ProcessLatency, s.TimingSnapshot, sub)
+		extreme(ProcessLatencyMax, s.Max, s.Extremes, sub)
+	}
+	for k, s := range e2e {
+		summary(E2ELatency, *s, k.node, k.kind)
+		extreme(E2ELatencyMin, s.Min, s.Extremes, k.node, k.kind)
+		extreme(E2ELatencyMax, s.Max, s.Extremes, k.node, k.kind)
+	}
+	for id, s := range tasks {
+		emit(TaskProcessRecords, prometheus.CounterValue, float64(s.Events), id)
+		summary(TaskProcessLatency, s.TimingSnapshot, id)
+		extreme(TaskProcessLatencyMax, s.Max, s.Extremes, id)
+	}
+	for k, s := range nodes {
+		emit(ProcessorRecords, prometheus.CounterValue, float64(s.Events), k.task, k.node)
+		if !sinks[k] {
+			summary(ProcessorLatency, s.TimingSnapshot, k.task, k.node)
+			extreme(ProcessorLatencyMax, s.Max, s.Extremes, k.task, k.node)
+		}
+	}
+	if !debug {
+		return
+	}
+	type opKey struct{ store, op string }
+	ops := map[opKey]*metrics.MeterSnapshot{}
+	m.counters.EachStore(func(st *metrics.StoreMeter) {
+		for op := range st.Ops {
+			k := opKey{st.Store, metrics.OpNames[op]}
+			ops[k] = add(ops[k], st.Ops[op].Snapshot(now))
+		}
+	})
+	for k, s := range ops {
+		emit(StoreOperations, prometheus.CounterValue, float64(s.Events), k.store, k.op)
+		summary(StoreOperationLatency, s.TimingSnapshot, k.store, k.op)
+		extreme(StoreOperationMax, s.Max, s.Extremes, k.store, k.op)
+	}
 }
 
 // timerLaneMismatch is task.TimerLaneMismatch (not imported: this package

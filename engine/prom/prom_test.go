@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/stoatflow/stoatctl/engine/metrics"
 	"github.com/stoatflow/stoatctl/engine/prom"
 	"github.com/stoatflow/stoatctl/engine/watermark"
@@ -39,9 +42,10 @@ func TestFamiliesAreExported(t *testing.T) {
 	for _, level := range []prom.Level{prom.Info, prom.Debug} {
 		reg := metrics.NewRegistry()
 		reg.Counter(metrics.DroppedRecords, "reason", metrics.ReasonDeserialization).Add(2)
-		m := prom.New(level, sample, reg)
+		m := prom.New(level, withEverything(sample), reg)
 		m.Committed(10, 20*time.Millisecond)
 		m.Late(watermark.Partition{Topic: "in", Partition: 0})
+		meterEverything(reg, m)
 		out := scrape(t, m)
 		for _, f := range prom.Families {
 			has := strings.Contains(out, "# TYPE "+f.Name+" ")
@@ -133,5 +137,73 @@ func BenchmarkScrape(b *testing.B) {
 	for b.Loop() {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	}
+}
+
+// withEverything adds to a sample what the families read from a running
+// engine with RocksDB state: every RocksDB property, a partition's lag.
+func withEverything(sample func() prom.Sample) func() prom.Sample {
+	return func() prom.Sample {
+		s := sample()
+		s.PartitionLag = map[watermark.Partition]int64{{Topic: "in", Partition: 0}: 2}
+		s.RocksDB = map[string]uint64{}
+		for prop := range prom.RocksProperties {
+			s.RocksDB[prop] = 4096
+		}
+		return s
+	}
+}
+
+// meterEverything does what a running engine does to the meters that are
+// fed as it works: a task processes a sampled record through a processor
+// to a sink, a store is written, the Kafka client's hooks see a request,
+// a failed one, a failed record and a batch each way.
+func meterEverything(reg *metrics.Registry, m *prom.Meters) {
+	now := time.Now()
+	tm := reg.ClaimTask("0_0", 0, []metrics.NodeSpec{{Name: "src", Kind: metrics.KindSource}, {Name: "count", Kind: metrics.KindProcessor}, {Name: "sink", Kind: metrics.KindSink}})
+	tm.Process.Events.Add(1)
+	tm.Process.Timing.Observe(3*time.Millisecond, now)
+	for _, n := range tm.Nodes {
+		n.Process.Events.Add(1)
+		n.Process.Timing.Observe(time.Millisecond, now)
+		n.E2E.Observe(250*time.Millisecond, now)
+	}
+	sm := reg.ClaimStore("counts")
+	sm.Ops[metrics.OpPut].Events.Add(1)
+	sm.Ops[metrics.OpPut].Timing.Observe(time.Microsecond, now)
+	h := m.ClientHooks()
+	h.(kgo.HookBrokerE2E).OnBrokerE2E(kgo.BrokerMetadata{}, 0, kgo.BrokerE2E{TimeToWrite: time.Millisecond, ReadWait: 2 * time.Millisecond})
+	h.(kgo.HookBrokerE2E).OnBrokerE2E(kgo.BrokerMetadata{}, 1, kgo.BrokerE2E{ReadErr: io.ErrUnexpectedEOF})
+	h.(kgo.HookProduceRecordUnbuffered).OnProduceRecordUnbuffered(&kgo.Record{Topic: "out"}, kerr.MessageTooLarge)
+	h.(kgo.HookProduceBatchWritten).OnProduceBatchWritten(kgo.BrokerMetadata{}, "out", 0, kgo.ProduceBatchMetrics{NumRecords: 1, CompressedBytes: 100})
+	h.(kgo.HookFetchBatchRead).OnFetchBatchRead(kgo.BrokerMetadata{}, "in", 0, kgo.FetchBatchMetrics{NumRecords: 1, CompressedBytes: 100})
+}
+
+// TestMetersWithoutSamplesAreAbsent: a task that has processed nothing
+// yet has zero counts and empty summaries, but no minimum or maximum
+// series (absent, not 0), and an engine without RocksDB state exports no
+// RocksDB family, nor the Kafka client's before its first request.
+func TestMetersWithoutSamplesAreAbsent(t *testing.T) {
+	reg := metrics.NewRegistry()
+	reg.ClaimTask("0_0", 0, []metrics.NodeSpec{{Name: "src", Kind: metrics.KindSource}, {Name: "map", Kind: metrics.KindProcessor}, {Name: "sink", Kind: metrics.KindSink}})
+	out := scrape(t, prom.New(prom.Debug, func() prom.Sample { return prom.Sample{State: "RUNNING"} }, reg))
+	for _, want := range []string{`stoatflow_process_records_total{subtopology="0"} 0`, `stoatflow_process_latency_seconds_count{subtopology="0"} 0`,
+		`stoatflow_record_e2e_latency_seconds_count{kind="sink",processor="sink"} 0`, `stoatflow_task_process_records_total{task="0_0"} 0`,
+		`stoatflow_processor_process_records_total{processor="map",task="0_0"} 0`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("scrape lacks %q", want)
+		}
+	}
+	absent := []string{prom.ProcessLatencyMax, prom.E2ELatencyMin, prom.E2ELatencyMax, prom.TaskProcessLatencyMax, prom.ProcessorLatencyMax,
+		prom.StoreOperations, prom.KafkaRequestDuration, prom.KafkaRequestErrors, prom.KafkaRecordErrors, prom.ConsumerPartitionLag}
+	for _, name := range prom.RocksProperties {
+		absent = append(absent, name)
+	}
+	for _, name := range absent {
+		for l := range strings.Lines(out) {
+			if strings.HasPrefix(l, name+" ") || strings.HasPrefix(l, name+"{") || strings.HasPrefix(l, name+"_") {
+				t.Errorf("a series of %s with nothing to say: %s", name, strings.TrimSpace(l))
+			}
+		}
 	}
 }

@@ -52,6 +52,8 @@ type deferredStore struct {
 	name       string
 	persistent bool
 	inner      KeyValueBytesStore
+	// wrapped says Init looked whether to meter inner (MeteredContext).
+	wrapped bool
 }
 
 func (s *deferredStore) store() KeyValueBytesStore {
@@ -78,6 +80,10 @@ func (s *deferredStore) Init(ctx Context) error {
 		case ok && s.persistent:
 			return fmt.Errorf("store %q: init: it is to be kept in RocksDB, and this engine has no RocksDB (a binary built without cgo)", s.name)
 		}
+	}
+	if !s.wrapped {
+		s.wrapped = true
+		s.inner = metered(ctx, s.name, s.store())
 	}
 	return s.store().Init(ctx)
 }

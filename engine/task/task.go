@@ -187,6 +187,23 @@ type Task struct {
 	// topologies have none, and then the per-record calls cost nothing.
 	hasWatermarkListeners bool
 	hasBarrierListeners   bool
+
+	// meter is this instance's meters (metrics.TaskMeter). sampleIn
+	// counts down the records to the next timed one; sampling says the
+	// record in progress is timed, so that its nodes time themselves and
+	// its sources and sinks take its end-to-end latency.
+	meter    *metrics.TaskMeter
+	sampleIn int
+	sampling bool
+	// sampledAt is when the sampled record in progress began.
+	sampledAt time.Time
+	// processed counts the records not yet added to the meter: the task
+	// adds them at each sampled record, each commit and its close
+	// (publish), so that an untimed record costs no atomic operation.
+	// metered are the nodes metered at debug level, whose own counts
+	// publish adds too.
+	processed int64
+	metered   []*node
 }
 
 type partitionKey struct {
@@ -232,6 +249,18 @@ type node struct {
 	// entry is set for a source whose only child takes its records
 	// through a typed entry (package hop).
 	entry hop.Entry
+	// meter is the node's meters in the task's TaskMeter; process is its
+	// Process meter at debug level (nil at info, where only sources and
+	// sinks meter anything: their end-to-end latency).
+	meter   *metrics.NodeMeter
+	process *metrics.Meter
+	// processed counts the node's records not yet added to process (the
+	// task's publish adds them).
+	processed int64
+	// sampleIn counts a sink's records down to the next whose end-to-end
+	// latency it takes whatever the task samples: the finals a watermark
+	// flush or a punctuator emits are no record's that Process timed.
+	sampleIn int
 	// innerSuffix is, for a sink of windowed keys (a windowed key serde,
 	// no partitioner of its own, not an in-memory boundary), how many
 	// bytes follow the inner key in its keys: the record is partitioned
@@ -294,10 +323,21 @@ func New(b *topology.Built, st *topology.Subtopology, opts Options) (*Task, erro
 	if err := t.configureTimers(opts.Lanes); err != nil {
 		return nil, err
 	}
+	specs := make([]metrics.NodeSpec, len(st.Nodes))
+	for i, n := range st.Nodes {
+		specs[i] = metrics.NodeSpec{Name: n.Name, Kind: nodeKind(n.Kind)}
+	}
+	t.meter = t.metrics.ClaimTask(t.id, st.ID, specs)
+	debug := t.metrics.Debug()
 
 	for _, n := range st.Nodes {
 		nd := &node{name: n.Name, spec: n, byName: map[string]*node{}}
 		nd.ctx = &nodeContext{t: t, node: nd}
+		nd.meter = t.meter.Nodes[slices.IndexFunc(t.meter.Nodes, func(m *metrics.NodeMeter) bool { return m.Name == n.Name })]
+		if debug && n.Kind != topology.SourceNode {
+			nd.process = &nd.meter.Process
+			t.metered = append(t.metered, nd)
+		}
 		if n.Kind == topology.SinkNode && n.Boundary == nil && n.Sink.Partitioner == nil {
 			// Kafka Streams' repartition topics are hashed by the whole
 			// key (no WindowedStreamPartitioner there): boundaries keep it.
@@ -532,6 +572,64 @@ func (t *Task) Process(in *Input) error {
 	if !t.initialized {
 		return fmt.Errorf("task %s: process before init", t.id)
 	}
+	t.processed++
+	if t.sampleIn--; t.sampleIn > 0 {
+		return t.process(in)
+	}
+	return t.processTimed(in)
+}
+
+// publish adds the records processed since the last call to the meter,
+// which the scrape reads: at every sampled record, every commit and the
+// close, so the exported count trails by at most one barrier interval.
+func (t *Task) publish() {
+	if t.processed > 0 {
+		t.meter.Process.Events.Add(t.processed)
+		t.processed = 0
+	}
+	for _, nd := range t.metered {
+		if nd.processed > 0 {
+			nd.process.Events.Add(nd.processed)
+			nd.processed = 0
+		}
+	}
+}
+
+// SampleNext makes the next record Process is given a timed one: the
+// lanes time the first record of every batch, so that a quiet input,
+// whose batches are a record or two, is timed record by record.
+func (t *Task) SampleNext() { t.sampleIn = 0 }
+
+// processTimed is process for a sampled record (metrics.SampleEvery):
+// the task, its nodes at debug level and its sources' and sinks'
+// end-to-end latencies time it.
+func (t *Task) processTimed(in *Input) error {
+	t.sampleIn = metrics.SampleEvery
+	t.publish()
+	start := time.Now()
+	t.sampling, t.sampledAt = true, start
+	defer func() {
+		t.sampling = false
+		t.meter.Process.Timing.Observe(time.Since(start), start)
+	}()
+	return t.process(in)
+}
+
+// e2e records a sampled record's end-to-end latency at nd: the wall
+// clock now less the record's timestamp, none below zero (a timestamp
+// ahead of the clock is not a negative latency).
+func (t *Task) e2e(nd *node, timestamp int64) {
+	d := time.Duration(max(t.time.WallClock()-timestamp, 0)) * time.Millisecond
+	// The sampled record's start places the sample in its window; a
+	// clock read fewer.
+	at := t.sampledAt
+	if !t.sampling {
+		at = time.Now()
+	}
+	nd.meter.E2E.Observe(d, at)
+}
+
+func (t *Task) process(in *Input) error {
 	src, ok := t.sourceFor(in.Topic)
 	if !ok {
 		return fmt.Errorf("task %s: no source reads topic %s", t.id, in.Topic)
@@ -586,6 +684,9 @@ func (t *Task) processDecoded(src *node, in *Input, key, value any, e hop.Entry)
 	}
 	if ts > pt {
 		*ptp = ts
+	}
+	if t.sampling {
+		t.e2e(src, ts)
 	}
 	if !t.sub.Global && !src.spec.Source.Table {
 		// A global store's or a table's updates are not the
@@ -715,10 +816,19 @@ func (t *Task) runNode(nd *node, rec processor.Erased, e hop.Entry) {
 		}
 	}()
 	var err error
+	// timed is when a sampled record reached a processor node at debug
+	// level (nd.process); a panic leaves it untimed.
+	var timed time.Time
 	switch nd.spec.Kind {
 	case topology.SinkNode:
 		err = t.sink(nd, rec)
 	case topology.ProcessorNode:
+		if nd.process != nil {
+			nd.processed++
+			if t.sampling {
+				timed = time.Now()
+			}
+		}
 		// Inlined invoke: a closure here would cost an allocation per
 		// record per node.
 		prev := t.current
@@ -737,6 +847,9 @@ func (t *Task) runNode(nd *node, rec processor.Erased, e hop.Entry) {
 			err = t.takeTimerFault(err)
 		}
 		t.current = prev
+		if !timed.IsZero() {
+			nd.process.Timing.Observe(time.Since(timed), timed)
+		}
 	default:
 		err = fmt.Errorf("node %s: a source cannot be forwarded to", nd.name)
 	}
@@ -934,6 +1047,16 @@ func sinkValueError(nd *node, topic string, err error) error {
 // sinkSend hands an encoded sink record to the collector.
 func (t *Task) sinkSend(nd *node, topic string, partition int32, k []byte, passed bool, v []byte, timestamp int64, headers processor.Headers) error {
 	o := Output{Topic: topic, Partition: partition, Key: k, Value: v, Timestamp: timestamp, Headers: headers, Boundary: nd.spec.Boundary}
+	// A sink is metered here, where both the sink node and a hop to it
+	// (sinkTarget) send: at debug level its count, and for a sampled
+	// record its end-to-end latency.
+	if nd.process != nil {
+		nd.processed++
+	}
+	if nd.sampleIn--; t.sampling || nd.sampleIn <= 0 {
+		nd.sampleIn = metrics.SampleEvery
+		t.e2e(nd, timestamp)
+	}
 	switch {
 	case nd.innerSuffix > 0 && partition < 0 && len(k) >= nd.innerSuffix:
 		o.KeyHash, o.KeyHashed = lane.Murmur2(k[:len(k)-nd.innerSuffix]), true
@@ -1008,6 +1131,7 @@ func (t *Task) passKey(s serde.Any, key string) (b []byte, passed bool) {
 // Commit flushes the task's stores, so their changelog records are out
 // before the caller commits offsets.
 func (t *Task) Commit() error {
+	t.publish()
 	for _, name := range t.sub.Stores {
 		if s, ok := t.stores[name]; ok {
 			if err := s.Flush(); err != nil {
@@ -1039,6 +1163,8 @@ func (t *Task) Close() error {
 			errs = append(errs, fmt.Errorf("task %s: close state store %s: %w", t.id, name, err))
 		}
 	}
+	t.publish()
+	t.metrics.ReleaseTask(t.meter)
 	return errors.Join(errs...)
 }
 
@@ -1171,3 +1297,24 @@ func (c *nodeContext) Metrics() *metrics.Registry { return c.t.metrics }
 
 // Logger is the task's logger; DSL processors log their drops through it.
 func (c *nodeContext) Logger() *slog.Logger { return c.t.log }
+
+// nodeKind is a node kind's name in the meters.
+func nodeKind(k topology.NodeKind) string {
+	switch k {
+	case topology.SourceNode:
+		return metrics.KindSource
+	case topology.SinkNode:
+		return metrics.KindSink
+	}
+	return metrics.KindProcessor
+}
+
+// StoreMeter claims the meters of one instance of store at debug level
+// (state.MeteredContext); nil at info, where stores are not metered.
+func (s storeContext) StoreMeter(store string) (*metrics.StoreMeter, func()) {
+	if !s.t.metrics.Debug() {
+		return nil, nil
+	}
+	m := s.t.metrics.ClaimStore(store)
+	return m, func() { s.t.metrics.ReleaseStore(m) }
+}

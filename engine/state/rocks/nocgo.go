@@ -37,3 +37,8 @@ func (d *DB) Store(string) state.KeyValueBytesStore  { return nil }
 func (d *DB) BeginRestore()                          {}
 func (d *DB) SetRestoreBatchBytes(int)               {}
 func (d *DB) EndRestore(Checkpoint) error            { return ErrUnavailable }
+
+// PropertyNames is empty without RocksDB.
+var PropertyNames []string
+
+func (d *DB) Properties() map[string]uint64 { return nil }
