@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/stoatflow/stoatctl/internal/kafkatest"
 )
 
 // BenchmarkFailover measures, for a count behind an in-memory re-key over
@@ -80,7 +82,7 @@ func failoverOnce(b *testing.B, keys int, warm bool) time.Duration {
 			b.Logf("%s.log, last lines:\n%s", id, strings.Join(keep[max(0, len(keep)-30):], "\n"))
 		}
 	})
-	adm := kadmClient(b, addr)
+	adm := kafkatest.Admin(b, addr)
 	ctx := context.Background()
 	committed := func() int64 {
 		resp, err := adm.FetchOffsets(ctx, app)
