@@ -208,4 +208,3 @@ func failover(t *testing.T, addr, topo string, kills int, in []kv, want int) []k
 	}
 	return got
 }
-
