@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sync/atomic"
@@ -280,6 +281,19 @@ func (r *runner) probe() {
 	if cl == nil {
 		return
 	}
+	// The leader may find the same warm-ups still behind (the active
+	// writes faster than a warm-up's interval keeps up with): each probe
+	// of the same set waits twice as long as the last, up to the probing
+	// interval, rather than rebalancing the group every few seconds.
+	key, now := fmt.Sprint(*w), time.Now()
+	if key == r.probeKey && now.Before(r.probeNext) {
+		return
+	}
+	if key != r.probeKey {
+		r.probeKey, r.probeTries = key, 0
+	}
+	r.probeTries++
+	r.probeNext = now.Add(min(r.s.standbyEvery<<min(r.probeTries, 16), r.s.probeEvery))
 	r.probed.Store(true)
 	r.e.log.Info("warm-up tasks caught up with their changelogs; asking the group to rebalance so that they move here", "tasks", *w, "caught_up", caught)
 	cl.ForceRebalance()
@@ -296,6 +310,11 @@ type standbyState struct {
 	warmups    atomic.Pointer[[]assign.Task]
 	probed     atomic.Bool
 	assignedAt atomic.Int64
+	// probeKey, probeTries and probeNext space the probes of one set of
+	// warm-ups (the warm loop's own).
+	probeKey   string
+	probeTries int
+	probeNext  time.Time
 	// warmedOffsets are the last warm-up's positions per task.
 	warmedOffsets atomic.Pointer[map[assign.Task]int64]
 	// client is the session's client, for probe.
