@@ -385,7 +385,8 @@ type StandbyTask struct {
 	// than stay a standby.
 	Warmup bool
 	// Lag is how many changelog records the local copy was behind the
-	// changelog partitions' ends when the last warm-up finished, summed
+	// changelog partitions' ends as the last warm-up began (decision
+	// 0040; the first of a run measures after it restored), summed
 	// over the task's changelog partitions (a task ahead of an in-memory
 	// re-key counts those of the tasks behind it). LagKnown is false
 	// until a warm-up measured it, and while the instance keeps no

@@ -108,8 +108,8 @@ type StandbyTask struct {
 	// than stay a standby.
 	Warmup bool `json:"warmup"`
 	// LagRecords is how many changelog records the local copy was behind
-	// the ends of the task's changelog partitions when the last warm-up
-	// finished; absent until a warm-up measured it and while the
+	// the ends of the task's changelog partitions as the last warm-up
+	// began (the first of a run measures after it restored); absent until a warm-up measured it and while the
 	// instance keeps no standby (it runs tasks).
 	LagRecords *int64 `json:"lagRecords,omitempty"`
 }
