@@ -85,11 +85,24 @@ func (e *Engine) newMeters() {
 
 func (e *Engine) promSample() prom.Sample {
 	o := e.Observe()
-	return prom.Sample{State: string(o.State), Paused: o.Paused, EventTime: o.EventTime, Global: o.Global, Partitions: o.Partitions,
+	s := prom.Sample{State: string(o.State), Paused: o.Paused, EventTime: o.EventTime, Global: o.Global, Partitions: o.Partitions,
 		LagMs: e.lagMs.Load(), QueuedBatches: o.QueuedBatches, BarrierInterval: o.BarrierInterval, Restoring: o.Restoring,
 		Restored: o.Restored, RestoreRemaining: o.RestoreRemaining, Committed: o.Stats.Committed, Aborted: o.Stats.Aborted, Resets: o.Stats.Resets,
 		RecordsIn: o.RecordsIn, RecordsOut: o.RecordsOut, Lag: o.Lag, Segments: e.storeSegments(),
 		PartitionLag: o.PartitionLag, RocksDB: e.rocksProperties()}
+	for _, st := range o.StandbyTasks {
+		s.Standbys++
+		if st.Warmup {
+			s.Warmups++
+		}
+		if st.LagKnown {
+			if s.StandbyLag == nil {
+				s.StandbyLag = map[string]int64{}
+			}
+			s.StandbyLag[st.ID] = st.Lag
+		}
+	}
+	return s
 }
 
 // storeSegments sums the segments of each window and session store over
@@ -210,6 +223,13 @@ func (a apiBackend) Info() inspect.Info {
 	o := e.Observe()
 	info := inspect.Info{ApplicationID: e.cfg.String(config.ApplicationID), InstanceID: e.cfg.String(kafka.InstanceID), State: string(o.State),
 		Paused: o.Paused, Version: e.opts.version, Commit: e.opts.commit, Lanes: o.Lanes, Partitions: o.Assignment, Tasks: o.Tasks, StandbyTasks: o.Standbys, EventTimeTracking: o.EventTime}
+	for _, st := range o.StandbyTasks {
+		sb := inspect.StandbyTask{Task: st.ID, Warmup: st.Warmup}
+		if st.LagKnown {
+			sb.LagRecords = &st.Lag
+		}
+		info.Standbys = append(info.Standbys, sb)
+	}
 	if info.Version == "" || info.Commit == "" {
 		bi := buildinfo.Read(buildinfo.Stamp{Version: info.Version, Commit: info.Commit})
 		info.Version, info.Commit = bi.Version, bi.Commit

@@ -166,6 +166,11 @@ type Engine struct {
 	// as Kafka Streams names them), sorted.
 	tasks    []string
 	standbys []string
+	// warmups are the standbys that warm a task up to move here
+	// (KIP-441); standbyLag is what the last warm-up measured of each
+	// standby, by task id (standby.go).
+	warmups    []string
+	standbyLag map[string]int64
 }
 
 // Stats are running totals, for tests and the REST API.
@@ -357,10 +362,50 @@ func (e *Engine) Standbys() []string {
 	return slices.Clone(e.standbys)
 }
 
-func (e *Engine) setStandbys(ids []string) {
+func (e *Engine) setStandbys(ids, warmups []string) {
 	e.statsMu.Lock()
 	defer e.statsMu.Unlock()
-	e.standbys = ids
+	e.standbys, e.warmups = ids, warmups
+}
+
+// setStandbyLag records what the last warm-up measured; nil when no
+// warm-up runs (the instance runs tasks, or keeps no standby).
+func (e *Engine) setStandbyLag(lag map[string]int64) {
+	e.statsMu.Lock()
+	defer e.statsMu.Unlock()
+	e.standbyLag = lag
+}
+
+// StandbyTask is one standby task of the last assignment, as GET /info
+// and the meters show it.
+type StandbyTask struct {
+	// ID is the task id, "sub_partition".
+	ID string
+	// Warmup says the task warms up here to move here (KIP-441) rather
+	// than stay a standby.
+	Warmup bool
+	// Lag is how many changelog records the local copy was behind the
+	// changelog partitions' ends as the last warm-up began (decision
+	// 0040; the first of a run measures after it restored), summed
+	// over the task's changelog partitions (a task ahead of an in-memory
+	// re-key counts those of the tasks behind it). LagKnown is false
+	// until a warm-up measured it, and while the instance keeps no
+	// standby (it runs tasks): the lag is then not known, not 0.
+	Lag      int64
+	LagKnown bool
+}
+
+// StandbyTasks are the standby tasks of the last assignment with what
+// the last warm-up measured of them, sorted by id.
+func (e *Engine) StandbyTasks() []StandbyTask {
+	e.statsMu.Lock()
+	defer e.statsMu.Unlock()
+	out := make([]StandbyTask, 0, len(e.standbys))
+	for _, id := range e.standbys {
+		lag, ok := e.standbyLag[id]
+		out = append(out, StandbyTask{ID: id, Warmup: slices.Contains(e.warmups, id), Lag: lag, LagKnown: ok})
+	}
+	return out
 }
 
 // setTasks records the tasks the lanes run and returns the previous ones.

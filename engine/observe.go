@@ -80,6 +80,9 @@ type Observation struct {
 	// Standbys are the ids of the standby tasks of the last assignment
 	// (Engine.Standbys).
 	Standbys []string
+	// StandbyTasks are the same with whether each warms up and its lag
+	// (Engine.StandbyTasks).
+	StandbyTasks []StandbyTask
 	// Global is the global watermark, watermark.Unset before the first.
 	Global int64
 	// Partitions are the registered source partitions, sorted.
@@ -163,7 +166,7 @@ func (c *counterSet) snapshot() map[string]int64 {
 // goroutine, at any time, including before Run and after it returned.
 func (e *Engine) Observe() Observation {
 	o := Observation{State: e.State(), Paused: e.paused.Load(), Global: watermark.Unset,
-		EventTime: e.obs.eventTime.Load(), Lanes: int(e.obs.lanes.Load()), Assignment: e.Assignment(), Tasks: e.Tasks(), Standbys: e.Standbys(),
+		EventTime: e.obs.eventTime.Load(), Lanes: int(e.obs.lanes.Load()), Assignment: e.Assignment(), Tasks: e.Tasks(), Standbys: e.Standbys(), StandbyTasks: e.StandbyTasks(),
 		Restoring: e.obs.restoring.Load(), Restored: e.obs.restored.Load(), Stats: e.Stats(),
 		RecordsIn: e.obs.in.snapshot(), RecordsOut: e.obs.out.snapshot()}
 	if o.Restoring {

@@ -47,12 +47,17 @@ func (r *runner) onStandbys(ts, warmups []assign.Task) {
 	r.warmups.Store(&warmups)
 	r.probed.Store(false)
 	r.assignedAt.Store(time.Now().UnixNano())
+	r.e.setStandbys(taskIDs(ts), taskIDs(warmups))
+}
+
+// taskIDs are the ids of ts, sorted.
+func taskIDs(ts []assign.Task) []string {
 	ids := make([]string, len(ts))
 	for i, t := range ts {
 		ids[i] = t.String()
 	}
 	slices.Sort(ids)
-	r.e.setStandbys(ids)
+	return ids
 }
 
 // keptStandbys are the standby tasks of the last assignment.
@@ -114,6 +119,12 @@ func (r *runner) stopWarmUp() {
 	r.warm.cancel()
 	<-r.warm.done
 	r.warm = nil
+	// Nothing measures the standbys' lag until a warm-up runs again: an
+	// old figure would read as a standby that stopped falling behind.
+	// The next warm-up measures after its restore, as a first one does:
+	// a generation may have written the databases since.
+	r.e.setStandbyLag(nil)
+	r.warmedPos.Store(nil)
 }
 
 func (r *runner) warmLoop(ctx context.Context) {
@@ -136,6 +147,15 @@ func (r *runner) warmLoop(ctx context.Context) {
 func (r *runner) warmOnce(ctx context.Context, ts []assign.Task) {
 	began := time.Now()
 	before := r.e.obs.restored.Load()
+	// The lag is measured as the warm-up begins, against where the last
+	// one left the changelogs: how far the copy fell behind over the
+	// interval, the tail a take-over just then would have restored. The
+	// first warm-up of a run has no such positions and measures after it
+	// restored.
+	prevPos := r.warmedPos.Load()
+	if prevPos != nil {
+		r.measureLag(ctx, ts, *prevPos)
+	}
 	s := r.s
 	s.warmOnly = true
 	// The standbys as the partitions they would be assigned, so that
@@ -182,9 +202,14 @@ func (r *runner) warmOnce(ctx context.Context, ts []assign.Task) {
 		}
 	}
 	r.warmedOffsets.Store(&offsets)
+	r.warmedPos.Store(&pos)
 	gen.close()
+	if prevPos == nil {
+		r.measureLag(ctx, ts, pos)
+	}
 	prev := r.warmed.Swap(&ids)
 	n := r.e.obs.restored.Load() - before
+	r.lastTail.Store(n)
 	level := slog.LevelDebug
 	if prev == nil || !slices.Equal(*prev, ids) {
 		// Once per set of standbys: from now on a take-over of them
@@ -238,31 +263,107 @@ func (r *runner) warmOffsets() map[assign.Task]int64 {
 func (r *runner) taskEnds() (map[assign.Task]int64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	ends, err := r.changelogEnds(ctx)
+	if err != nil {
+		return nil, err
+	}
 	out := map[assign.Task]int64{}
 	for _, st := range r.built.Subtopologies {
-		topics := r.changelogsOf(st.ID)
-		if len(topics) == 0 {
-			continue
+		for _, topic := range r.changelogsOf(st.ID) {
+			for p, end := range ends[topic] {
+				out[assign.Task{Subtopology: st.ID, Partition: p}] += end
+			}
 		}
-		ends, err := r.adm.ListEndOffsets(ctx, topics...)
-		if err != nil {
-			return nil, err
-		}
-		if err := ends.Error(); err != nil {
-			return nil, err
-		}
-		ends.Each(func(o kadm.ListedOffset) {
-			t := assign.Task{Subtopology: st.ID, Partition: o.Partition}
-			out[t] += o.Offset
-		})
 	}
 	return out, nil
 }
 
-// probe asks the group for a rebalance once the warm-ups of the last
-// assignment are caught up (the warm-up just restored them to their
-// changelogs' ends), or every probing.rebalance.interval.ms while they
-// are not, so that the leader can move them here (KIP-441).
+// changelogEnds lists the end offsets of every changelog partition of the
+// topology's stores, in one ListEndOffsets.
+func (r *runner) changelogEnds(ctx context.Context) (map[string]map[int32]int64, error) {
+	var topics []string
+	for _, st := range r.built.Subtopologies {
+		topics = append(topics, r.changelogsOf(st.ID)...)
+	}
+	out := map[string]map[int32]int64{}
+	if len(topics) == 0 {
+		return out, nil
+	}
+	ends, err := r.adm.ListEndOffsets(ctx, topics...)
+	if err != nil {
+		return nil, fmt.Errorf("list the end offsets of the changelogs %v: %w", topics, err)
+	}
+	if err := ends.Error(); err != nil {
+		return nil, fmt.Errorf("list the end offsets of the changelogs %v: %w", topics, err)
+	}
+	ends.Each(func(o kadm.ListedOffset) {
+		if out[o.Topic] == nil {
+			out[o.Topic] = map[int32]int64{}
+		}
+		out[o.Topic][o.Partition] = o.Offset
+	})
+	return out, nil
+}
+
+// measureLag sets the standby tasks' lag (Engine.StandbyTasks): the
+// records between what a warm-up left each changelog partition complete
+// up to (pos) and the partition's end now (transaction markers count).
+// It runs once per warm-up with one ListEndOffsets, off the record path
+// (warmOnce says when). A task's lag sums its changelog
+// partitions; a standby task ahead of an in-memory re-key has no store
+// of its own and counts the tasks behind it, those of its partition.
+// When the listing fails the lag is not known, and the series are absent
+// until the next warm-up.
+func (r *runner) measureLag(ctx context.Context, ts []assign.Task, pos map[string]map[int32]int64) {
+	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	ends, err := r.changelogEnds(lctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			r.e.log.Warn("standby lag not measured", "err", err)
+		}
+		r.e.setStandbyLag(nil)
+		return
+	}
+	lag := map[string]int64{}
+	for _, t := range ts {
+		subs := []int{t.Subtopology}
+		if len(r.changelogsOf(t.Subtopology)) == 0 {
+			subs = r.behindRekey(t.Subtopology)
+		}
+		known := false
+		var n int64
+		for _, sub := range subs {
+			for _, topic := range r.changelogsOf(sub) {
+				// A partition the warm-up did not restore (a standby
+				// new since) is not known yet, rather than behind by
+				// its whole changelog: its checkpoint may hold most.
+				end, ok := ends[topic][t.Partition]
+				at, restored := pos[topic][t.Partition]
+				if !ok || !restored {
+					continue
+				}
+				known = true
+				n += max(end-at, 0)
+			}
+		}
+		if known {
+			lag[t.String()] = n
+		}
+	}
+	r.e.setStandbyLag(lag)
+}
+
+// probe asks the group for a rebalance, so that the leader can move the
+// warm-ups of the last assignment here (KIP-441), once they are caught
+// up: the last warm-up restored them all, and its tail was small (at most
+// half of acceptable.recovery.lag), so that the leader, listing the
+// changelogs' ends a moment later, finds them within the acceptable lag.
+// A warm-up whose every tail is large (the active writes faster than a
+// warm-up interval keeps up with) asks every probing.rebalance.interval.ms
+// instead. It asks once per assignment, and not twice within two warm-up
+// intervals: a leader that still finds it behind answers with the same
+// assignment.
 func (r *runner) probe() {
 	w := r.warmups.Load()
 	if w == nil || len(*w) == 0 || r.probed.Load() {
@@ -273,29 +374,21 @@ func (r *runner) probe() {
 	for _, t := range *w {
 		caught = caught && slices.Contains(*warmed, t.String())
 	}
+	small := caught && r.lastTail.Load() <= int64(r.s.recoveryLag/2)
 	due := time.Since(time.Unix(0, r.assignedAt.Load())) > r.s.probeEvery
-	if !caught && !due {
+	if !small && !due {
+		return
+	}
+	if time.Since(r.probedAt) < 2*r.s.standbyEvery {
 		return
 	}
 	cl := r.client.Load()
 	if cl == nil {
 		return
 	}
-	// The leader may find the same warm-ups still behind (the active
-	// writes faster than a warm-up's interval keeps up with): each probe
-	// of the same set waits twice as long as the last, up to the probing
-	// interval, rather than rebalancing the group every few seconds.
-	key, now := fmt.Sprint(*w), time.Now()
-	if key == r.probeKey && now.Before(r.probeNext) {
-		return
-	}
-	if key != r.probeKey {
-		r.probeKey, r.probeTries = key, 0
-	}
-	r.probeTries++
-	r.probeNext = now.Add(min(r.s.standbyEvery<<min(r.probeTries, 16), r.s.probeEvery))
 	r.probed.Store(true)
-	r.e.log.Info("warm-up tasks caught up with their changelogs; asking the group to rebalance so that they move here", "tasks", *w, "caught_up", caught)
+	r.probedAt = time.Now()
+	r.e.log.Info("warm-up tasks caught up with their changelogs; asking the group to rebalance so that they move here", "tasks", *w, "caught_up", small, "tail", r.lastTail.Load())
 	cl.ForceRebalance()
 }
 
@@ -310,16 +403,38 @@ type standbyState struct {
 	warmups    atomic.Pointer[[]assign.Task]
 	probed     atomic.Bool
 	assignedAt atomic.Int64
-	// probeKey, probeTries and probeNext space the probes of one set of
-	// warm-ups (the warm loop's own).
-	probeKey   string
-	probeTries int
-	probeNext  time.Time
-	// warmedOffsets are the last warm-up's positions per task.
+	// probedAt is when probe last asked (the warm loop's own); lastTail
+	// is how many changelog records the last warm-up applied.
+	probedAt time.Time
+	lastTail atomic.Int64
+	// warmedOffsets are the last warm-up's positions per task, and
+	// warmedPos per changelog partition (nil before the first warm-up
+	// since the databases were last someone else's).
 	warmedOffsets atomic.Pointer[map[assign.Task]int64]
+	warmedPos     atomic.Pointer[map[string]map[int32]int64]
 	// client is the session's client, for probe.
 	client atomic.Pointer[kgo.Client]
 	// warmed are the ids of the tasks the last warm-up brought up to
 	// date.
 	warmed atomic.Pointer[[]string]
+}
+
+// behindRekey are the sub-topologies an in-memory re-key feeds, whose
+// tasks a standby of sub keeps with it (warmOnce). Such a topology runs
+// whole on one instance and its standbys whole on another, so every
+// re-keyed sub-topology counts, not only those sub feeds.
+func (r *runner) behindRekey(sub int) []int {
+	var out []int
+	for _, st := range r.built.Subtopologies {
+		if st.ID == sub {
+			continue
+		}
+		for _, src := range st.Sources {
+			if src.Boundary != nil {
+				out = append(out, st.ID)
+				break
+			}
+		}
+	}
+	return out
 }

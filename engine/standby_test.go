@@ -208,3 +208,42 @@ func failover(t *testing.T, addr, topo string, kills int, in []kv, want int) []k
 	}
 	return got
 }
+
+// TestWarmupBeforeTakingTasks (KIP-441): an instance joins a count whose
+// tasks hold state. It is given its share of the tasks as warm-ups first,
+// while the first instance keeps running them; once it has restored them
+// it asks for a rebalance and takes them over, restoring no more than
+// the acceptable lag. Every count stays exact.
+func TestWarmupBeforeTakingTasks(t *testing.T) {
+	kafkatest.Parallel(t)
+	needRocks(t)
+	addr := startBroker(t, map[string]int32{"in": 4, "out": 4})
+	const keys, per = 2000, 4
+	conf := func(id string) map[string]string {
+		return storeCfg(addr, "warmup", "rocksDB", t.TempDir(), "stoatflow.instance.id", id, "acceptable.recovery.lag", "100",
+			"stoatflow.standby.interval-ms", "200", "session.timeout.ms", "6000")
+	}
+	a, stopA := runEngine(t, counts(), conf("a"))
+	produce(t, addr, "in", keyed(keys, per/2))
+	readCommitted(t, addr, "out", keys*per/2, 60*time.Second)
+	b, stopB := runEngine(t, counts(), conf("b"))
+	eventually(t, 60*time.Second, func() string {
+		return fmt.Sprintf("a runs %v, b runs %v (warmed %d records)", a.Assignment(), b.Assignment(), b.Stats().StandbyRecords)
+	}, func() bool { return len(a.Assignment()["in"]) == 2 && len(b.Assignment()["in"]) == 2 })
+	warmed, restored := b.Stats().StandbyRecords, b.Stats().Restored
+	if warmed < keys/4 {
+		t.Errorf("b warmed up %d changelog records before taking its tasks, want its share of %d keys", warmed, keys)
+	}
+	if restored > 100 {
+		t.Errorf("b restored %d changelog records when it took its tasks over, more than acceptable.recovery.lag (100): it did not warm up", restored)
+	}
+	produce(t, addr, "in", keyed(keys, per/2))
+	got := readCommitted(t, addr, "out", keys*per, 60*time.Second)
+	for name, stop := range map[string]func() error{"a": stopA, "b": stopB} {
+		if err := stop(); err != nil {
+			t.Fatalf("instance %s: %v", name, err)
+		}
+	}
+	checkCounts(t, got, keys, per)
+	t.Logf("b warmed up %d changelog records, then restored %d when its tasks moved", warmed, restored)
+}

@@ -208,6 +208,16 @@ func WriteInfo(out io.Writer, format string, i Info) error {
 	if len(i.StandbyTasks) > 0 {
 		row("standby tasks", strings.Join(i.StandbyTasks, ", "))
 	}
+	for _, sb := range i.Standbys {
+		v := "lag not measured"
+		if sb.LagRecords != nil {
+			v = "lag " + strconv.FormatInt(*sb.LagRecords, 10) + " records"
+		}
+		if sb.Warmup {
+			v += " (warm-up)"
+		}
+		row("standby "+sb.Task, v)
+	}
 	row("event time", map[bool]string{true: "tracked", false: "not tracked"}[i.EventTimeTracking])
 	switch {
 	case i.GlobalMs != nil:

@@ -83,6 +83,22 @@ func TestPinning(t *testing.T) {
 	}
 }
 
+// TestInfoStandbyGolden: an instance that runs no task and keeps two
+// standbys, one measured and one warm-up not yet measured.
+func TestInfoStandbyGolden(t *testing.T) {
+	lag := int64(42)
+	info := Info{ApplicationID: "clicks", InstanceID: "1", State: "RUNNING", Version: "v0.3.0", Commit: "0123456789ab", Topology: "1 sub-topologies, 1 sources, 2 processors, 1 sinks, 1 stores",
+		Lanes: 4, Partitions: map[string][]int32{}, Tasks: []string{}, StandbyTasks: []string{"0_0", "0_1"},
+		Standbys: []StandbyTask{{Task: "0_0", LagRecords: &lag}, {Task: "0_1", Warmup: true}}, EventTimeTracking: true}
+	for _, format := range Formats {
+		var b bytes.Buffer
+		if err := WriteInfo(&b, format, info); err != nil {
+			t.Fatal(err)
+		}
+		golden.Check(t, "./inspect", "testdata/info_standby."+format, b.String())
+	}
+}
+
 func TestInfoAndMetricsGolden(t *testing.T) {
 	g := int64(1790071560000)
 	info := Info{ApplicationID: "clicks", InstanceID: "0", State: "RUNNING", Paused: true, Version: "v0.3.0", Commit: "0123456789ab", Topology: "1 sub-topologies, 1 sources, 2 processors, 1 sinks, 1 stores",

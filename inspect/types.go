@@ -88,6 +88,9 @@ type Info struct {
 	// StandbyTasks are the tasks this instance keeps a warm copy of
 	// (num.standby.replicas), "sub_partition".
 	StandbyTasks []string `json:"standbyTasks,omitempty"`
+	// Standbys are the same tasks with whether each is a warm-up and
+	// its lag, sorted by task.
+	Standbys []StandbyTask `json:"standbys,omitempty"`
 	// EventTimeTracking is false when the topology has no event time.
 	EventTimeTracking bool `json:"eventTimeTracking"`
 	// GlobalMs and GlobalIso are left out when
@@ -95,6 +98,20 @@ type Info struct {
 	// the first watermark (GlobalIso is then N/A).
 	GlobalMs  *int64  `json:"globalMs,omitempty"`
 	GlobalIso *string `json:"globalIso,omitempty"`
+}
+
+// StandbyTask is one standby task of GET /info.
+type StandbyTask struct {
+	// Task is the task id, "sub_partition".
+	Task string `json:"task"`
+	// Warmup says the task warms up here to move here (KIP-441) rather
+	// than stay a standby.
+	Warmup bool `json:"warmup"`
+	// LagRecords is how many changelog records the local copy was behind
+	// the ends of the task's changelog partitions as the last warm-up
+	// began (the first of a run measures after it restored); absent until a warm-up measured it and while the
+	// instance keeps no standby (it runs tasks).
+	LagRecords *int64 `json:"lagRecords,omitempty"`
 }
 
 // Error is the body of every error response: a stable code callers can

@@ -78,6 +78,12 @@ type Verdict struct {
 	Idle    int `json:"idle" yaml:"idle"`
 	Stalled int `json:"stalled" yaml:"stalled"`
 	Preview int `json:"preview" yaml:"preview"`
+	// Standbys are the standby tasks /info lists, warm-ups included, and
+	// Warmups those of them that are warm-ups; StandbyLagMaxRecords is
+	// the largest lag /info gives them, nil when none is measured.
+	Standbys             int    `json:"standbys,omitempty" yaml:"standbys,omitempty"`
+	Warmups              int    `json:"warmups,omitempty" yaml:"warmups,omitempty"`
+	StandbyLagMaxRecords *int64 `json:"standbyLagMaxRecords,omitempty" yaml:"standbyLagMaxRecords,omitempty"`
 	// DropsPerSecond is the rate of stoatflow_dropped_records_total by
 	// reason between the last two answers of /metrics; nil before two.
 	DropsPerSecond map[string]float64 `json:"dropsPerSecond,omitempty" yaml:"dropsPerSecond,omitempty"`
@@ -327,6 +333,16 @@ func (t *Tracker) readInfo(v *Verdict, s Sample) {
 		v.State = s.Info.State
 		if !s.Info.EventTimeTracking {
 			v.TrackingOff = true
+		}
+		v.Standbys = len(s.Info.StandbyTasks)
+		for _, sb := range s.Info.Standbys {
+			if sb.Warmup {
+				v.Warmups++
+			}
+			if sb.LagRecords != nil && (v.StandbyLagMaxRecords == nil || *sb.LagRecords > *v.StandbyLagMaxRecords) {
+				lag := *sb.LagRecords
+				v.StandbyLagMaxRecords = &lag
+			}
 		}
 	}
 }

@@ -92,6 +92,7 @@ func TestFrames(t *testing.T) {
 		{"filtered", "stalled", 80, 24, []string{"/", "o", "r", "d", "e", "r", "s", ":", "3", "enter"}},
 		{"all-idle", "all-idle", 80, 24, nil},
 		{"restoring", "restoring", 80, 24, nil},
+		{"standby", "standby", 80, 24, nil},
 		{"no-event-time", "no-event-time", 80, 24, nil},
 		{"help", "normal", 80, 24, []string{"?"}},
 		{"paused", "normal", 80, 24, []string{"p"}},

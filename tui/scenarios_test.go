@@ -177,6 +177,16 @@ var scenarios = map[string]scenario{
 		return Sample{Info: &inspect.Info{ApplicationID: "clicks-per-minute", State: "RESTORING", EventTimeTracking: true},
 			Err: &inspect.APIError{Status: 503, Path: "/watermarks", Body: inspect.Error{Code: inspect.CodeNotInitialised, Message: "restoring: no partition registered yet"}}}
 	}},
+	// An instance that runs no task and keeps four standbys, one a
+	// warm-up: /watermarks answers 503 (no partition registered), /info
+	// gives the lags, the warm-up's not measured yet.
+	"standby": {steps: 3, step: time.Second, at: func(i int, now time.Time) Sample {
+		lag, most := int64(0), int64(58)
+		return Sample{Info: &inspect.Info{ApplicationID: "clicks-per-minute", State: "RUNNING", EventTimeTracking: true,
+			StandbyTasks: []string{"0_0", "0_1", "0_2", "0_3"},
+			Standbys:     []inspect.StandbyTask{{Task: "0_0", LagRecords: &lag}, {Task: "0_1", LagRecords: &most}, {Task: "0_2", LagRecords: &lag}, {Task: "0_3", Warmup: true}}},
+			Err: &inspect.APIError{Status: 503, Path: "/watermarks", Body: inspect.Error{Code: inspect.CodeNotInitialised, Message: "no source partition is registered and no watermark was emitted"}}}
+	}},
 	// A topology the engine found no event time in.
 	"no-event-time": {steps: 3, step: time.Second, at: func(i int, now time.Time) Sample {
 		return Sample{Info: &inspect.Info{ApplicationID: "word-count", State: "RUNNING"},

@@ -122,7 +122,27 @@ func (m Model) headerLines(w int) []string {
 			drops = "drops/s: " + strings.Join(parts, ", ")
 		}
 	}
-	return []string{fit(title, w), fit(global, w), fit(counts+"  "+drops, w)}
+	lines := []string{fit(title, w), fit(global, w), fit(counts+"  "+drops, w)}
+	if v.Standbys > 0 {
+		lines = append(lines, fit(standbyLine(v), w))
+	}
+	return lines
+}
+
+// standbyLine says how many standby tasks the instance keeps and the
+// largest lag among them, for an instance that has any.
+func standbyLine(v *Verdict) string {
+	s := fmt.Sprintf("%d standby tasks", v.Standbys)
+	if v.Standbys == 1 {
+		s = "1 standby task"
+	}
+	if v.Warmups > 0 {
+		s += fmt.Sprintf(" (%d warming up)", v.Warmups)
+	}
+	if v.StandbyLagMaxRecords == nil {
+		return s + ", lag not measured"
+	}
+	return s + fmt.Sprintf(", largest lag %d changelog records", *v.StandbyLagMaxRecords)
 }
 
 func (m Model) globalTime(v *Verdict) string {

@@ -92,6 +92,10 @@ const (
 	PartitionLastEventTime  = "stoatflow_watermark_partition_last_event_timestamp_seconds"
 	PartitionIdlenessTimout = "stoatflow_watermark_partition_idleness_timeout_seconds"
 	StoreSegmentCount       = "stoatflow_store_segments"
+	StandbyTasks            = "stoatflow_standby_tasks"
+	WarmupTasks             = "stoatflow_standby_warmup_tasks"
+	StandbyLagMax           = "stoatflow_standby_lag_max_records"
+	StandbyLag              = "stoatflow_standby_lag_records"
 
 	// The record path (metrics.TaskMeter), timed on sampled records.
 	ProcessRecords         = "stoatflow_process_records_total"
@@ -179,6 +183,9 @@ var Families = []Family{
 	{Restoring, Gauge, nil, Info, "1 while state is being restored from the changelogs."},
 	{RestoreRemaining, Gauge, nil, Info, "While restoring, about how many changelog records are still to read (an upper bound: transaction markers count); 0 otherwise."},
 	{RestoredRecords, Counter, nil, Info, "Changelog records applied while restoring, over every restoration of this run."},
+	{StandbyTasks, Gauge, nil, Info, "Standby tasks the group's last assignment gave this instance (num.standby.replicas), warm-ups included; an instance keeps them warm while it runs no task."},
+	{WarmupTasks, Gauge, nil, Info, "Of the standby tasks, those warming up a task planned to move here (KIP-441's warm-up replicas, max.warmup.replicas)."},
+	{StandbyLagMax, Gauge, nil, Info, "The largest standby lag over this instance's standby tasks, in changelog records: what the local copy lacked of its changelog partitions' ends as the last warm-up began, against where the one before left it (measured once per stoatflow.standby.interval-ms; decision 0040); absent while no lag is measured (no standby, or the instance runs tasks and keeps none)."},
 	{StoreSegmentCount, Gauge, []string{"store_name", "store_type"}, Info, "Segments each window and session store holds data in, over every lane: it follows the expiry clock (the emit frontier or the committed watermark), not the write volume, and grows while the watermark stalls."},
 	{ProcessRecords, Counter, []string{"subtopology"}, Info, "Records each sub-topology processed, over its tasks and lanes (added at each sampled record and each commit barrier): those read from its source topics and those that crossed an in-memory boundary into it (Kafka Streams' thread-level process-total)."},
 	{ProcessLatency, Summary, []string{"subtopology"}, Info, "How long a record took to process in each sub-topology, from its source's decoding to the return of the last node it reached, in seconds; timed on sampled records (one in 64 and the first of every batch a lane receives), so _count counts the sampled records and rate(_sum) / rate(_count) is the average."},
@@ -219,6 +226,7 @@ var Families = []Family{
 	{StoreOperations, Counter, []string{"store_name", "operation"}, Debug, "Operations on each store's byte store, by operation (put, put_if_absent, put_all, get, delete, range, prefix_scan, flush), over its instances; a window or session store counts the byte operations of its indexes (Kafka Streams' state-store put-total, get-total, ...)."},
 	{StoreOperationLatency, Summary, []string{"store_name", "operation"}, Debug, "How long a sampled store operation took (one in 64 of each kind, every flush), in seconds; a scan to its iterator's opening (Kafka Streams' state-store put-latency, get-latency, ...)."},
 	{StoreOperationMax, Gauge, []string{"store_name", "operation"}, Debug, "The longest sampled store operation over the last 30 to 60 seconds, in seconds; absent when none was sampled."},
+	{StandbyLag, Gauge, []string{"task"}, Debug, "Each standby task's lag, in changelog records: what its local copy lacked of the ends of its changelog partitions as the last warm-up began, against where the one before left it (a task ahead of an in-memory re-key counts the re-keyed tasks' changelogs); absent until a warm-up measured it."},
 	{OutOfOrderness, Gauge, nil, Debug, "The spread between the most and least advanced non-idle partition watermarks, in seconds; absent while no non-idle partition has a watermark."},
 }
 

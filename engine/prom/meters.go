@@ -45,6 +45,12 @@ type Sample struct {
 	// over the lanes' databases; nil without RocksDB state, and then the
 	// RocksDB families are absent.
 	RocksDB map[string]uint64
+	// Standbys and Warmups count the standby tasks of the last
+	// assignment and those of them that are warm-ups; StandbyLag is the
+	// lag of those the last warm-up measured, by task id (absent ones
+	// are not measured).
+	Standbys, Warmups int
+	StandbyLag        map[string]int64
 }
 
 // StoreSegments is how many segments a window or session store holds
@@ -201,6 +207,16 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		emit(PartitionIdle, gauge, b2f(p.Idle), p.Topic, part)
 		timestamp(func(v float64) { emit(PartitionLastEventTime, gauge, v, p.Topic, part) }, p.LastEventTime)
 		emit(PartitionIdlenessTimout, gauge, p.IdlenessTimeout.Seconds(), p.Topic, part)
+	}
+	emit(StandbyTasks, gauge, float64(s.Standbys))
+	emit(WarmupTasks, gauge, float64(s.Warmups))
+	if len(s.StandbyLag) > 0 {
+		var most int64
+		for task, lag := range s.StandbyLag {
+			most = max(most, lag)
+			emit(StandbyLag, gauge, float64(lag), task)
+		}
+		emit(StandbyLagMax, gauge, float64(most))
 	}
 	for _, sg := range s.Segments {
 		emit(StoreSegmentCount, gauge, float64(sg.Segments), sg.Store, sg.Type)

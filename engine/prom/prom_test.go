@@ -55,7 +55,8 @@ func TestFamiliesAreExported(t *testing.T) {
 		}
 		for _, want := range []string{`stoatflow_dropped_records_total{reason="deserialization"} 2`, `stoatflow_dropped_records_total{reason="late_window"} 0`,
 			"stoatflow_client_state 4", "stoatflow_watermark_lag_seconds 0.005", "stoatflow_watermark_timestamp_seconds 1\n",
-			`stoatflow_store_segments{store_name="win",store_type="timestamped-window"} 3`, "stoatflow_epoch_records_count 1"} {
+			`stoatflow_store_segments{store_name="win",store_type="timestamped-window"} 3`, "stoatflow_epoch_records_count 1",
+			"stoatflow_standby_tasks 2", "stoatflow_standby_warmup_tasks 1", "stoatflow_standby_lag_max_records 7"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("level %s: scrape lacks %q", level, want)
 			}
@@ -69,10 +70,11 @@ func TestFamiliesAreExported(t *testing.T) {
 func TestNoSentinels(t *testing.T) {
 	p := watermark.PartitionState{Partition: watermark.Partition{Topic: "in", Partition: 0}, Watermark: watermark.Unset, LastEventTime: watermark.Unset}
 	before := func() prom.Sample {
-		return prom.Sample{State: "RUNNING", EventTime: true, Global: watermark.Unset, LagMs: -1, Partitions: []watermark.PartitionState{p}}
+		return prom.Sample{State: "RUNNING", EventTime: true, Global: watermark.Unset, LagMs: -1, Partitions: []watermark.PartitionState{p}, Standbys: 1}
 	}
 	out := scrape(t, prom.New(prom.Debug, before, metrics.NewRegistry()))
-	for _, name := range []string{prom.WatermarkTimestamp, prom.WatermarkLag, prom.PartitionWatermark, prom.PartitionLastEventTime, prom.OutOfOrderness} {
+	for _, name := range []string{prom.WatermarkTimestamp, prom.WatermarkLag, prom.PartitionWatermark, prom.PartitionLastEventTime, prom.OutOfOrderness,
+		prom.StandbyLag, prom.StandbyLagMax} {
 		for l := range strings.Lines(out) {
 			if strings.HasPrefix(l, name+" ") || strings.HasPrefix(l, name+"{") {
 				t.Errorf("before the first watermark: %s", strings.TrimSpace(l))
@@ -87,13 +89,14 @@ func TestNoSentinels(t *testing.T) {
 	after := func() prom.Sample {
 		q := p
 		q.Watermark, q.LastEventTime = 1_700_000_000_123, 1_700_000_000_500
-		return prom.Sample{State: "RUNNING", EventTime: true, Global: 1_700_000_000_123, LagMs: 2500, Partitions: []watermark.PartitionState{q}}
+		return prom.Sample{State: "RUNNING", EventTime: true, Global: 1_700_000_000_123, LagMs: 2500, Partitions: []watermark.PartitionState{q},
+			Standbys: 1, StandbyLag: map[string]int64{"0_0": 0}}
 	}
 	out = scrape(t, prom.New(prom.Debug, after, metrics.NewRegistry()))
 	for _, want := range []string{"stoatflow_watermark_timestamp_seconds 1.700000000123e+09", "stoatflow_watermark_lag_seconds 2.5",
 		`stoatflow_watermark_partition_timestamp_seconds{partition="0",topic="in"} 1.700000000123e+09`,
 		`stoatflow_watermark_partition_last_event_timestamp_seconds{partition="0",topic="in"} 1.7000000005e+09`,
-		"stoatflow_watermark_out_of_orderness_seconds 0\n"} {
+		"stoatflow_watermark_out_of_orderness_seconds 0\n", `stoatflow_standby_lag_records{task="0_0"} 0`, "stoatflow_standby_lag_max_records 0\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("scrape lacks %q", want)
 		}
@@ -146,6 +149,7 @@ func withEverything(sample func() prom.Sample) func() prom.Sample {
 	return func() prom.Sample {
 		s := sample()
 		s.PartitionLag = map[watermark.Partition]int64{{Topic: "in", Partition: 0}: 2}
+		s.Standbys, s.Warmups, s.StandbyLag = 2, 1, map[string]int64{"0_1": 7, "0_2": 0}
 		s.RocksDB = map[string]uint64{}
 		for prop := range prom.RocksProperties {
 			s.RocksDB[prop] = 4096
