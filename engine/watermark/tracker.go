@@ -43,6 +43,10 @@ type PartitionState struct {
 	// source's, else the tracker's default; 0 means never idle.
 	IdlenessTimeout time.Duration
 	Alignment       string
+	// AlignmentHeld says the partition's watermark is ahead of its
+	// alignment group's minimum by more than the group's drift, so its
+	// fetch is paused (Tracker.Align).
+	AlignmentHeld bool
 }
 
 type partitionState struct {
@@ -58,6 +62,16 @@ type partitionState struct {
 	idleSince   int64
 	registered  int64
 	alignment   string
+	// held says Align holds the partition back; a held partition does
+	// not go idle, since it is quiet because it is held.
+	held bool
+}
+
+// alignGroup is an alignment group's rule and when Align last applied it.
+type alignGroup struct {
+	drift, every int64
+	// checked is the wall-clock time of the last pass; -1 before the first.
+	checked int64
 }
 
 // Tracker computes the global watermark: the minimum of the watermarks of
@@ -65,6 +79,7 @@ type partitionState struct {
 // safe for concurrent use; the engine's dispatcher owns it.
 type Tracker struct {
 	parts           map[Partition]*partitionState
+	groups          map[string]*alignGroup
 	defaultIdleness int64
 	global          int64
 }
@@ -72,7 +87,7 @@ type Tracker struct {
 // NewTracker returns a tracker whose partitions idle after defaultIdleness
 // unless their source sets its own timeout; 0 disables the default.
 func NewTracker(defaultIdleness time.Duration) *Tracker {
-	return &Tracker{parts: map[Partition]*partitionState{}, defaultIdleness: defaultIdleness.Milliseconds(), global: Unset}
+	return &Tracker{parts: map[Partition]*partitionState{}, groups: map[string]*alignGroup{}, defaultIdleness: defaultIdleness.Milliseconds(), global: Unset}
 }
 
 // Register starts tracking p under strategy s; now is the wall clock in
@@ -86,6 +101,11 @@ func (t *Tracker) Register(p Partition, s Strategy, now int64) {
 	st.wm = st.gen.Current()
 	if a := s.AlignmentGroup(); a != nil {
 		st.alignment = a.Group
+		// The build refuses members of one group that disagree on the
+		// drift or the interval, so the first member's rule is the group's.
+		if _, ok := t.groups[a.Group]; !ok {
+			t.groups[a.Group] = &alignGroup{drift: a.MaxDrift.Milliseconds(), every: a.UpdateInterval.Milliseconds(), checked: -1}
+		}
 	}
 	t.parts[p] = st
 }
@@ -149,7 +169,7 @@ func (t *Tracker) Advance(now int64) (int64, bool) {
 		// A generator may move without a record (one driven by the wall
 		// clock); the dispatcher advances often enough to see it.
 		st.noteMove(now)
-		if st.idleness > 0 && now-st.lastActivity >= st.idleness && !st.idle {
+		if st.idleness > 0 && now-st.lastActivity >= st.idleness && !st.idle && !st.held {
 			st.idle, st.idleSince = true, now
 		}
 		if st.idle {
@@ -181,8 +201,97 @@ func (t *Tracker) Snapshot() []PartitionState {
 		out = append(out, PartitionState{
 			Partition: k, Watermark: st.gen.Current(), LastEventTime: st.lastEvent, LastRecord: st.lastRecord, Idle: st.idle,
 			LastAdvance: st.lastAdvance, IdleSince: st.idleSince, Registered: st.registered,
-			IdlenessTimeout: time.Duration(st.idleness) * time.Millisecond, Alignment: st.alignment,
+			IdlenessTimeout: time.Duration(st.idleness) * time.Millisecond, Alignment: st.alignment, AlignmentHeld: st.held,
 		})
 	}
 	return out
+}
+
+// Align applies the alignment rule at wall-clock now to every group whose
+// update interval has passed since its last pass, and reports the
+// partitions to hold back (pause) and to let go (resume). A group's
+// minimum is the lowest watermark among its members that are not idle and
+// have one; a member is held while its watermark is ahead of that minimum
+// by more than the group's maximum drift, and let go once it is back
+// within it. An idle member is never held: it has nothing to fetch, and
+// a record makes it active again. A held member does not go idle (Advance),
+// since it is quiet because it is held; its idleness clock restarts when
+// it is let go. A group with no minimum lets every member go.
+//
+// Holding a source back changes no result: the global watermark is a
+// minimum, and a held partition is ahead of it. What it bounds is how far
+// ahead the fast source's windows, buffers and state run.
+func (t *Tracker) Align(now int64) (hold, release []Partition) {
+	if len(t.groups) == 0 {
+		return nil, nil
+	}
+	type lowest struct {
+		w  int64
+		ok bool
+	}
+	mins := map[string]lowest{}
+	for name, g := range t.groups {
+		if g.checked >= 0 && now-g.checked < g.every {
+			continue
+		}
+		g.checked = now
+		mins[name] = lowest{}
+	}
+	if len(mins) == 0 {
+		return nil, nil
+	}
+	for _, st := range t.parts {
+		m, due := mins[st.alignment]
+		if !due || st.idle {
+			continue
+		}
+		if w := st.gen.Current(); w != Unset && (!m.ok || w < m.w) {
+			mins[st.alignment] = lowest{w: w, ok: true}
+		}
+	}
+	for p, st := range t.parts {
+		m, due := mins[st.alignment]
+		if !due {
+			continue
+		}
+		w := st.gen.Current()
+		ahead := m.ok && !st.idle && w != Unset && w-m.w > t.groups[st.alignment].drift
+		switch {
+		case ahead && !st.held:
+			st.held = true
+			hold = append(hold, p)
+		case !ahead && st.held:
+			st.held, st.lastActivity = false, now
+			release = append(release, p)
+		}
+	}
+	return sortPartitions(hold), sortPartitions(release)
+}
+
+// Held are the partitions Align holds back, sorted.
+func (t *Tracker) Held() []Partition {
+	var out []Partition
+	for p, st := range t.parts {
+		if st.held {
+			out = append(out, p)
+		}
+	}
+	return sortPartitions(out)
+}
+
+// AlignmentGroup is partition p's alignment group and its maximum drift;
+// ok is false when p is not tracked or in no group.
+func (t *Tracker) AlignmentGroup(p Partition) (group string, maxDrift time.Duration, ok bool) {
+	st, tracked := t.parts[p]
+	if !tracked || st.alignment == "" {
+		return "", 0, false
+	}
+	return st.alignment, time.Duration(t.groups[st.alignment].drift) * time.Millisecond, true
+}
+
+func sortPartitions(ps []Partition) []Partition {
+	slices.SortFunc(ps, func(a, b Partition) int {
+		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+	})
+	return ps
 }
