@@ -187,6 +187,7 @@ func WatermarksDocument(o Observation) (inspect.Watermarks, error) {
 		if p.Alignment != "" {
 			g := p.Alignment
 			pw.AlignmentGroup = &g
+			pw.AlignmentHeld = p.AlignmentHeld
 			if m, ok := doc.AlignmentGroupMins[g]; ok && p.Watermark != watermark.Unset {
 				pw.DriftFromGroupMinMs = p.Watermark - m
 			}

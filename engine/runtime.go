@@ -100,6 +100,8 @@ type runner struct {
 	abandonCommit context.CancelFunc
 	cuts          chan epochCut
 	tracker       *watermark.Tracker
+	// alignLog rate-limits the alignment log (alignment.go).
+	alignLog alignLog
 
 	// cutter is the protocol's dispatcher side (engine/barrier): the next
 	// epoch, the one-in-flight gate, the idle rule. committedEpoch is the
@@ -1007,10 +1009,12 @@ func (r *runner) watermarkNow() int64 {
 		}
 	}
 	w, moved := r.tracker.Advance(now)
+	aligned := r.align(now)
 	if moved && r.e.obs.onAdvance != nil {
 		r.e.obs.onAdvance()
 	}
-	r.publishView(false)
+	// A hold, or its end, is published at once, not at the view's rate.
+	r.publishView(aligned)
 	if w == watermark.Unset || w < task.Unknown {
 		w = task.Unknown
 	}
@@ -1343,6 +1347,7 @@ func (r *runner) resetOnce(ctx context.Context) error {
 	r.ptMu.Lock()
 	r.knownPartTimes = map[watermark.Partition]int64{}
 	r.ptMu.Unlock()
+	r.releaseAlignment()
 	r.tracker = watermark.NewTracker(r.idleness())
 	r.tableTopics = map[string]bool{}
 	now := r.e.opts.wall()

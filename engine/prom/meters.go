@@ -202,6 +202,15 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		timestamp(func(v float64) { emit(PartitionLastEventTime, gauge, v, p.Topic, part) }, p.LastEventTime)
 		emit(PartitionIdlenessTimout, gauge, p.IdlenessTimeout.Seconds(), p.Topic, part)
 	}
+	held := map[string]int{}
+	for _, p := range s.Partitions {
+		if p.Alignment != "" {
+			held[p.Alignment] += int(b2f(p.AlignmentHeld))
+		}
+	}
+	for g, n := range held {
+		emit(AlignmentHeld, gauge, float64(n), g)
+	}
 	for _, sg := range s.Segments {
 		emit(StoreSegmentCount, gauge, float64(sg.Segments), sg.Store, sg.Type)
 	}
