@@ -159,7 +159,13 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	if s.LagMs >= 0 {
 		emit(WatermarkLag, gauge, float64(s.LagMs)/1000)
 	}
-	emit(WatermarkPreview, gauge, 0)
+	previews := 0
+	for _, p := range s.Partitions {
+		if p.Previewing {
+			previews++
+		}
+	}
+	emit(WatermarkPreview, gauge, float64(previews))
 	emit(EventTimeTracking, gauge, b2f(s.EventTime))
 	emit(ClientState, gauge, StateValue(s.State, s.Paused))
 	emit(BarrierInterval, gauge, s.BarrierInterval.Seconds())

@@ -47,6 +47,16 @@ type PartitionState struct {
 	// alignment group's minimum by more than the group's drift, so its
 	// fetch is paused (Tracker.Align).
 	AlignmentHeld bool
+	// Previewing says the partition's next record waits behind older
+	// records of other partitions and Preview is the watermark the
+	// partition will have once it is processed; the global watermark
+	// counts it as if it were (Tracker.Heads). Preview is Unset
+	// otherwise, as when the strategy cannot tell.
+	Previewing bool
+	Preview    int64
+	// HeadHeldSince is the wall-clock time, epoch ms, since which that
+	// record has waited; 0 when none waits.
+	HeadHeldSince int64
 }
 
 type partitionState struct {
@@ -65,6 +75,13 @@ type partitionState struct {
 	// held says Align holds the partition back; a held partition does
 	// not go idle, since it is quiet because it is held.
 	held bool
+	// preview, headOffset and headSince describe the partition's next
+	// record while it waits behind older records (Heads); preview is
+	// Unset otherwise.
+	preview, headOffset, headSince int64
+	// previewable says the partition's generator is a built-in one, which
+	// can tell its watermark after an event without seeing it.
+	previewable bool
 }
 
 // alignGroup is an alignment group's rule and when Align last applied it.
@@ -97,8 +114,10 @@ func (t *Tracker) Register(p Partition, s Strategy, now int64) {
 	if idle == 0 {
 		idle = t.defaultIdleness
 	}
-	st := &partitionState{gen: s.NewGenerator(), idleness: idle, lastActivity: now, lastEvent: Unset, registered: now}
+	st := &partitionState{gen: s.NewGenerator(), idleness: idle, lastActivity: now, lastEvent: Unset, registered: now, preview: Unset}
 	st.wm = st.gen.Current()
+	_, can := st.gen.(previewer)
+	st.previewable = can && s.Kind() != KindCustom
 	if a := s.AlignmentGroup(); a != nil {
 		st.alignment = a.Group
 		// The build refuses members of one group that disagree on the
@@ -175,7 +194,7 @@ func (t *Tracker) Advance(now int64) (int64, bool) {
 		if st.idle {
 			continue
 		}
-		w := st.gen.Current()
+		w := max(st.gen.Current(), st.preview)
 		if !any || w < minimum {
 			minimum, any = w, true
 		}
@@ -202,6 +221,7 @@ func (t *Tracker) Snapshot() []PartitionState {
 			Partition: k, Watermark: st.gen.Current(), LastEventTime: st.lastEvent, LastRecord: st.lastRecord, Idle: st.idle,
 			LastAdvance: st.lastAdvance, IdleSince: st.idleSince, Registered: st.registered,
 			IdlenessTimeout: time.Duration(st.idleness) * time.Millisecond, Alignment: st.alignment, AlignmentHeld: st.held,
+			Previewing: st.preview != Unset, Preview: st.preview, HeadHeldSince: st.headSince,
 		})
 	}
 	return out
@@ -294,4 +314,57 @@ func sortPartitions(ps []Partition) []Partition {
 		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
 	})
 	return ps
+}
+
+// Head is a partition's next record while it waits behind older records
+// of other partitions: its event time and offset.
+type Head struct {
+	Partition
+	EventTime, Offset int64
+}
+
+// Heads records, at wall-clock now, the partitions whose next record
+// waits behind older records, and forgets every other partition's
+// preview; it reports whether a preview appeared, moved or went. A
+// waiting partition's preview is the watermark its generator would give
+// once it saw the head's event time, when the generator can tell without
+// seeing it (the built-in strategies) and that is ahead of its watermark;
+// a custom generator has no preview. Advance counts a preview in the
+// minimum as if the head were processed: the head is not late by the
+// partition's own claim once it is, and the records waiting before it
+// elsewhere are older, so the minimum does not wait for a head that
+// only waits its turn. HeadHeldSince stays while the same record waits.
+func (t *Tracker) Heads(heads []Head, now int64) (changed bool) {
+	waiting := map[Partition]Head{}
+	for _, h := range heads {
+		waiting[h.Partition] = h
+	}
+	for p, st := range t.parts {
+		h, ok := waiting[p]
+		preview := Unset
+		if pv, can := st.gen.(previewer); ok && can && st.previewable {
+			if w := pv.Preview(h.EventTime); w > st.gen.Current() {
+				preview = w
+			}
+		}
+		if preview == Unset {
+			if st.preview != Unset {
+				changed = true
+			}
+			st.preview, st.headSince, st.headOffset = Unset, 0, 0
+			continue
+		}
+		if st.preview == Unset || st.headOffset != h.Offset {
+			st.headSince, st.headOffset = now, h.Offset
+		}
+		changed = changed || preview != st.preview
+		st.preview = preview
+	}
+	return changed
+}
+
+// previewer is a generator that can say its watermark after an event
+// without seeing it.
+type previewer interface {
+	Preview(eventTime int64) int64
 }
