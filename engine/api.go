@@ -185,6 +185,12 @@ func WatermarksDocument(o Observation) (inspect.Watermarks, error) {
 			LastEventTimeMs: p.LastEventTime, LastEventTimeIso: inspect.Iso(p.LastEventTime),
 			IdlenessTimeoutMs: p.IdlenessTimeout.Milliseconds()}
 		pw.LastRecordMs, pw.LastAdvanceMs, pw.IdleSinceMs = wallTime(p.LastRecord), wallTime(p.LastAdvance), wallTime(p.IdleSince)
+		if p.Previewing {
+			// The next record waits behind older ones and counts toward
+			// the global watermark as if processed (Tracker.Heads).
+			pv, iso := p.Preview, inspect.Iso(p.Preview)
+			pw.PreviewWatermarkMs, pw.PreviewWatermarkIso, pw.HeadHeldSinceMs = &pv, &iso, wallTime(p.HeadHeldSince)
+		}
 		// Since when the watermark has stood still, by the engine's
 		// clock: a partition that never moved here (never written, or
 		// resumed) has waited since it was registered.
@@ -200,6 +206,7 @@ func WatermarksDocument(o Observation) (inspect.Watermarks, error) {
 		if p.Alignment != "" {
 			g := p.Alignment
 			pw.AlignmentGroup = &g
+			pw.AlignmentHeld = p.AlignmentHeld
 			if m, ok := doc.AlignmentGroupMins[g]; ok && p.Watermark != watermark.Unset {
 				pw.DriftFromGroupMinMs = p.Watermark - m
 			}

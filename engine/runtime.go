@@ -100,6 +100,15 @@ type runner struct {
 	abandonCommit context.CancelFunc
 	cuts          chan epochCut
 	tracker       *watermark.Tracker
+	// alignLog rate-limits the alignment log (alignment.go).
+	alignLog alignLog
+	// waiting are the poll's heads not yet dispatched while a barrier is
+	// cut within the poll, nil otherwise; recordTime are the source
+	// topics whose event time is the record's timestamp (no assigner, a
+	// built-in extractor), the only ones whose waiting head the
+	// dispatcher can preview.
+	waiting    []*mergeHead
+	recordTime map[string]bool
 
 	// cutter is the protocol's dispatcher side (engine/barrier): the next
 	// epoch, the one-in-flight gate, the idle rule. committedEpoch is the
@@ -878,7 +887,12 @@ func (r *runner) dispatchMerged(fetches kgo.Fetches) error {
 			// quickly is cut after, as before: cutting it within
 			// cost a fast count a fifth of its rate.
 			note()
-			if err := r.maybeBarrier(false); err != nil {
+			// The heads still to dispatch wait behind older records:
+			// the barrier's watermark counts their preview.
+			r.waiting = heads
+			err := r.maybeBarrier(false)
+			r.waiting = nil
+			if err != nil {
 				return err
 			}
 		}
@@ -1006,17 +1020,53 @@ func (r *runner) watermarkNow() int64 {
 			}
 		}
 	}
+	previewed := r.tracker.Heads(r.waitingHeads(), now)
 	w, moved := r.tracker.Advance(now)
+	aligned := r.align(now)
 	if moved && r.e.obs.onAdvance != nil {
 		r.e.obs.onAdvance()
 	}
-	r.publishView(false)
+	// A hold or a preview, or its end, is published at once, not at the
+	// view's rate.
+	r.publishView(aligned || previewed)
 	if w == watermark.Unset || w < task.Unknown {
 		w = task.Unknown
 	}
 	w = max(r.controlledWatermark(w), r.cutter.Stamp)
 	r.gen.watermark.Store(w)
 	return w
+}
+
+// recordTimeExtractor says x reads a record's own timestamp as its event
+// time, as the three built-in extractors do for every timestamp that is
+// not negative (what they do with a negative one, a preview does not
+// need: such a record waits behind nothing).
+func recordTimeExtractor(x topology.TimestampExtractor) bool {
+	switch x {
+	case topology.RecordTimestamp, topology.LogAndSkipOnInvalidTimestamp, topology.UsePartitionTimeOnInvalidTimestamp:
+		return true
+	}
+	return false
+}
+
+// waitingHeads are the heads of the poll being dispatched that wait
+// behind an older one, as the tracker previews them (Tracker.Heads): the
+// oldest goes next and waits for nothing.
+func (r *runner) waitingHeads() []watermark.Head {
+	if len(r.waiting) < 2 {
+		return nil
+	}
+	oldest := r.waiting[0].ts
+	for _, h := range r.waiting[1:] {
+		oldest = min(oldest, h.ts)
+	}
+	var heads []watermark.Head
+	for _, h := range r.waiting {
+		if h.ts > oldest && r.recordTime[h.topic] {
+			heads = append(heads, watermark.Head{Partition: watermark.Partition{Topic: h.topic, Partition: h.partition}, EventTime: h.ts, Offset: h.recs[0].Offset})
+		}
+	}
+	return heads
 }
 
 func hasKey[K comparable, V any](m map[K]V, k K) bool {
@@ -1343,8 +1393,10 @@ func (r *runner) resetOnce(ctx context.Context) error {
 	r.ptMu.Lock()
 	r.knownPartTimes = map[watermark.Partition]int64{}
 	r.ptMu.Unlock()
+	r.releaseAlignment()
 	r.tracker = watermark.NewTracker(r.idleness())
 	r.tableTopics = map[string]bool{}
+	r.recordTime = map[string]bool{}
 	now := r.e.opts.wall()
 	set := map[string]map[int32]kgo.EpochOffset{}
 	for t, ps := range assigned {
@@ -1353,6 +1405,7 @@ func (r *runner) resetOnce(ctx context.Context) error {
 		// (topology.SourceSpec.Table).
 		table := src != nil && src.Source != nil && src.Source.Table
 		r.tableTopics[t] = table
+		r.recordTime[t] = src != nil && src.Source != nil && recordTimeExtractor(src.Source.Extractor) && r.built.Watermark(src).Assigner() == nil
 		for _, p := range ps {
 			wp := watermark.Partition{Topic: t, Partition: p}
 			if !table {

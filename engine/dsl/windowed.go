@@ -684,8 +684,8 @@ type slidingEntry[VA any] struct {
 var errUnexpectedWindow = errors.New("unexpected sliding window in the store")
 
 // slidingWindowAggregate is Kafka Streams' KStreamSlidingWindowAggregate
-// (its forward-iterator form, processInOrder and processEarly) under the
-// one late rule. Every record has a left window [t-D, t] ending at it and,
+// (its default, backward-iterator form, processReverse and processEarly)
+// under the one late rule. Every record has a left window [t-D, t] ending at it and,
 // when later records are within D, a right window [t+1, t+1+D] starting
 // just after it; a record updates the windows of earlier and later records
 // it falls into and creates the windows the records around it imply, so
@@ -728,7 +728,7 @@ func (p *slidingWindowAggregate[K, V, VA]) Process(rec processor.Erased) error {
 	if ts < d {
 		return p.processEarly(k, v, rec)
 	}
-	return p.processInOrder(k, v, rec)
+	return p.processReverse(k, v, rec)
 }
 
 // scan reads key's windows starting in [from, to] into p.entries, in start
@@ -753,44 +753,59 @@ func (p *slidingWindowAggregate[K, V, VA]) scan(k K, from, to int64) error {
 	return nil
 }
 
-func (p *slidingWindowAggregate[K, V, VA]) processInOrder(k K, v V, rec processor.Erased) error {
+// processReverse is Kafka Streams' processReverse, the algorithm its
+// sliding aggregation uses over every built-in store (they all iterate
+// backward): it walks the windows from the latest start down, so a record
+// updates the windows it falls into latest first, then creates the
+// previous record's right window, its own left window and its own right
+// window, in that order (SlidingWindowedKStreamIntegrationTest asserts
+// that order). It stops at the first window ending before the record, the
+// previous record's left window, and returns early when the record's own
+// left window already holds a record at least as late: every window the
+// record implies then exists.
+func (p *slidingWindowAggregate[K, V, VA]) processReverse(k K, v V, rec processor.Erased) error {
 	ts, d := rec.Timestamp, p.plan.sliding.TimeDifference()
 	// Up to 2D back reaches the window holding the previous record, whose
 	// right window may need creating; ts+1 catches this record's own right
-	// window.
+	// window. The scan reads forward into p.entries, walked backward here.
 	if err := p.scan(k, max(0, ts-2*d), ts+1); err != nil {
 		return err
 	}
 	var left, right *slot[VA]
 	leftCreated, rightCreated := false, false
 	var prev *int64
-	for i := range p.entries {
+walk:
+	for i := len(p.entries) - 1; i >= 0; i-- {
 		e := &p.entries[i]
 		end := e.start + d
 		switch {
-		case end < ts:
+		case e.start == ts+1:
+			rightCreated = true
+		case end > ts:
+			// The first such window, the latest starting, holds the later
+			// records this record's right window would hold.
+			if right == nil {
+				s := e.slot
+				right = &s
+			}
+			if err := p.update(k, v, window.Window{Start: e.start, End: end}, e.slot, rec); err != nil {
+				return err
+			}
+		case end == ts:
+			leftCreated = true
+			if err := p.update(k, v, window.Window{Start: e.start, End: end}, e.slot, rec); err != nil {
+				return err
+			}
+			if e.ts >= ts {
+				return nil
+			}
+			prevTS := e.ts
+			prev = &prevTS
+		default:
 			left = &e.slot
 			prevTS := e.ts
 			prev = &prevTS
-		case end == ts:
-			leftCreated = true
-			if e.ts < ts {
-				prevTS := e.ts
-				prev = &prevTS
-			}
-			if err := p.update(k, v, window.Window{Start: e.start, End: end}, e.slot, rec); err != nil {
-				return err
-			}
-		case end > ts && e.start <= ts:
-			s := e.slot
-			right = &s
-			if err := p.update(k, v, window.Window{Start: e.start, End: end}, e.slot, rec); err != nil {
-				return err
-			}
-		case e.start == ts+1:
-			rightCreated = true
-		default:
-			return fmt.Errorf("%w: window starting at %d for a record at %d", errUnexpectedWindow, e.start, ts)
+			break walk
 		}
 	}
 	// The previous record's right window, if this record falls into it.
@@ -805,7 +820,7 @@ func (p *slidingWindowAggregate[K, V, VA]) processInOrder(k K, v V, rec processo
 	// is within D, else a new one.
 	if !leftCreated {
 		s := slot[VA]{agg: p.agg.init(), ts: ts}
-		if prev != nil && ts-d <= *prev {
+		if prev != nil && left != nil && ts-d <= *prev {
 			s = slot[VA]{agg: left.agg, ts: ts}
 		}
 		if err := p.update(k, v, window.Window{Start: ts - d, End: ts}, s, rec); err != nil {

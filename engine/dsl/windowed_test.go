@@ -199,7 +199,8 @@ func TestHoppingCount(t *testing.T) {
 
 // Sliding windows with a time difference of 5 winTick and 2 winTick of grace close
 // at start + 8. A@11 arrives out of order between A@10 and A@12 and
-// updates, and creates, the windows Kafka Streams' algorithm does. At
+// updates, and creates, the windows Kafka Streams' algorithm does, in its
+// order. At
 // floor 30 (B@30), A@22's latest window would close at 30: the record is
 // dropped whole; A@27's left window [22,27] closes at 30 and is dropped,
 // while A@28's, [23,28], closes one tick later and is kept.
@@ -221,7 +222,10 @@ func TestSlidingCount(t *testing.T) {
 			want: []string{
 				"A[5,10]=1@10",
 				"A[11,16]=1@12", "A[7,12]=2@12",
-				"A[7,12]=3@12", "A[11,16]=2@12", "A[6,11]=2@11", "A[12,17]=1@12",
+				// A@11 updates the windows it falls into latest first,
+				// then creates its left and right windows, as Kafka
+				// Streams' processReverse does.
+				"A[11,16]=2@12", "A[7,12]=3@12", "A[6,11]=2@11", "A[12,17]=1@12",
 				"B[25,30]=1@30",
 				"A[23,28]=1@28",
 			},
@@ -740,4 +744,71 @@ func TestSlidingKafkaStreamsOracles(t *testing.T) {
 			t.Fatalf("last update per window start:\n got %v\nwant %v", last, want)
 		}
 	})
+}
+
+// TestSlidingUpdateOrderKafkaStreams replays Kafka Streams'
+// SlidingWindowedKStreamIntegrationTest.shouldAggregateWindowedWithGrace
+// and shouldAggregateWindowedWithNoGrace (ON_WINDOW_UPDATE), the tests
+// that assert the order in which one record's window updates are emitted
+// (KStreamSlidingWindowAggregateTest compares sets): Kafka Streams' default
+// algorithm, processReverse, updates the windows a record falls into
+// latest start first, then creates the previous record's right window,
+// the record's left window and its right window. A record before the time
+// difference (processEarly) walks forward, and updates [0, D] last. The
+// expected lists are the Kafka Streams test's own, in its order.
+func TestSlidingUpdateOrderKafkaStreams(t *testing.T) {
+	str := serde.String()
+	aggregate := func(grace time.Duration) func(g dsl.KGroupedStream[string, string]) dsl.KTable[window.Windowed[string], string] {
+		return func(g dsl.KGroupedStream[string, string]) dsl.KTable[window.Windowed[string], string] {
+			return dsl.AggregateWindowed(g.WindowedBySliding(window.SlidingWindowsOfTimeDifferenceAndGrace(10*winTick, grace)),
+				func() string { return "0" }, func(_, v, agg string) string { return agg + "+" + v },
+				dsl.MaterializedWith(str, str))
+		}
+	}
+	for _, tc := range []struct {
+		name  string
+		grace time.Duration
+		in    []aggIn
+		want  []string
+	}{
+		{
+			name: "shouldAggregateWindowedWithGrace", grace: 5 * winTick,
+			in: []aggIn{
+				{"A", "1", 0}, {"A", "2", 5}, {"A", "3", 10}, {"A", "4", 6},
+				{"A", "5", 11}, {"A", "6", 16}, {"A", "7", 27}, {"A", "8", 11},
+			},
+			want: []string{
+				"A[0,10]=0+1@0",
+				"A[1,11]=0+2@5", "A[0,10]=0+1+2@5",
+				"A[1,11]=0+2+3@10", "A[0,10]=0+1+2+3@10", "A[6,16]=0+3@10",
+				"A[1,11]=0+2+3+4@10", "A[6,16]=0+3+4@10", "A[7,17]=0+3@10", "A[0,10]=0+1+2+3+4@10",
+				"A[7,17]=0+3+5@11", "A[6,16]=0+3+4+5@11", "A[1,11]=0+2+3+4+5@11", "A[11,21]=0+5@11",
+				"A[11,21]=0+5+6@16", "A[7,17]=0+3+5+6@16", "A[6,16]=0+3+4+5+6@16", "A[12,22]=0+6@16",
+				// The previous record's right window and A@27's left
+				// window are both [17,27]: Kafka Streams emits it twice.
+				"A[17,27]=0+7@27", "A[17,27]=0+7@27",
+			},
+		},
+		{
+			name: "shouldAggregateWindowedWithNoGrace",
+			in: []aggIn{
+				{"A", "1", 0}, {"A", "2", 5}, {"A", "3", 10}, {"A", "4", 17},
+				{"B", "5", 6}, {"B", "6", 11}, {"B", "7", 18}, {"C", "8", 25},
+			},
+			want: []string{
+				"A[0,10]=0+1@0",
+				"A[1,11]=0+2@5", "A[0,10]=0+1+2@5",
+				"A[1,11]=0+2+3@10", "A[0,10]=0+1+2+3@10", "A[6,16]=0+3@10",
+				"A[11,21]=0+4@17", "A[7,17]=0+3+4@17",
+				"B[8,18]=0+7@18",
+				"C[15,25]=0+8@25",
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, _ := winDriver(t, aggregate(tc.grace))
+			aggPipe(t, d, "in", tc.in)
+			aggCheck(t, "output", winRead(t, d, "out", winSlidingKeys(10), str), tc.want)
+		})
+	}
 }

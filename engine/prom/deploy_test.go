@@ -80,7 +80,7 @@ var seriesName = regexp.MustCompile(`stoatflow_[a-z0-9_]+`)
 // why: every other family has a panel.
 var notOnDashboard = map[string]string{
 	prom.WatermarkAdvance:        "the watermark's panel shows it move",
-	prom.WatermarkPreview:        "always 0",
+	prom.WatermarkPreview:        "transient, within one poll's dispatch: /watermarks and stoatctl watch show the partition",
 	prom.EventTimeTracking:       "a fact of the topology, not a time series",
 	prom.TimerLaneMismatch:       "a bug detector; alert on it, do not chart it",
 	prom.EpochRecords:            "the throughput panel shows the same load",

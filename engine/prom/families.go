@@ -68,6 +68,7 @@ const (
 	WatermarkAdvance        = "stoatflow_watermark_advance_total"
 	DroppedRecords          = "stoatflow_dropped_records_total"
 	WatermarkPreview        = "stoatflow_watermark_preview_partitions"
+	AlignmentHeld           = "stoatflow_watermark_alignment_partitions_held"
 	EventTimeTracking       = "stoatflow_topology_event_time_tracking"
 	TimerLaneMismatch       = "stoatflow_timer_lane_mismatch_total"
 	ClientState             = "stoatflow_client_state"
@@ -165,7 +166,8 @@ var Families = []Family{
 	{WatermarkLag, Gauge, nil, Info, "Wall clock minus the global watermark, in seconds, sampled about once a second whether or not the watermark moved; absent before the first watermark."},
 	{WatermarkAdvance, Counter, nil, Info, "How often the global watermark moved forward."},
 	{DroppedRecords, Counter, []string{"reason"}, Info, "Records dropped on purpose, by reason: late_window and late_session (their window had closed), no_event_time (no event time at the source), deserialization and processing (skipped by a continue handler), null_key and null_value, expired_version (an update of a versioned table older than its history retention)."},
-	{WatermarkPreview, Gauge, nil, Info, "Partitions whose next record waits behind older records and counts toward the watermark as if processed; always 0, the engine has no preview."},
+	{WatermarkPreview, Gauge, nil, Info, "Source partitions whose next record waits behind older records of other partitions, within a poll being dispatched while a barrier is cut, and counts toward the global watermark as if processed (their preview watermark); only for sources whose event time is the record timestamp under a built-in strategy."},
+	{AlignmentHeld, Gauge, []string{"group"}, Info, "Source partitions of each watermark alignment group whose fetch is paused because their watermark is ahead of the group's minimum by more than its maximum drift; absent without alignment groups."},
 	{EventTimeTracking, Gauge, nil, Info, "1 when the engine tracks watermarks for this topology, 0 when it decided the topology has no event time."},
 	{TimerLaneMismatch, Counter, nil, Info, "Timer operations on a key that does not hash to the lane processing it, over every processor."},
 	{ClientState, Gauge, nil, Info, "The engine's state: 0 CREATED, 1 NOT_RUNNING, 2 REBALANCING, 3 RESTORING, 4 RUNNING, 5 PAUSED, 6 PENDING_SHUTDOWN, 7 ERROR."},

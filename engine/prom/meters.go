@@ -165,7 +165,13 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	if s.LagMs >= 0 {
 		emit(WatermarkLag, gauge, float64(s.LagMs)/1000)
 	}
-	emit(WatermarkPreview, gauge, 0)
+	previews := 0
+	for _, p := range s.Partitions {
+		if p.Previewing {
+			previews++
+		}
+	}
+	emit(WatermarkPreview, gauge, float64(previews))
 	emit(EventTimeTracking, gauge, b2f(s.EventTime))
 	emit(ClientState, gauge, StateValue(s.State, s.Paused))
 	emit(BarrierInterval, gauge, s.BarrierInterval.Seconds())
@@ -217,6 +223,15 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 			emit(StandbyLag, gauge, float64(lag), task)
 		}
 		emit(StandbyLagMax, gauge, float64(most))
+	}
+	held := map[string]int{}
+	for _, p := range s.Partitions {
+		if p.Alignment != "" {
+			held[p.Alignment] += int(b2f(p.AlignmentHeld))
+		}
+	}
+	for g, n := range held {
+		emit(AlignmentHeld, gauge, float64(n), g)
 	}
 	for _, sg := range s.Segments {
 		emit(StoreSegmentCount, gauge, float64(sg.Segments), sg.Store, sg.Type)

@@ -3,6 +3,7 @@ package prom_test
 import (
 	"io"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -56,7 +57,8 @@ func TestFamiliesAreExported(t *testing.T) {
 		for _, want := range []string{`stoatflow_dropped_records_total{reason="deserialization"} 2`, `stoatflow_dropped_records_total{reason="late_window"} 0`,
 			"stoatflow_client_state 4", "stoatflow_watermark_lag_seconds 0.005", "stoatflow_watermark_timestamp_seconds 1\n",
 			`stoatflow_store_segments{store_name="win",store_type="timestamped-window"} 3`, "stoatflow_epoch_records_count 1",
-			"stoatflow_standby_tasks 2", "stoatflow_standby_warmup_tasks 1", "stoatflow_standby_lag_max_records 7"} {
+			"stoatflow_standby_tasks 2", "stoatflow_standby_warmup_tasks 1", "stoatflow_standby_lag_max_records 7",
+			`stoatflow_watermark_alignment_partitions_held{group="g"} 1`, "stoatflow_watermark_preview_partitions 1\n"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("level %s: scrape lacks %q", level, want)
 			}
@@ -150,6 +152,10 @@ func withEverything(sample func() prom.Sample) func() prom.Sample {
 		s := sample()
 		s.PartitionLag = map[watermark.Partition]int64{{Topic: "in", Partition: 0}: 2}
 		s.Standbys, s.Warmups, s.StandbyLag = 2, 1, map[string]int64{"0_1": 7, "0_2": 0}
+		// A source partition held back by its watermark alignment group.
+		s.Partitions = append(slices.Clone(s.Partitions), watermark.PartitionState{Partition: watermark.Partition{Topic: "fast", Partition: 0},
+			Watermark: s.Global + 60_000, LastEventTime: watermark.Unset, Alignment: "g", AlignmentHeld: true,
+			Previewing: true, Preview: s.Global + 120_000, HeadHeldSince: 1})
 		s.RocksDB = map[string]uint64{}
 		for prop := range prom.RocksProperties {
 			s.RocksDB[prop] = 4096

@@ -11,8 +11,13 @@
 //   - A partition is idle when it has delivered nothing for its source's
 //     idleness timeout; an idle partition stops holding the minimum back.
 //   - An alignment group is a set of sources whose watermarks may not drift
-//     apart by more than a maximum; the live engine holds back the source
-//     that is ahead. Here groups are only declared and validated.
+//     apart by more than a maximum. Tracker.Align decides which partitions
+//     are held back (ahead of the group's minimum by more than the drift)
+//     and which are let go; the live engine pauses and resumes their fetch.
+//   - A preview watermark is what a partition's watermark will be once its
+//     next record, which waits behind older records of other partitions, is
+//     processed (Tracker.Heads); the global minimum counts it as if it were.
+//     Only the built-in generators can tell it without seeing the record.
 //
 // The test driver never runs a Generator (it uses only the assigner) and
 // keeps one event-time number; the live engine runs the generators and a

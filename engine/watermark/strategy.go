@@ -185,6 +185,9 @@ func (g *bounded) Current() int64 {
 	return g.max - g.bound
 }
 
+// Preview is the watermark after an event at ts, the generator unchanged.
+func (g *bounded) Preview(ts int64) int64 { return max(g.max, ts) - g.bound }
+
 type none struct{}
 
 func (none) OnEvent(int64)  {}

@@ -43,6 +43,20 @@ type PartitionState struct {
 	// source's, else the tracker's default; 0 means never idle.
 	IdlenessTimeout time.Duration
 	Alignment       string
+	// AlignmentHeld says the partition's watermark is ahead of its
+	// alignment group's minimum by more than the group's drift, so its
+	// fetch is paused (Tracker.Align).
+	AlignmentHeld bool
+	// Previewing says the partition's next record waits behind older
+	// records of other partitions and Preview is the watermark the
+	// partition will have once it is processed; the global watermark
+	// counts it as if it were (Tracker.Heads). Preview is Unset
+	// otherwise, as when the strategy cannot tell.
+	Previewing bool
+	Preview    int64
+	// HeadHeldSince is the wall-clock time, epoch ms, since which that
+	// record has waited; 0 when none waits.
+	HeadHeldSince int64
 }
 
 type partitionState struct {
@@ -58,6 +72,23 @@ type partitionState struct {
 	idleSince   int64
 	registered  int64
 	alignment   string
+	// held says Align holds the partition back; a held partition does
+	// not go idle, since it is quiet because it is held.
+	held bool
+	// preview, headOffset and headSince describe the partition's next
+	// record while it waits behind older records (Heads); preview is
+	// Unset otherwise.
+	preview, headOffset, headSince int64
+	// previewable says the partition's generator is a built-in one, which
+	// can tell its watermark after an event without seeing it.
+	previewable bool
+}
+
+// alignGroup is an alignment group's rule and when Align last applied it.
+type alignGroup struct {
+	drift, every int64
+	// checked is the wall-clock time of the last pass; -1 before the first.
+	checked int64
 }
 
 // Tracker computes the global watermark: the minimum of the watermarks of
@@ -65,6 +96,7 @@ type partitionState struct {
 // safe for concurrent use; the engine's dispatcher owns it.
 type Tracker struct {
 	parts           map[Partition]*partitionState
+	groups          map[string]*alignGroup
 	defaultIdleness int64
 	global          int64
 }
@@ -72,7 +104,7 @@ type Tracker struct {
 // NewTracker returns a tracker whose partitions idle after defaultIdleness
 // unless their source sets its own timeout; 0 disables the default.
 func NewTracker(defaultIdleness time.Duration) *Tracker {
-	return &Tracker{parts: map[Partition]*partitionState{}, defaultIdleness: defaultIdleness.Milliseconds(), global: Unset}
+	return &Tracker{parts: map[Partition]*partitionState{}, groups: map[string]*alignGroup{}, defaultIdleness: defaultIdleness.Milliseconds(), global: Unset}
 }
 
 // Register starts tracking p under strategy s; now is the wall clock in
@@ -82,10 +114,17 @@ func (t *Tracker) Register(p Partition, s Strategy, now int64) {
 	if idle == 0 {
 		idle = t.defaultIdleness
 	}
-	st := &partitionState{gen: s.NewGenerator(), idleness: idle, lastActivity: now, lastEvent: Unset, registered: now}
+	st := &partitionState{gen: s.NewGenerator(), idleness: idle, lastActivity: now, lastEvent: Unset, registered: now, preview: Unset}
 	st.wm = st.gen.Current()
+	_, can := st.gen.(previewer)
+	st.previewable = can && s.Kind() != KindCustom
 	if a := s.AlignmentGroup(); a != nil {
 		st.alignment = a.Group
+		// The build refuses members of one group that disagree on the
+		// drift or the interval, so the first member's rule is the group's.
+		if _, ok := t.groups[a.Group]; !ok {
+			t.groups[a.Group] = &alignGroup{drift: a.MaxDrift.Milliseconds(), every: a.UpdateInterval.Milliseconds(), checked: -1}
+		}
 	}
 	t.parts[p] = st
 }
@@ -149,13 +188,13 @@ func (t *Tracker) Advance(now int64) (int64, bool) {
 		// A generator may move without a record (one driven by the wall
 		// clock); the dispatcher advances often enough to see it.
 		st.noteMove(now)
-		if st.idleness > 0 && now-st.lastActivity >= st.idleness && !st.idle {
+		if st.idleness > 0 && now-st.lastActivity >= st.idleness && !st.idle && !st.held {
 			st.idle, st.idleSince = true, now
 		}
 		if st.idle {
 			continue
 		}
-		w := st.gen.Current()
+		w := max(st.gen.Current(), st.preview)
 		if !any || w < minimum {
 			minimum, any = w, true
 		}
@@ -181,8 +220,151 @@ func (t *Tracker) Snapshot() []PartitionState {
 		out = append(out, PartitionState{
 			Partition: k, Watermark: st.gen.Current(), LastEventTime: st.lastEvent, LastRecord: st.lastRecord, Idle: st.idle,
 			LastAdvance: st.lastAdvance, IdleSince: st.idleSince, Registered: st.registered,
-			IdlenessTimeout: time.Duration(st.idleness) * time.Millisecond, Alignment: st.alignment,
+			IdlenessTimeout: time.Duration(st.idleness) * time.Millisecond, Alignment: st.alignment, AlignmentHeld: st.held,
+			Previewing: st.preview != Unset, Preview: st.preview, HeadHeldSince: st.headSince,
 		})
 	}
 	return out
+}
+
+// Align applies the alignment rule at wall-clock now to every group whose
+// update interval has passed since its last pass, and reports the
+// partitions to hold back (pause) and to let go (resume). A group's
+// minimum is the lowest watermark among its members that are not idle and
+// have one; a member is held while its watermark is ahead of that minimum
+// by more than the group's maximum drift, and let go once it is back
+// within it. An idle member is never held: it has nothing to fetch, and
+// a record makes it active again. A held member does not go idle (Advance),
+// since it is quiet because it is held; its idleness clock restarts when
+// it is let go. A group with no minimum lets every member go.
+//
+// Holding a source back changes no result: the global watermark is a
+// minimum, and a held partition is ahead of it. What it bounds is how far
+// ahead the fast source's windows, buffers and state run.
+func (t *Tracker) Align(now int64) (hold, release []Partition) {
+	if len(t.groups) == 0 {
+		return nil, nil
+	}
+	type lowest struct {
+		w  int64
+		ok bool
+	}
+	mins := map[string]lowest{}
+	for name, g := range t.groups {
+		if g.checked >= 0 && now-g.checked < g.every {
+			continue
+		}
+		g.checked = now
+		mins[name] = lowest{}
+	}
+	if len(mins) == 0 {
+		return nil, nil
+	}
+	for _, st := range t.parts {
+		m, due := mins[st.alignment]
+		if !due || st.idle {
+			continue
+		}
+		if w := st.gen.Current(); w != Unset && (!m.ok || w < m.w) {
+			mins[st.alignment] = lowest{w: w, ok: true}
+		}
+	}
+	for p, st := range t.parts {
+		m, due := mins[st.alignment]
+		if !due {
+			continue
+		}
+		w := st.gen.Current()
+		ahead := m.ok && !st.idle && w != Unset && w-m.w > t.groups[st.alignment].drift
+		switch {
+		case ahead && !st.held:
+			st.held = true
+			hold = append(hold, p)
+		case !ahead && st.held:
+			st.held, st.lastActivity = false, now
+			release = append(release, p)
+		}
+	}
+	return sortPartitions(hold), sortPartitions(release)
+}
+
+// Held are the partitions Align holds back, sorted.
+func (t *Tracker) Held() []Partition {
+	var out []Partition
+	for p, st := range t.parts {
+		if st.held {
+			out = append(out, p)
+		}
+	}
+	return sortPartitions(out)
+}
+
+// AlignmentGroup is partition p's alignment group and its maximum drift;
+// ok is false when p is not tracked or in no group.
+func (t *Tracker) AlignmentGroup(p Partition) (group string, maxDrift time.Duration, ok bool) {
+	st, tracked := t.parts[p]
+	if !tracked || st.alignment == "" {
+		return "", 0, false
+	}
+	return st.alignment, time.Duration(t.groups[st.alignment].drift) * time.Millisecond, true
+}
+
+func sortPartitions(ps []Partition) []Partition {
+	slices.SortFunc(ps, func(a, b Partition) int {
+		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+	})
+	return ps
+}
+
+// Head is a partition's next record while it waits behind older records
+// of other partitions: its event time and offset.
+type Head struct {
+	Partition
+	EventTime, Offset int64
+}
+
+// Heads records, at wall-clock now, the partitions whose next record
+// waits behind older records, and forgets every other partition's
+// preview; it reports whether a preview appeared, moved or went. A
+// waiting partition's preview is the watermark its generator would give
+// once it saw the head's event time, when the generator can tell without
+// seeing it (the built-in strategies) and that is ahead of its watermark;
+// a custom generator has no preview. Advance counts a preview in the
+// minimum as if the head were processed: the head is not late by the
+// partition's own claim once it is, and the records waiting before it
+// elsewhere are older, so the minimum does not wait for a head that
+// only waits its turn. HeadHeldSince stays while the same record waits.
+func (t *Tracker) Heads(heads []Head, now int64) (changed bool) {
+	waiting := map[Partition]Head{}
+	for _, h := range heads {
+		waiting[h.Partition] = h
+	}
+	for p, st := range t.parts {
+		h, ok := waiting[p]
+		preview := Unset
+		if pv, can := st.gen.(previewer); ok && can && st.previewable {
+			if w := pv.Preview(h.EventTime); w > st.gen.Current() {
+				preview = w
+			}
+		}
+		if preview == Unset {
+			if st.preview != Unset {
+				changed = true
+			}
+			st.preview, st.headSince, st.headOffset = Unset, 0, 0
+			continue
+		}
+		if st.preview == Unset || st.headOffset != h.Offset {
+			st.headSince, st.headOffset = now, h.Offset
+		}
+		changed = changed || preview != st.preview
+		st.preview = preview
+	}
+	return changed
+}
+
+// previewer is a generator that can say its watermark after an event
+// without seeing it.
+type previewer interface {
+	Preview(eventTime int64) int64
 }
