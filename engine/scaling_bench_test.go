@@ -411,7 +411,7 @@ func loadLines(ctx context.Context, addr, topic string, n int) error {
 // one instance and then on two, every instance a child process pinned to
 // a core of its own (taskset -c i, GOMAXPROCS=1, one lane), on a fresh
 // embedded broker in a child process that runs on both cores, over
-// STOATFLOW_BENCH_RECORDS input records (2 M; 20 k with -short).
+// STOATFLOW_BENCH_RECORDS input records (5 M; 20 k with -short).
 // STOATFLOW_BENCH_SCALE picks applications (comma-separated: stateless,
 // count, wordcount).
 //
@@ -426,11 +426,12 @@ func loadLines(ctx context.Context, addr, topic string, n int) error {
 // instance's and the broker's CPU per million input lines with the topic
 // over without (topic-cpu, topic-broker-cpu).
 func BenchmarkScaling(b *testing.B) {
-	// 2 M: one instance takes about 4 s over the stateless map and a
-	// minute over the word count on this machine; at 1 M the two
-	// instances' run is so short that the last epoch's commit (up to an
-	// interval, 500 ms) weighs on it.
-	n := 2_000_000
+	// 5 M: one instance takes about 6 s over the stateless map and a
+	// minute over the word count on a 2-core machine. At 1 or 2 M the
+	// two instances' run lasts 1 to 2 s, and the last epoch's commit (up
+	// to an interval, 500 ms, after the last record is read) moves the
+	// speedup by a third from run to run.
+	n := 5_000_000
 	if testing.Short() {
 		n = 20_000
 	}
