@@ -277,6 +277,12 @@ func scaleRun(b *testing.B, tp scaleTopology, instances, n int) scaleResult {
 		time.Sleep(2 * time.Millisecond)
 	}
 	took := time.Since(start)
+	if took < 3*time.Second {
+		// The last commit (up to an interval after the last record) and
+		// the 10 ms ticks of /proc's CPU times weigh on such a run more
+		// than the instances do.
+		b.Logf("%s on %d instance(s) took %s: too short for its ratios to mean anything; give STOATFLOW_BENCH_RECORDS more", tp.name, instances, took.Round(time.Millisecond))
+	}
 	out := scaleResult{took: took, engineRecords: float64(perInput)}
 	var all time.Duration
 	for i, c := range children {
