@@ -16,12 +16,19 @@ test:
 # 1 M-record backlog of every topology kind in memory and on RocksDB
 # (BenchmarkCatchUp: rates, rocks-ratio, longest gap between commits,
 # peak RSS), a topology file against the same topology in Go (on the
-# broker, then through the test driver), then the rest.
+# broker, then through the test driver), issue 40's two instances
+# against one (BenchmarkScaling: each pinned to a core, stateless, count
+# and the word count through a repartition topic; speedup and CPU per
+# record) and the stall a joining instance causes on one that keeps its
+# tasks (BenchmarkRebalanceStall, in memory and on RocksDB), then the
+# rest.
 bench:
 	go test -run '^$$' -bench EngineVsBaseline -benchtime 1x ./engine/
 	go test -run '^$$' -bench EngineHTTP -benchtime 1x ./engine/
 	go test -run '^$$' -bench CatchUp -benchtime 1x -timeout 2h ./engine/
 	go test -run '^$$' -bench FileVsGo -benchtime 1x ./engine/
+	go test -run '^$$' -bench Scaling -benchtime 1x -timeout 1h ./engine/
+	go test -run '^$$' -bench RebalanceStall -benchtime 1x -count 3 -timeout 30m ./engine/
 	go test -run '^$$' -bench FileVsGo -benchtime 3x ./engine/topofile/
 	go test -run '^$$' -bench . -benchmem -benchtime 2x ./testdriver/ ./replay/
 	go test -run '^$$' -bench '^BenchmarkLane$$' -benchtime 3x ./engine/lanes/

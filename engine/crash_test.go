@@ -78,6 +78,9 @@ func TestMain(m *testing.M) {
 	if addr := os.Getenv(crashChildEnv); addr != "" {
 		os.Exit(runCrashChild(addr))
 	}
+	if addr := os.Getenv(scaleChildEnv); addr != "" {
+		os.Exit(runScaleChild(addr))
+	}
 	if addr := os.Getenv(metaChildEnv); addr != "" {
 		os.Exit(runMetaChild(addr))
 	}
