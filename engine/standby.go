@@ -133,7 +133,7 @@ func (r *runner) warmLoop(ctx context.Context) {
 	for {
 		if ts := r.keptStandbys(); len(ts) > 0 {
 			r.warmOnce(ctx, ts)
-			r.probe()
+			r.probe(ctx)
 		}
 		select {
 		case <-ctx.Done():
@@ -209,7 +209,6 @@ func (r *runner) warmOnce(ctx context.Context, ts []assign.Task) {
 	}
 	prev := r.warmed.Swap(&ids)
 	n := r.e.obs.restored.Load() - before
-	r.lastTail.Store(n)
 	level := slog.LevelDebug
 	if prev == nil || !slices.Equal(*prev, ids) {
 		// Once per set of standbys: from now on a take-over of them
@@ -356,17 +355,16 @@ func (r *runner) measureLag(ctx context.Context, ts []assign.Task, pos map[strin
 
 // probe asks the group for a rebalance, so that the leader can move the
 // warm-ups of the last assignment here (KIP-441), once they are caught
-// up: the last warm-up restored them all, and its tail was small (at most
-// half of acceptable.recovery.lag), so that the leader, listing the
-// changelogs' ends a moment later, finds them within the acceptable lag.
-// A warm-up whose every tail is large (the active writes faster than a
-// warm-up interval keeps up with) asks every probing.rebalance.interval.ms
-// instead. It asks once per assignment, and not twice within two warm-up
-// intervals: a leader that still finds it behind answers with the same
-// assignment.
-func (r *runner) probe() {
+// up: the last warm-up restored them all, and right after it they lag
+// the changelogs' ends by at most acceptable.recovery.lag (listed once,
+// as the leader will list them a moment later). A warm-up that is still
+// behind then (an active that writes faster than it keeps up with) asks
+// every probing.rebalance.interval.ms instead. It asks once per
+// assignment, and not twice within two warm-up intervals: a leader that
+// finds it behind after all answers with the same assignment.
+func (r *runner) probe(ctx context.Context) {
 	w := r.warmups.Load()
-	if w == nil || len(*w) == 0 || r.probed.Load() {
+	if w == nil || len(*w) == 0 || r.probed.Load() || time.Since(r.probedAt) < 2*r.s.standbyEvery {
 		return
 	}
 	warmed := r.warmed.Load()
@@ -374,12 +372,13 @@ func (r *runner) probe() {
 	for _, t := range *w {
 		caught = caught && slices.Contains(*warmed, t.String())
 	}
-	small := caught && r.lastTail.Load() <= int64(r.s.recoveryLag/2)
-	due := time.Since(time.Unix(0, r.assignedAt.Load())) > r.s.probeEvery
-	if !small && !due {
-		return
+	var lag int64 = -1
+	if caught {
+		lag = r.warmupLag(ctx, *w)
+		caught = lag >= 0 && lag <= int64(r.s.recoveryLag)
 	}
-	if time.Since(r.probedAt) < 2*r.s.standbyEvery {
+	due := time.Since(time.Unix(0, r.assignedAt.Load())) > r.s.probeEvery
+	if !caught && !due {
 		return
 	}
 	cl := r.client.Load()
@@ -388,8 +387,34 @@ func (r *runner) probe() {
 	}
 	r.probed.Store(true)
 	r.probedAt = time.Now()
-	r.e.log.Info("warm-up tasks caught up with their changelogs; asking the group to rebalance so that they move here", "tasks", *w, "caught_up", small, "tail", r.lastTail.Load())
+	r.e.log.Info("warm-up tasks caught up with their changelogs; asking the group to rebalance so that they move here", "tasks", *w, "caught_up", caught, "lag", lag)
 	cl.ForceRebalance()
+}
+
+// warmupLag is the largest lag of the warm-ups ws behind their changelogs'
+// ends now, from what the last warm-up left them complete up to; -1 when
+// the ends cannot be listed or a warm-up has no position yet.
+func (r *runner) warmupLag(ctx context.Context, ws []assign.Task) int64 {
+	offs := r.warmOffsets()
+	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	ends, err := r.changelogEnds(lctx)
+	if err != nil {
+		return -1
+	}
+	var most int64
+	for _, t := range ws {
+		at, ok := offs[t]
+		if !ok {
+			return -1
+		}
+		var end int64
+		for _, topic := range r.changelogsOf(t.Subtopology) {
+			end += ends[topic][t.Partition]
+		}
+		most = max(most, end-at)
+	}
+	return most
 }
 
 // standbyState is what the runner keeps for standbys.
@@ -403,10 +428,8 @@ type standbyState struct {
 	warmups    atomic.Pointer[[]assign.Task]
 	probed     atomic.Bool
 	assignedAt atomic.Int64
-	// probedAt is when probe last asked (the warm loop's own); lastTail
-	// is how many changelog records the last warm-up applied.
+	// probedAt is when probe last asked (the warm loop's own).
 	probedAt time.Time
-	lastTail atomic.Int64
 	// warmedOffsets are the last warm-up's positions per task, and
 	// warmedPos per changelog partition (nil before the first warm-up
 	// since the databases were last someone else's).
