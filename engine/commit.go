@@ -385,12 +385,12 @@ func (r *runner) commit(c *committer, cut *epochCut, partTimes map[watermark.Par
 		}
 	}
 	r.ptMu.Unlock()
-	offsets, err := r.offsetsWithMetadata(cut.offsets, partTimes)
+	offsets, err := r.offsetsWithMetadata(cut, partTimes)
 	if err != nil {
 		return err
 	}
 	newStamp := cut.stamp != c.stamp || cut.final
-	if c.sent == 0 && !newStamp && cut.records == 0 {
+	if c.sent == 0 && !newStamp && cut.records == 0 && len(cut.markers) == 0 {
 		// An epoch cut only to tick wall-clock work, which wrote
 		// nothing: there is nothing to commit.
 		return nil
@@ -400,6 +400,11 @@ func (r *runner) commit(c *committer, cut *epochCut, partTimes map[watermark.Par
 	if newStamp {
 		r.sess.produce(ctx, r.stampRecord(cut.stamp, cut.final), c.promised)
 		c.stamp = cut.stamp
+	}
+	// After every record of the epoch, before the next epoch's: what the
+	// markers say holds for everything before them (subClocks).
+	for _, m := range cut.markers {
+		r.sess.produce(ctx, m, c.promised)
 	}
 
 	if r.sess.transactional() {
@@ -581,13 +586,29 @@ type offsetMeta struct {
 
 // offsetsWithMetadata encodes each partition's partition time in Kafka
 // Streams' TopicPartitionMetadata, which the next start seeds the
-// watermark from.
-func (r *runner) offsetsWithMetadata(cut map[string]map[int32]int64, partTimes map[watermark.Partition]int64) (map[string]map[int32]offsetMeta, error) {
+// watermark from, and the epoch's floor (the barrier's stamp, when event
+// time is known) under kafka.FloorKey, which the next owner of the
+// partition's task resumes its floor from.
+func (r *runner) offsetsWithMetadata(cut *epochCut, partTimes map[watermark.Partition]int64) (map[string]map[int32]offsetMeta, error) {
 	out := map[string]map[int32]offsetMeta{}
-	for t, ps := range cut {
+	for t, ps := range cut.offsets {
 		out[t] = map[int32]offsetMeta{}
+		stamp := cut.stamp
+		if sub, ok := r.topicSub[t]; ok && cut.subStamps != nil {
+			stamp = cut.subStamps[sub]
+		}
 		for p, off := range ps {
 			wp := watermark.Partition{Topic: t, Partition: p}
+			var proc map[string]int64
+			if m := cut.marks[wp]; len(m) > 0 {
+				proc = maps.Clone(m)
+			}
+			if stamp >= 0 {
+				if proc == nil {
+					proc = map[string]int64{}
+				}
+				proc[kafka.FloorKey] = stamp
+			}
 			pt, ok := partTimes[wp]
 			if !ok {
 				pt, ok = r.committedPartTime(wp)
@@ -595,7 +616,7 @@ func (r *runner) offsetsWithMetadata(cut map[string]map[int32]int64, partTimes m
 			if !ok {
 				pt = kafka.UnknownPartitionTime
 			}
-			md, err := kafka.TopicPartitionMetadata{PartitionTime: pt}.Encode()
+			md, err := kafka.TopicPartitionMetadata{PartitionTime: pt, Processor: proc}.Encode()
 			if err != nil {
 				return nil, fmt.Errorf("offset metadata of %s[%d]: %w", t, p, err)
 			}

@@ -152,11 +152,12 @@ type changelogRecord struct {
 
 // newGeneration builds the lanes of every sub-topology, their tasks (those
 // of the partitions tasks names) and stores, restored through restore,
-// with each lane's floor at floor.
+// with each lane's floor at floor, or at its sub-topology's in subFloors
+// when given (event time per sub-topology, subClocks).
 //
 // sinkParts is a sink topic's partition count, which a custom partitioner
 // is given (Kafka Streams gives its StreamPartitioner the topic's).
-func newGeneration(ctx context.Context, e *Engine, built *topology.Built, s settings, partitions func(sub *topology.Subtopology) int32, tasks func(sub *topology.Subtopology, partitions int32) []int32, sinkParts func(topic string) (int32, error), floor int64, restore restoreSource, global map[string]state.Store, local *localState) (*generation, error) {
+func newGeneration(ctx context.Context, e *Engine, built *topology.Built, s settings, partitions func(sub *topology.Subtopology) int32, tasks func(sub *topology.Subtopology, partitions int32) []int32, sinkParts func(topic string) (int32, error), floor int64, subFloors []int64, restore restoreSource, global map[string]state.Store, local *localState) (*generation, error) {
 	g := &generation{e: e, built: built, global: global, local: local, sinkParts: sinkParts, batchMax: min(lanes.BatchSize, max(s.queue, 1)), warmOnly: s.warmOnly}
 	g.watermark.Store(max(floor, task.Unknown))
 	// Shutdown outlives the caller's context: the final barrier still has
@@ -196,7 +197,11 @@ func newGeneration(ctx context.Context, e *Engine, built *topology.Built, s sett
 		sr := g.subs[st.ID]
 		for i := 0; i < s.lanes; i++ {
 			l := &laneRun{sub: sr, idx: i, gid: len(g.lanes)}
-			l.Lane = lanes.New(sr.group, lanes.Config{Sub: sr.id, Index: i, Global: l.gid, Floor: max(floor, task.Unknown), OnCommit: l.seal, CoalesceBytes: s.coalesceBytes}, env)
+			start := floor
+			if subFloors != nil {
+				start = subFloors[sr.id]
+			}
+			l.Lane = lanes.New(sr.group, lanes.Config{Sub: sr.id, Index: i, Global: l.gid, Floor: max(start, task.Unknown), OnCommit: l.seal, CoalesceBytes: s.coalesceBytes}, env)
 			sr.lanes = append(sr.lanes, l)
 			g.lanes = append(g.lanes, l)
 		}
@@ -718,8 +723,19 @@ func (g *generation) cut(b barrier.Barrier) error {
 	if err := g.flush(); err != nil {
 		return err
 	}
+	var per []barrier.Barrier
+	if b.Subs != nil {
+		per = make([]barrier.Barrier, len(b.Subs))
+		for s, w := range b.Subs {
+			per[s] = barrier.Barrier{Epoch: b.Epoch, Stamp: w, Final: b.Final}
+		}
+	}
 	for _, l := range g.lanes {
-		if err := l.Mark(g.dispatch, &b); err != nil {
+		bp := &b
+		if per != nil {
+			bp = &per[l.sub.id]
+		}
+		if err := l.Mark(g.dispatch, bp); err != nil {
 			return err
 		}
 	}

@@ -77,6 +77,9 @@ type runner struct {
 	topicSub   map[string]int
 	partitions map[string]int32
 	stampTopic string
+	// sc keeps event time per sub-topology, when the topology allows it
+	// (perSubReason); nil otherwise.
+	sc *subClocks
 
 	assignMu   sync.Mutex
 	assigned   map[string]map[int32]bool
@@ -211,6 +214,12 @@ type epochCut struct {
 	final   bool
 	records int64
 	offsets map[string]map[int32]int64
+	// With event time per sub-topology (subClocks): each one's stamp,
+	// the markers the epoch writes to repartition topics, and the marks
+	// each repartition partition read here commits.
+	subStamps []int64
+	markers   []*kgo.Record
+	marks     map[watermark.Partition]map[string]int64
 }
 
 func (e *Engine) run(ctx context.Context) error {
@@ -510,6 +519,17 @@ func groupOptions(c config.Config) ([]kgo.Opt, error) {
 	return opts, nil
 }
 
+// repartitionTopic says topic is one of the topology's repartition
+// topics.
+func (r *runner) repartitionTopic(topic string) bool {
+	for _, rp := range r.built.Repartitions {
+		if rp.Topic == topic {
+			return true
+		}
+	}
+	return false
+}
+
 // singleInstanceReason says why the topology must run as one instance,
 // or "" when it can be split across several.
 func (r *runner) singleInstanceReason() string {
@@ -517,8 +537,15 @@ func (r *runner) singleInstanceReason() string {
 		bs := slices.Sorted(maps.Keys(r.built.Boundaries))
 		return fmt.Sprintf("the topology re-keys in memory at %s; run one instance, or set %s=%s on every instance to re-key through repartition topics", strings.Join(bs, ", "), config.TopologyRekey, config.RekeyTopic)
 	}
-	if r.built.EventTime {
-		return "the topology closes windows on event time, and its watermark floor and emit frontiers are kept per application, not per partition, so a second instance could emit a closed window again; run one instance"
+	// Without a re-key, a task's windows see only its own partitions'
+	// records, its emit frontiers ride its own changelogs, and its floor
+	// its own offsets' metadata (resumeFloor): any instance may run it.
+	// Behind a repartition topic, a task's records come from every
+	// upstream task, and its watermark would have to be carried from them.
+	if r.built.EventTime && len(r.built.Repartitions) > 0 {
+		if why := perSubReason(r.built, r.e.opts.eventTime != nil); why != "" {
+			return "the topology re-keys through repartition topics and closes windows on event time, but its event time cannot be kept per sub-topology (" + why + "), so a second instance could close windows before their records arrive; run one instance"
+		}
 	}
 	return ""
 }
@@ -839,6 +866,7 @@ func (r *runner) dispatchMerged(fetches kgo.Fetches) error {
 		}
 		h := newMergeHead(p.Topic, p.Partition, p.Records)
 		h.sub, h.cut, h.count = sub, r.cutOffsets[p.Topic], r.inCount[p.Topic]
+		h.repartition = r.repartitionTopic(p.Topic)
 		if h.cut == nil {
 			h.cut = map[int32]int64{}
 			r.cutOffsets[p.Topic] = h.cut
@@ -868,7 +896,7 @@ func (r *runner) dispatchMerged(fetches kgo.Fetches) error {
 	note := func() {
 		for _, h := range all {
 			h.count.Add(h.n)
-			if h.n > 0 && h.next > h.cut[h.partition] {
+			if h.next > h.cut[h.partition] {
 				h.cut[h.partition] = h.next
 			}
 			h.n = 0
@@ -900,6 +928,22 @@ func (r *runner) dispatchMerged(fetches kgo.Fetches) error {
 		var rec *kgo.Record
 		var ts int64
 		heads, h, rec, ts = nextOldest(heads)
+		if h.repartition {
+			if version, ok := markerHeader(rec); ok {
+				// A marker: what the tasks writing the topic tell
+				// of their event time, not a record to process.
+				h.next = rec.Offset + 1
+				var err error
+				if r.sc != nil && r.sc.reading(h.topic) {
+					err = r.sc.apply(r.tracker, rec, version, r.e.opts.wall())
+				}
+				rec.Recycle()
+				if err != nil {
+					return err
+				}
+				continue
+			}
+		}
 		// Dispatched once in its lane's batch, even when handing the
 		// batch over failed: the batch stays queued for the shutdown
 		// (or goes with the generation), and the cut offsets must say
@@ -933,6 +977,9 @@ type mergeHead struct {
 	count     *atomic.Int64
 	n         int64
 	next      int64
+	// repartition says the partition is a repartition topic's, whose
+	// watermark markers are not dispatched.
+	repartition bool
 }
 
 func newMergeHead(topic string, partition int32, recs []*kgo.Record) *mergeHead {
@@ -1128,13 +1175,24 @@ func (r *runner) maybeBarrier(final bool) error {
 	// meanwhile, and the idle rule could then skip a barrier they needed.)
 	outputs := r.gen.outputs.Swap(0)
 	act := barrier.Activity{Records: r.dispatched, Outputs: outputs, Watermark: w, WallClockWork: r.gen.wallClock}
-	if !r.cutter.Due(act, final) && !forced {
+	var stamps []int64
+	clocksDue := false
+	if r.sc != nil {
+		stamps = r.sc.stamps(r.tracker)
+		clocksDue = r.sc.due(stamps)
+	}
+	if !r.cutter.Due(act, final) && !forced && !clocksDue {
 		// Not due means nothing was counted: nothing to put back.
 		return nil
 	}
 	bc := r.cutter.Cut(w, final)
 	r.noteCut(bc, r.dispatched, outputs)
 	c := epochCut{epoch: bc.Epoch, stamp: bc.Stamp, final: bc.Final, records: r.dispatched, offsets: cloneOffsets(r.cutOffsets)}
+	if r.sc != nil {
+		bc.Subs, c.subStamps = stamps, stamps
+		c.markers = r.sc.cut(r.tracker, stamps)
+		c.marks = r.sc.snapshot(c.offsets)
+	}
 	if err := r.gen.cut(bc); err != nil {
 		return err
 	}
@@ -1383,10 +1441,12 @@ func (r *runner) resetOnce(ctx context.Context) error {
 			}
 		}
 	}
-	committed, err := r.committedOffsets(ctx, assigned)
+	committed, floors, err := r.committedOffsets(ctx, assigned)
 	if err != nil {
 		return err
 	}
+	resumed := noFloor
+	subResumed := map[int]int64{}
 	r.cutOffsets = map[string]map[int32]int64{}
 	r.activeOffsets = nil
 	r.partTimes = map[watermark.Partition]int64{}
@@ -1397,6 +1457,11 @@ func (r *runner) resetOnce(ctx context.Context) error {
 	r.tracker = watermark.NewTracker(r.idleness())
 	r.tableTopics = map[string]bool{}
 	r.recordTime = map[string]bool{}
+	perSub := perSubReason(r.built, r.e.opts.eventTime != nil) == ""
+	repartition := map[string]bool{}
+	for _, rp := range r.built.Repartitions {
+		repartition[rp.Topic] = perSub
+	}
 	now := r.e.opts.wall()
 	set := map[string]map[int32]kgo.EpochOffset{}
 	for t, ps := range assigned {
@@ -1408,10 +1473,31 @@ func (r *runner) resetOnce(ctx context.Context) error {
 		r.recordTime[t] = src != nil && src.Source != nil && recordTimeExtractor(src.Source.Extractor) && r.built.Watermark(src).Assigner() == nil
 		for _, p := range ps {
 			wp := watermark.Partition{Topic: t, Partition: p}
-			if !table {
+			switch {
+			case repartition[t]:
+				r.tracker.RegisterExternal(wp, now)
+			case !table:
 				r.tracker.Register(wp, r.built.Watermark(src), now)
 			}
 			c, ok := committed[t][p]
+			if !table {
+				// A partition without a floor (never committed, or
+				// committed by an earlier build) holds its task's
+				// floor at Unknown: its records may be far behind the
+				// others', and no floor of theirs may judge them.
+				f := task.Unknown
+				if ok && c.floor != noFloor {
+					f = c.floor
+				}
+				if resumed == noFloor || f < resumed {
+					resumed = f
+				}
+				if s, known := r.topicSub[t]; known {
+					if was, seen := subResumed[s]; !seen || f < was {
+						subResumed[s] = f
+					}
+				}
+			}
 			if !ok {
 				continue
 			}
@@ -1421,7 +1507,7 @@ func (r *runner) resetOnce(ctx context.Context) error {
 			}
 			set[t][p] = kgo.EpochOffset{Epoch: -1, Offset: c.offset}
 			r.cutOffsets[t][p] = c.offset
-			if c.partitionTime >= 0 && !table {
+			if c.partitionTime >= 0 && !table && !repartition[t] {
 				r.tracker.Seed(wp, c.partitionTime)
 				r.partTimes[wp] = c.partitionTime
 				r.ptMu.Lock()
@@ -1432,9 +1518,37 @@ func (r *runner) resetOnce(ctx context.Context) error {
 	}
 	r.cl.SetOffsets(set)
 	r.publishView(true)
-	floor, err := r.restoreStamp(ctx)
+	floor, err := r.resumeFloor(ctx, floors, resumed)
 	if err != nil {
 		return err
+	}
+	r.sc = nil
+	var subFloors []int64
+	if perSub {
+		// Each sub-topology resumes from its own partitions' floors: a
+		// downstream one must not start from the floor its upstream
+		// reached (its records from other instances may be behind it).
+		subFloors = make([]int64, len(r.built.Subtopologies))
+		for s := range subFloors {
+			subFloors[s] = floor
+			if floors {
+				f, ok := subResumed[s]
+				if !ok {
+					f = task.Unknown
+				}
+				subFloors[s] = f
+			}
+		}
+		floor = slices.Min(append(subFloors, floor))
+		r.sc = r.newSubClocks(assigned, subFloors)
+		for t, ps := range committed {
+			if !r.sc.reading(t) {
+				continue
+			}
+			for p, c := range ps {
+				r.sc.seed(r.tracker, t, p, c.proc, now)
+			}
+		}
 	}
 	// The frontier starts unknown so that the first barrier runs the
 	// emission pass a crash may have lost (the emit frontiers keep it
@@ -1448,7 +1562,7 @@ func (r *runner) resetOnce(ctx context.Context) error {
 	r.e.obs.restoring.Store(true)
 	r.e.log.Info("restoring state from the changelogs", "stores", len(r.built.Stores), "partitions", assigned)
 	sinkParts := func(topic string) (int32, error) { return r.partitionCount(ctx, topic) }
-	gen, err := newGeneration(ctx, r.e, r.built, r.s, r.changelogPartitions, taskPartitions(assigned), sinkParts, floor, r.restorer(), r.global.stores(), r.localState())
+	gen, err := newGeneration(ctx, r.e, r.built, r.s, r.changelogPartitions, taskPartitions(assigned), sinkParts, floor, subFloors, r.restorer(), r.global.stores(), r.localState())
 	r.e.obs.restoring.Store(false)
 	if err != nil {
 		return err
@@ -1483,6 +1597,30 @@ func (r *runner) resetOnce(ctx context.Context) error {
 	// Not joined yet: the lanes run on nothing and the state stays
 	// REBALANCING until the join completes and asks for a reset.
 	return nil
+}
+
+// resumeFloor is the floor a generation starts from. Each task committed
+// its epochs' floor with its source offsets (kafka.FloorKey); the
+// instance's tasks resume from the lowest of theirs (resumed), so that no
+// task's floor passes what its own partitions have seen: a task that
+// comes from an instance further ahead keeps the windows it emitted there
+// through its emit frontiers, and one from an instance further behind is
+// not judged by this instance's later floor. When no partition of the
+// group carries a floor (floors false), the application was last run by
+// an earlier build or seeded by migrate, both of which kept one floor for
+// the whole application in the stamp record, and that is read instead.
+// In a group with floors, a partition of this instance without one (its
+// task never committed) counts as Unknown: the generation then starts
+// from the partition times alone, since that task's records may lie far
+// behind the floors of the others.
+func (r *runner) resumeFloor(ctx context.Context, floors bool, resumed int64) (int64, error) {
+	if !floors {
+		return r.restoreStamp(ctx)
+	}
+	if resumed == noFloor {
+		return task.Unknown, nil
+	}
+	return resumed, nil
 }
 
 // readOpts are the options of a client that reads a topic to its end:
@@ -1531,7 +1669,17 @@ func (r *runner) changelogPartitions(st *topology.Subtopology) int32 {
 type committedOffset struct {
 	offset        int64
 	partitionTime int64
+	// floor is the floor the partition's task committed its last epoch
+	// at (kafka.FloorKey), or noFloor.
+	floor int64
+	// proc is the committed processor metadata.
+	proc map[string]int64
 }
+
+// noFloor is the floor of a committed offset that carries none: committed
+// by Kafka Streams, by migrate, by an earlier build, or before any event
+// time was known.
+const noFloor int64 = math.MinInt64
 
 // stableOffsets fetches the group's committed offsets once no
 // transactional commit of them is pending (KIP-447's require_stable).
@@ -1566,15 +1714,28 @@ func (r *runner) stableOffsets(ctx context.Context) (kadm.OffsetResponses, error
 // committedOffsets reads the group's committed offsets for the assigned
 // partitions, and where there are none the start (or end, under
 // auto.offset.reset=latest) of the partition.
-func (r *runner) committedOffsets(ctx context.Context, assigned map[string][]int32) (map[string]map[int32]committedOffset, error) {
-	out := map[string]map[int32]committedOffset{}
+//
+// floors says whether any partition of the group, assigned here or not,
+// was committed with a floor: then floors are what a task resumes from,
+// and the application-wide stamp record is an earlier build's.
+func (r *runner) committedOffsets(ctx context.Context, assigned map[string][]int32) (out map[string]map[int32]committedOffset, floors bool, err error) {
+	out = map[string]map[int32]committedOffset{}
 	if len(assigned) == 0 {
-		return out, nil
+		return out, false, nil
 	}
 	resp, err := r.stableOffsets(ctx)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
+	resp.Each(func(o kadm.OffsetResponse) {
+		if o.Err == nil && o.At >= 0 && o.Metadata != "" {
+			if md, err := kafka.DecodeTopicPartitionMetadata(o.Metadata); err == nil {
+				if _, ok := md.Processor[kafka.FloorKey]; ok {
+					floors = true
+				}
+			}
+		}
+	})
 	var need []string
 	for t, ps := range assigned {
 		for _, p := range ps {
@@ -1583,10 +1744,14 @@ func (r *runner) committedOffsets(ctx context.Context, assigned map[string][]int
 				need = append(need, t)
 				continue
 			}
-			pt := int64(-1)
+			pt, floor := int64(-1), noFloor
+			var proc map[string]int64
 			if o.Metadata != "" {
 				if md, err := kafka.DecodeTopicPartitionMetadata(o.Metadata); err == nil {
-					pt = md.PartitionTime
+					pt, proc = md.PartitionTime, md.Processor
+					if f, ok := md.Processor[kafka.FloorKey]; ok {
+						floor = f
+					}
 				} else {
 					r.e.log.Warn("ignoring offset metadata", "topic", t, "partition", p, "err", err)
 				}
@@ -1594,11 +1759,11 @@ func (r *runner) committedOffsets(ctx context.Context, assigned map[string][]int
 			if out[t] == nil {
 				out[t] = map[int32]committedOffset{}
 			}
-			out[t][p] = committedOffset{offset: o.At, partitionTime: pt}
+			out[t][p] = committedOffset{offset: o.At, partitionTime: pt, floor: floor, proc: proc}
 		}
 	}
 	if len(need) == 0 {
-		return out, nil
+		return out, floors, nil
 	}
 	var list kadm.ListedOffsets
 	if strings.EqualFold(r.e.cfg.String(kafka.AutoOffsetReset), "latest") {
@@ -1607,7 +1772,7 @@ func (r *runner) committedOffsets(ctx context.Context, assigned map[string][]int
 		list, err = r.adm.ListStartOffsets(ctx, need...)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("engine: list offsets of %s: %w", strings.Join(need, ", "), err)
+		return nil, false, fmt.Errorf("engine: list offsets of %s: %w", strings.Join(need, ", "), err)
 	}
 	for t, ps := range assigned {
 		for _, p := range ps {
@@ -1616,15 +1781,15 @@ func (r *runner) committedOffsets(ctx context.Context, assigned map[string][]int
 			}
 			lo, ok := list.Lookup(t, p)
 			if !ok || lo.Err != nil {
-				return nil, fmt.Errorf("engine: list offsets of %s[%d]: %v", t, p, lo.Err)
+				return nil, false, fmt.Errorf("engine: list offsets of %s[%d]: %v", t, p, lo.Err)
 			}
 			if out[t] == nil {
 				out[t] = map[int32]committedOffset{}
 			}
-			out[t][p] = committedOffset{offset: lo.Offset, partitionTime: -1}
+			out[t][p] = committedOffset{offset: lo.Offset, partitionTime: -1, floor: noFloor}
 		}
 	}
-	return out, nil
+	return out, floors, nil
 }
 
 // restorer returns how the generation restores: the changelog partitions

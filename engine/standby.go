@@ -174,7 +174,7 @@ func (r *runner) warmOnce(ctx context.Context, ts []assign.Task) {
 	}
 	tasks := taskPartitions(as)
 	sinkParts := func(topic string) (int32, error) { return r.partitionCount(ctx, topic) }
-	gen, err := newGeneration(ctx, r.e, r.built, s, r.changelogPartitions, tasks, sinkParts, task.Unknown, r.restorer(), r.global.stores(), r.localState())
+	gen, err := newGeneration(ctx, r.e, r.built, s, r.changelogPartitions, tasks, sinkParts, task.Unknown, nil, r.restorer(), r.global.stores(), r.localState())
 	if err != nil {
 		if ctx.Err() == nil {
 			r.e.log.Warn("standby tasks not brought up to date; trying again", "tasks", ts, "err", err, "in", r.s.standbyEvery)

@@ -22,6 +22,7 @@ import (
 	"github.com/stoatflow/stoatctl/engine/serde"
 	"github.com/stoatflow/stoatctl/engine/state"
 	"github.com/stoatflow/stoatctl/engine/topology"
+	"github.com/stoatflow/stoatctl/engine/watermark"
 )
 
 // Options say what to migrate from and to.
@@ -888,7 +889,18 @@ func (s *session) checkDrained(ctx context.Context, topics []string, offsets kad
 			}
 		})
 		pending := map[int32]int64{}
-		if _, err := s.read(ctx, t, from, func(r *kgo.Record) error { pending[r.Partition]++; return nil }); err != nil {
+		count := func(r *kgo.Record) error {
+			// Our engine's watermark markers are not records to
+			// process: the last epoch's lie past the committed offsets.
+			for _, h := range r.Headers {
+				if h.Key == watermark.MarkerHeader {
+					return nil
+				}
+			}
+			pending[r.Partition]++
+			return nil
+		}
+		if _, err := s.read(ctx, t, from, count); err != nil {
 			return fmt.Errorf("migrate: read repartition topic %s: %w", t, err)
 		}
 		for _, part := range slices.Sorted(maps.Keys(pending)) {

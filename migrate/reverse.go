@@ -334,6 +334,13 @@ func (s *session) reverseOffsets(ctx context.Context, p *Plan, topics kadm.Topic
 			return fmt.Errorf("migrate: %w", err)
 		}
 		m.PartitionTime = max(m.PartitionTime, raise)
+		// Our entries (the floor, repartition marks) are ours: Kafka
+		// Streams has no use for them, and a later migration forward
+		// must not resume from them.
+		maps.DeleteFunc(m.Processor, func(k string, _ int64) bool { return strings.HasPrefix(k, kafka.OwnKeyPrefix) })
+		if len(m.Processor) == 0 {
+			m.Processor = nil
+		}
 		if len(frontiers) > 0 {
 			if m.Processor == nil {
 				m.Processor = map[string]int64{}

@@ -12,6 +12,10 @@ type Barrier struct {
 	Epoch int64
 	Stamp int64
 	Final bool
+	// Subs, when set, are the stamps of each sub-topology (by id), for a
+	// runtime that keeps event time per sub-topology; each lane crosses
+	// its own sub-topology's as Stamp.
+	Subs []int64
 }
 
 // StepKind is one piece of work at a barrier.

@@ -16,6 +16,19 @@ import (
 // been seen on: Kafka Streams' RecordQueue.UNKNOWN.
 const UnknownPartitionTime int64 = -1
 
+// FloorKey is the processor metadata entry under which stoatctl commits,
+// with each source partition's offset, the watermark floor its task's
+// epoch ended at (the stamp of the barrier that closed it). A task that
+// moves to another instance, or starts again, resumes its floor from it
+// (decision 0042); Kafka Streams keeps what it does not know in the map
+// and never reads it.
+const FloorKey = OwnKeyPrefix + "floor"
+
+// OwnKeyPrefix starts every processor metadata key stoatctl writes (the
+// floor, a repartition partition's watermark marks), so that the way
+// back to Kafka Streams can leave them all behind.
+const OwnKeyPrefix = "stoatctl/"
+
 // Versions of the offset metadata layout. Version 1 (Kafka Streams 2.x)
 // holds the partition time only; version 2 adds processor metadata.
 const (

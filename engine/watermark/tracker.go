@@ -82,6 +82,69 @@ type partitionState struct {
 	// previewable says the partition's generator is a built-in one, which
 	// can tell its watermark after an event without seeing it.
 	previewable bool
+	// external says the watermark is told (SetExternal), not made from
+	// the partition's records, and so is its idleness.
+	external bool
+}
+
+// told is the generator of an external partition: its watermark is what
+// SetExternal last said, and records do not move it.
+type told struct{ w int64 }
+
+func (g *told) OnEvent(int64)  {}
+func (g *told) Current() int64 { return g.w }
+
+// RegisterExternal starts tracking p with a watermark told by
+// SetExternal rather than made from its records: a repartition topic's
+// partition, told by the markers of the tasks writing it. It starts
+// Unset, holding the minimum back until told, and goes idle only when
+// told so: a writer that went quiet is not a partition with nothing to
+// come.
+func (t *Tracker) RegisterExternal(p Partition, now int64) {
+	t.parts[p] = &partitionState{gen: &told{w: Unset}, external: true, lastActivity: now, lastEvent: Unset, registered: now, preview: Unset, wm: Unset}
+}
+
+// SetExternal tells an external partition's watermark, which never goes
+// back, and whether it is idle. It does nothing to a partition that is
+// not tracked or not external.
+func (t *Tracker) SetExternal(p Partition, w int64, idle bool, now int64) {
+	st, ok := t.parts[p]
+	if !ok || !st.external {
+		return
+	}
+	g := st.gen.(*told)
+	g.w = max(g.w, w)
+	st.lastActivity = now
+	if idle != st.idle {
+		st.idle, st.idleSince = idle, 0
+		if idle {
+			st.idleSince = now
+		}
+	}
+	st.noteMove(now)
+}
+
+// Minimum is the lowest watermark (or preview) of the tracked partitions
+// include accepts that are not idle, and false when there are none. It
+// moves nothing: Advance decides idleness first.
+func (t *Tracker) Minimum(include func(Partition) bool) (int64, bool) {
+	minimum, any := Unset, false
+	for p, st := range t.parts {
+		if st.idle || !include(p) {
+			continue
+		}
+		w := max(st.gen.Current(), st.preview)
+		if !any || w < minimum {
+			minimum, any = w, true
+		}
+	}
+	return minimum, any
+}
+
+// Idle says whether p is tracked and idle.
+func (t *Tracker) Idle(p Partition) bool {
+	st, ok := t.parts[p]
+	return ok && st.idle
 }
 
 // alignGroup is an alignment group's rule and when Align last applied it.
@@ -152,7 +215,12 @@ func (t *Tracker) Observe(p Partition, eventTime, now int64) {
 		return
 	}
 	st.gen.OnEvent(eventTime)
-	st.lastActivity, st.lastRecord = now, now
+	st.lastRecord = now
+	if st.external {
+		// Its markers say whether it is idle; its records cannot.
+		return
+	}
+	st.lastActivity = now
 	st.idle, st.idleSince = false, 0
 	st.noteMove(now)
 	if eventTime > st.lastEvent {
@@ -165,7 +233,7 @@ func (t *Tracker) Observe(p Partition, eventTime, now int64) {
 // largest event time is live, not idle, and keeps holding the watermark
 // back (excluding it would drop its records as late).
 func (t *Tracker) Active(p Partition, now int64) {
-	if st, ok := t.parts[p]; ok {
+	if st, ok := t.parts[p]; ok && !st.external {
 		st.lastActivity, st.lastRecord = now, now
 		st.idle, st.idleSince = false, 0
 	}
