@@ -62,7 +62,12 @@ type DB struct {
 	// epoch is the processing epoch: the epoch of new writes.
 	epoch int64
 	// iters are the open native iterators, which Close frees.
-	iters  map[*iterator]struct{}
+	iters map[*iterator]struct{}
+	// spares are native iterators no scan reads, kept for the next scans
+	// until the database changes (openNative); gen counts the writes to
+	// the database.
+	spares []*native
+	gen    uint64
 	closed atomic.Bool
 	freed  bool
 
@@ -130,23 +135,56 @@ func options() (*grocksdb.Options, *grocksdb.BlockBasedTableOptions) {
 // whose range holds no live key steps over every deleted key past the
 // range until it finds one (a session store's old segment holds only
 // deletes once its sessions have moved on); with them it stops at the
-// bound.
+// bound. A spare iterator's bounds are moved for its next scan (set).
 type boundedReads struct {
-	ro     *grocksdb.ReadOptions
-	lo, hi unsafe.Pointer
+	ro *grocksdb.ReadOptions
+	// lo and hi hold the bounds; loCap and hiCap are their sizes.
+	lo, hi       unsafe.Pointer
+	loCap, hiCap int
 }
 
 func newBoundedReads(lo, hi []byte) *boundedReads {
 	b := &boundedReads{ro: grocksdb.NewDefaultReadOptions()}
 	if len(lo) > 0 {
-		b.lo = C.CBytes(lo)
-		b.ro.SetIterateLowerBound(unsafe.Slice((*byte)(b.lo), len(lo)))
+		b.lo, b.loCap = setBound(b.lo, b.loCap, lo, b.ro.SetIterateLowerBound)
 	}
 	if len(hi) > 0 {
-		b.hi = C.CBytes(hi)
-		b.ro.SetIterateUpperBound(unsafe.Slice((*byte)(b.hi), len(hi)))
+		b.hi, b.hiCap = setBound(b.hi, b.hiCap, hi, b.ro.SetIterateUpperBound)
 	}
 	return b
+}
+
+// bounded says both bounds are set, so that set can move them: RocksDB
+// reads an iterator's bounds through the options' pointers at every
+// check, and a bound set to none would read as an empty key.
+func (b *boundedReads) bounded() bool { return b.lo != nil && b.hi != nil }
+
+// set moves the bounds to lo and hi, both non-empty, for the next seek of
+// an iterator made with b, which must be bounded. RocksDB supports bounds
+// changed between seeks (BlockBasedTableIterator checks the upper bound
+// again at a seek that stays in its block, and the other levels compare
+// keys with the bounds as they are); a check it skips on what it knew
+// of the old bounds can only let keys outside the new ones through,
+// which the merge drops (scope.past).
+func (b *boundedReads) set(lo, hi []byte) {
+	b.lo, b.loCap = setBound(b.lo, b.loCap, lo, b.ro.SetIterateLowerBound)
+	b.hi, b.hiCap = setBound(b.hi, b.hiCap, hi, b.ro.SetIterateUpperBound)
+}
+
+// setBound copies k into the C buffer p of size n, replaced by a larger
+// one when k does not fit, and points the bound at it with apply.
+func setBound(p unsafe.Pointer, n int, k []byte, apply func([]byte)) (unsafe.Pointer, int) {
+	if len(k) > n {
+		// The options point at the old buffer until apply: free it after.
+		old := p
+		n = max(len(k), 2*n, 64)
+		p = C.malloc(C.size_t(n))
+		defer C.free(old)
+	}
+	b := unsafe.Slice((*byte)(p), len(k))
+	copy(b, k)
+	apply(b)
+	return p, n
 }
 
 // free frees the options once their iterator is closed.
@@ -154,6 +192,69 @@ func (b *boundedReads) free() {
 	b.ro.Destroy()
 	C.free(b.lo)
 	C.free(b.hi)
+}
+
+// native is a RocksDB iterator with its read options.
+type native struct {
+	it    *grocksdb.Iterator
+	reads *boundedReads
+	// gen is the database's gen when it opened: it reads the database as
+	// it was then.
+	gen uint64
+}
+
+func (n *native) free() {
+	n.it.Close()
+	n.reads.free()
+}
+
+// maxSpares bounds the native iterators a database keeps for reuse: a
+// window fetch or a session lookup opens one per segment it covers (one
+// or two), a join fetches one side while the other's store is read.
+const maxSpares = 4
+
+// openNative returns a native iterator over the database as it is now,
+// bounded to lo <= key < hi: a spare one, its bounds moved, when the
+// database has not changed since it opened and both bounds are set;
+// otherwise a new one. The lock must be held.
+//
+// Opening an iterator per scan, as a window fetch or a session lookup
+// per record does, cost more than the seek that follows: RocksDB builds
+// its iterator stack (memtables, every level) and its first seek in each
+// table looks its index and data blocks up in the block cache; a spare
+// one has them, and a seek near its last position stays in its blocks.
+func (d *DB) openNative(lo, hi []byte) *native {
+	if n := len(d.spares); n > 0 && len(lo) > 0 && len(hi) > 0 {
+		nat := d.spares[n-1]
+		d.spares[n-1] = nil
+		d.spares = d.spares[:n-1]
+		nat.reads.set(lo, hi)
+		return nat
+	}
+	r := newBoundedReads(lo, hi)
+	return &native{it: d.db.NewIterator(r.ro), reads: r, gen: d.gen}
+}
+
+// closeNative ends a scan's use of nat: it is kept as a spare while it
+// reads the database as it is, else freed. The lock must be held.
+func (d *DB) closeNative(nat *native) {
+	if nat.gen != d.gen || len(d.spares) >= maxSpares || !nat.reads.bounded() ||
+		d.closed.Load() || nat.it.Err() != nil {
+		nat.free()
+		return
+	}
+	d.spares = append(d.spares, nat)
+}
+
+// changed notes a write to the database: the spare iterators read it as
+// it was, and go. The lock must be held.
+func (d *DB) changed() {
+	d.gen++
+	for i, nat := range d.spares {
+		nat.free()
+		d.spares[i] = nil
+	}
+	d.spares = d.spares[:0]
 }
 
 // Path is the database's directory.
@@ -227,6 +328,7 @@ func (d *DB) Commit(epoch int64, cp Checkpoint) error {
 	wb := grocksdb.WriteBatchFrom(rep)
 	defer wb.Destroy()
 	wb.Put(checkpointKey, cp.encode())
+	d.changed()
 	if err := d.db.Write(d.wo, wb); err != nil {
 		return fmt.Errorf("commit epoch %d to RocksDB state in %s: %w", epoch, d.path, err)
 	}
@@ -354,6 +456,7 @@ func (d *DB) Wipe() error {
 	defer wb.Destroy()
 	// Every key sorts below 0xff 0xff...: store names are printable.
 	wb.DeleteRange([]byte{}, []byte{0xff, 0xff, 0xff, 0xff})
+	d.changed()
 	if err := d.db.Write(d.wo, wb); err != nil {
 		return fmt.Errorf("wipe RocksDB state in %s: %w", d.path, err)
 	}
@@ -380,6 +483,7 @@ func (d *DB) WipeTask(partition int32) error {
 	wb := grocksdb.NewWriteBatch()
 	defer wb.Destroy()
 	wb.DeleteRange([]byte(from), []byte(to))
+	d.changed()
 	if err := d.db.Write(d.wo, wb); err != nil {
 		return fmt.Errorf("wipe the state of task partition %d in %s: %w", partition, d.path, err)
 	}
@@ -411,6 +515,7 @@ func (d *DB) Close() error {
 		fo.Destroy()
 	}
 	// The last iterator's release closes the database (freeLocked).
+	d.changed()
 	for it := range d.iters {
 		it.releaseLocked()
 	}
@@ -455,12 +560,63 @@ func (d *DB) put(name, key string, value []byte) {
 	d.writable().of(name).set(key, v)
 }
 
+// del deletes key of store name (prefixed). The lock must be held.
+//
+// A key the writable layer put, with nothing visible below the layer (no
+// older layer, nor the database, holds it), leaves the layer instead of
+// becoming a delete: it was never anywhere else, so no reader can tell,
+// and the commit writes no tombstone for it. Keys made and removed
+// within one epoch are common (a session store removes the session it
+// merges a record into and puts the merged one: under a backlog an
+// epoch does that several times per key), and every tombstone is a
+// memtable entry that inserts and seeks step over until a compaction
+// drops it. A key the layer did not put is deleted without a look below:
+// a key put in an earlier epoch is the common case there. A look below
+// that fails leaves the delete in the layer, which is always right.
 func (d *DB) del(name, key string) {
 	if d.restoring {
 		d.bulkAdd(key, nil)
 		return
 	}
-	d.writable().of(name).set(key, nil)
+	l := d.writable()
+	w := l.of(name)
+	if v, ok := w.lookupString(key); ok && v != nil {
+		if below, err := d.visibleBelow(l, name, key); err == nil && !below {
+			w.remove(key)
+			return
+		}
+	}
+	w.set(key, nil)
+}
+
+// visibleBelow reports whether a read would find key of store name were
+// layer l (the top of the stack) not to hold it: whether l's range
+// deletes leave it to the layers below and the database, and one of them
+// holds it. The lock must be held.
+func (d *DB) visibleBelow(l *layer, name, key string) (bool, error) {
+	kb := unsafe.Slice(unsafe.StringData(key), len(key))
+	for i := len(d.layers) - 1; i >= 0; i-- {
+		w := d.layers[i].stores[name]
+		if w == nil {
+			continue
+		}
+		if d.layers[i] != l {
+			if v, ok := w.lookup(kb); ok {
+				return v != nil, nil
+			}
+		}
+		for _, r := range w.ranges {
+			if r.covers(kb) {
+				return false, nil
+			}
+		}
+	}
+	s, err := d.db.Get(d.ro, kb)
+	if err != nil {
+		return false, err
+	}
+	defer s.Free()
+	return s.Exists(), nil
 }
 
 // deleteRange deletes from <= key < to (prefixed keys) as one unit: a range
@@ -479,6 +635,7 @@ func (d *DB) deleteRange(name string, from, to []byte) error {
 		wb := grocksdb.NewWriteBatch()
 		defer wb.Destroy()
 		wb.DeleteRange(from, to)
+		d.changed()
 		if err := d.db.Write(d.bulkWo, wb); err != nil {
 			return fmt.Errorf("delete a range of RocksDB state in %s: %w", d.path, err)
 		}
@@ -592,6 +749,7 @@ func (d *DB) flushBulk() {
 		return
 	}
 	wb := grocksdb.WriteBatchFrom(rep)
+	d.changed()
 	if err := d.db.Write(d.bulkWo, wb); err != nil {
 		d.bulkErr = fmt.Errorf("restore into RocksDB state in %s: %w", d.path, err)
 	}

@@ -108,6 +108,21 @@ func (w *storeWrites) lookup(key []byte) (value []byte, ok bool) {
 	return e.value, ok
 }
 
+// lookupString is lookup of a key held as a string.
+func (w *storeWrites) lookupString(key string) (value []byte, ok bool) {
+	e, ok := w.cur.t.Get(write{key: key})
+	return e.value, ok
+}
+
+// remove takes key's write out of the layer, as if the layer had never
+// written it.
+func (w *storeWrites) remove(key string) {
+	w.writable()
+	if old, had := w.cur.t.Delete(write{key: key}); had {
+		w.size -= len(old.key) + len(old.value)
+	}
+}
+
 // deleteRange removes the store's writes in r from the layer and
 // records r.
 func (w *storeWrites) deleteRange(r keyRange) {

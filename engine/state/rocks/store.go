@@ -267,8 +267,8 @@ func (s *store) scan(from, to, prefix []byte, reverse bool) (state.BytesIterator
 		it.m.srcs = append(it.m.srcs, newTreeCursor(v.t, &it.sc, reverse))
 		it.m.ranges = append(it.m.ranges, ranges)
 	}
-	it.reads = newBoundedReads(it.sc.bounds())
-	it.native = d.db.NewIterator(it.reads.ro)
+	it.nat = d.openNative(it.sc.bounds())
+	it.native = it.nat.it
 	it.m.srcs = append(it.m.srcs, &nativeCursor{n: it.native, reverse: reverse})
 	it.m.ranges = append(it.m.ranges, nil)
 	d.iters[it] = struct{}{}
@@ -280,8 +280,9 @@ func (s *store) scan(from, to, prefix []byte, reverse bool) (state.BytesIterator
 type iterator struct {
 	s      *store
 	native *grocksdb.Iterator
-	// reads bound native to the scan's keys.
-	reads *boundedReads
+	// nat is native with the read options that bound it to the scan's
+	// keys.
+	nat *native
 	// versions are the layers' trees the iterator reads (see version).
 	versions []*version
 	m        merger
@@ -393,10 +394,8 @@ func (it *iterator) releaseLocked() {
 		return
 	}
 	d := it.s.d
-	it.native.Close()
-	it.native = nil
-	it.reads.free()
-	it.reads = nil
+	d.closeNative(it.nat)
+	it.native, it.nat = nil, nil
 	it.m = merger{}
 	for _, v := range it.versions {
 		v.done()
