@@ -73,6 +73,37 @@ func TestStandbyTakesOverWithoutRestoring(t *testing.T) {
 	t.Logf("standby warm-ups applied %d records before the take-over; the take-over restored %d", warmed, b.Stats().Restored)
 }
 
+// TestStandbysOnAnotherRack (KIP-708): three instances of a topology that
+// runs on one, with num.standby.replicas=1 and rack.aware.assignment.tags
+// over a zone tag. a, in zone z1, runs the tasks; b, in z1 too, keeps
+// their standbys until c joins in zone z2, and then c keeps them all,
+// though b had their state: a standby goes to another zone where one has
+// an instance.
+func TestStandbysOnAnotherRack(t *testing.T) {
+	kafkatest.Parallel(t)
+	needRocks(t)
+	addr := startBroker(t, map[string]int32{"in": 4, "out": 4})
+	conf := func(id, zone string) map[string]string {
+		return storeCfg(addr, "racks", "rocksDB", t.TempDir(), "stoatflow.instance.id", id, "num.standby.replicas", "1",
+			"stoatflow.standby.interval-ms", "200", "session.timeout.ms", "6000", "client.tag.zone", zone, "rack.aware.assignment.tags", "zone")
+	}
+	a, stopA := runEngine(t, rekeyedCounts(), conf("a", "z1"))
+	produce(t, addr, "in", []kv{{Key: "r1", Value: "k1"}, {Key: "r2", Value: "k2"}})
+	readCommitted(t, addr, "out", 2, 60*time.Second)
+	b, stopB := runEngine(t, rekeyedCounts(), conf("b", "z1"))
+	eventually(t, 60*time.Second, func() string { return fmt.Sprintf("b keeps standbys %v, want 4", b.Standbys()) },
+		func() bool { return len(b.Standbys()) == 4 })
+	c, stopC := runEngine(t, rekeyedCounts(), conf("c", "z2"))
+	eventually(t, 60*time.Second, func() string {
+		return fmt.Sprintf("a runs %v; standbys on b (z1) %v, on c (z2) %v; want every standby on c", a.Assignment(), b.Standbys(), c.Standbys())
+	}, func() bool { return len(c.Standbys()) == 4 && len(b.Standbys()) == 0 && len(a.Assignment()["in"]) == 4 })
+	for name, stop := range map[string]func() error{"a": stopA, "b": stopB, "c": stopC} {
+		if err := stop(); err != nil {
+			t.Errorf("instance %s: %v", name, err)
+		}
+	}
+}
+
 // TestStandbyFailoverUnderKills runs a topology that cannot be split on
 // two instances with num.standby.replicas=1 and kills whichever runs the
 // tasks, with SIGKILL, while records flow, four times: the other, its
