@@ -143,6 +143,10 @@ func runCrashChild(addr string) int {
 		topo = crashJoin()
 		c["stoatflow.watermark.max-out-of-orderness-ms"] = "0"
 		c["application.id"] = "crash-join"
+	case "timers":
+		topo = slotTimers()
+		c["stoatflow.watermark.max-out-of-orderness-ms"] = "0"
+		c["application.id"] = "crash-timers"
 	}
 	// Keys the failover tests set (standby_test.go): k=v;k=v, an empty
 	// value removing the key.

@@ -483,6 +483,10 @@ type settings struct {
 	recoveryLag  int
 	warmups      int
 	probeEvery   time.Duration
+	// rackTags are config.RackAwareAssignmentTags and clientTags the
+	// instance's client.tag. keys, for standby placement (KIP-708).
+	rackTags   []string
+	clientTags map[string]string
 	// warmOnly marks a generation that only restores (a standby's
 	// warm-up): its processors are not initialised, its lanes never run.
 	warmOnly bool
@@ -571,6 +575,9 @@ func readSettings(c config.Config) (settings, error) {
 		return s, err
 	}
 	if s.probeEvery, err = ms(ProbingRebalanceIntervalMs, 600000); err != nil {
+		return s, err
+	}
+	if s.rackTags, s.clientTags, err = c.RackAwareness(); err != nil {
 		return s, err
 	}
 	if s.exactlyOnce {

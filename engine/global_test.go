@@ -42,10 +42,8 @@ func TestGlobalTableJoin(t *testing.T) {
 	},
 		func() bool { return e.Stats().GlobalRecords >= 3 })
 	produce(t, addr, "orders", []kv{{Key: "o4", Value: "c1"}})
-	deadline := time.Now().Add(20 * time.Second)
-	for e.Stats().Records < 4 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	eventually(t, 20*time.Second, func() string { return fmt.Sprintf("the engine processed %d of the 4 orders", e.Stats().Records) },
+		func() bool { return e.Stats().Records >= 4 })
 	got := readCommitted(t, addr, "enriched", 3, 20*time.Second)
 	if err := stop(); err != nil {
 		t.Fatal(err)

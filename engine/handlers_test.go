@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -91,10 +92,8 @@ func TestFailingRecordStopsWithoutCommittingPastIt(t *testing.T) {
 	})
 	done := make(chan error, 1)
 	go func() { done <- e.Run(context.Background()) }()
-	deadline := time.Now().Add(20 * time.Second)
-	for e.Stats().Records < 2 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	eventually(t, 20*time.Second, func() string { return fmt.Sprintf("the engine processed %d of the 2 good records", e.Stats().Records) },
+		func() bool { return e.Stats().Records >= 2 })
 	produce(t, addr, "in", []kv{{Key: "c", Value: "bad"}, {Key: "d", Value: long(4)}})
 	var err error
 	select {

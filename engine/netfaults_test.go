@@ -1,6 +1,8 @@
 package engine_test
 
 import (
+	"context"
+	"fmt"
 	"math/rand/v2"
 	"runtime/pprof"
 	"strconv"
@@ -119,8 +121,24 @@ func TestStopAfterPartitionsLostInBlackhole(t *testing.T) {
 	}()
 	eventually(t, 30*time.Second, func() string { return "nothing committed" }, func() bool { return e.Stats().Committed > 0 })
 	px.SetBlackhole(true)
-	// Past the session timeout: the client's session is lost.
-	time.Sleep(9 * time.Second)
+	// Past the session timeout the coordinator drops the member (the
+	// group is empty), and once the client notices, its partitions are
+	// lost and the engine resets (REBALANCING), its commit still hanging.
+	// (A fixed 9 s stopped the engine before it had noticed: about 10 s
+	// here.)
+	adm := kafkatest.Admin(t, addr)
+	group := func() string {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		gs, err := adm.DescribeGroups(ctx, "stop-lost")
+		if err != nil {
+			return err.Error()
+		}
+		return gs["stop-lost"].State
+	}
+	eventually(t, 60*time.Second, func() string {
+		return fmt.Sprintf("the group is %s and the engine %s; want Empty and REBALANCING", group(), e.State())
+	}, func() bool { return e.State() == engine.Rebalancing && group() == "Empty" })
 	stopsWithinDeadline(t, e, stop, "its partitions lost in a black hole")
 	px.Heal()
 	<-trickle

@@ -453,6 +453,8 @@ func (r *runner) connect(ctx context.Context) error {
 			EndOffsets:    r.taskEnds,
 			AcceptableLag: int64(r.s.recoveryLag),
 			MaxWarmups:    r.s.warmups,
+			RackTags:      r.s.rackTags,
+			Tags:          r.s.clientTags,
 			Process:       r.e.cfg.String(kafka.InstanceID),
 			Log:           r.e.log,
 		})),

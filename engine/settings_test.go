@@ -52,3 +52,22 @@ func TestCadenceFitsTheTransactionTimeout(t *testing.T) {
 		})
 	}
 }
+
+// TestSettingsReadRackAwareness: the client tags and
+// rack.aware.assignment.tags reach the balancer's settings, and a rack tag
+// the instance does not set stops the start.
+func TestSettingsReadRackAwareness(t *testing.T) {
+	c := map[string]string{"application.id": "racks", "bootstrap.servers": "localhost:9092", "state.dir": t.TempDir(),
+		"client.tag.zone": "eu-1a", "client.tag.host": "h1", "rack.aware.assignment.tags": "zone"}
+	s, err := readSettings(config.New(c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.rackTags) != 1 || s.rackTags[0] != "zone" || s.clientTags["zone"] != "eu-1a" || s.clientTags["host"] != "h1" {
+		t.Fatalf("rack tags %q, client tags %v", s.rackTags, s.clientTags)
+	}
+	c["rack.aware.assignment.tags"] = "zone,rack"
+	if _, err := readSettings(config.New(c)); err == nil || !strings.Contains(err.Error(), "tag rack is not set on this instance") {
+		t.Fatalf("error %v, want one naming the tag rack", err)
+	}
+}

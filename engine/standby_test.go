@@ -14,6 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stoatflow/stoatctl/engine/processor"
+	"github.com/stoatflow/stoatctl/engine/serde"
+	"github.com/stoatflow/stoatctl/engine/topology"
 	"github.com/stoatflow/stoatctl/internal/kafkatest"
 )
 
@@ -70,12 +73,44 @@ func TestStandbyTakesOverWithoutRestoring(t *testing.T) {
 	t.Logf("standby warm-ups applied %d records before the take-over; the take-over restored %d", warmed, b.Stats().Restored)
 }
 
+// TestStandbysOnAnotherRack (KIP-708): three instances of a topology that
+// runs on one, with num.standby.replicas=1 and rack.aware.assignment.tags
+// over a zone tag. a, in zone z1, runs the tasks; b, in z1 too, keeps
+// their standbys until c joins in zone z2, and then c keeps them all,
+// though b had their state: a standby goes to another zone where one has
+// an instance.
+func TestStandbysOnAnotherRack(t *testing.T) {
+	kafkatest.Parallel(t)
+	needRocks(t)
+	addr := startBroker(t, map[string]int32{"in": 4, "out": 4})
+	conf := func(id, zone string) map[string]string {
+		return storeCfg(addr, "racks", "rocksDB", t.TempDir(), "stoatflow.instance.id", id, "num.standby.replicas", "1",
+			"stoatflow.standby.interval-ms", "200", "session.timeout.ms", "6000", "client.tag.zone", zone, "rack.aware.assignment.tags", "zone")
+	}
+	a, stopA := runEngine(t, rekeyedCounts(), conf("a", "z1"))
+	produce(t, addr, "in", []kv{{Key: "r1", Value: "k1"}, {Key: "r2", Value: "k2"}})
+	readCommitted(t, addr, "out", 2, 60*time.Second)
+	b, stopB := runEngine(t, rekeyedCounts(), conf("b", "z1"))
+	eventually(t, 60*time.Second, func() string { return fmt.Sprintf("b keeps standbys %v, want 4", b.Standbys()) },
+		func() bool { return len(b.Standbys()) == 4 })
+	c, stopC := runEngine(t, rekeyedCounts(), conf("c", "z2"))
+	eventually(t, 60*time.Second, func() string {
+		return fmt.Sprintf("a runs %v; standbys on b (z1) %v, on c (z2) %v; want every standby on c", a.Assignment(), b.Standbys(), c.Standbys())
+	}, func() bool { return len(c.Standbys()) == 4 && len(b.Standbys()) == 0 && len(a.Assignment()["in"]) == 4 })
+	for name, stop := range map[string]func() error{"a": stopA, "b": stopB, "c": stopC} {
+		if err := stop(); err != nil {
+			t.Errorf("instance %s: %v", name, err)
+		}
+	}
+}
+
 // TestStandbyFailoverUnderKills runs two instances with
 // num.standby.replicas=1 and kills one that runs tasks, with SIGKILL,
 // while records flow, four times; the killed one comes back at once as a
 // new member. Counts behind an in-memory re-key cannot be split: the
 // other instance, the standby, takes every task over once the dead one's
-// session times out. Tumbling windows emitted on close are split, each
+// session times out. Tumbling windows emitted on close, and keyed
+// event-time timers of the Processor API, are split, each
 // instance running half the tasks under its own watermark, and the
 // survivor takes the dead one's tasks with the floors they committed
 // (decision 0042). Both must come out exactly once, the windows as the
@@ -117,7 +152,98 @@ func TestStandbyFailoverUnderKills(t *testing.T) {
 			t.Fatalf("engine committed %d window results, driver %d; first engine %q, first driver %q", len(got), len(want), head(got), head(want))
 		}
 	})
+	// Keyed timers of the Processor API (slotTimers): at every kill some
+	// timers were armed and committed but not fired, and others fired
+	// and committed. Each must come out once: the promoted standby's
+	// timer store is the committed one, and its cached earliest times
+	// are rebuilt from it.
+	t.Run("timers", func(t *testing.T) {
+		const keys, steps = 50, 120
+		var in []kv
+		for s := range steps {
+			for k := range keys {
+				in = append(in, kv{Key: "k" + strconv.Itoa(k), Value: "x", Timestamp: int64(s)*1000 + 1})
+			}
+		}
+		// The watermark ends at the last record's time, 119001: the
+		// timers of slots ending at 10 s to 110 s fire, 120 s's does not.
+		want := map[string]int{}
+		for k := range keys {
+			for end := int64(10_000); end <= 110_000; end += 10_000 {
+				want["k"+strconv.Itoa(k)+"="+strconv.FormatInt(end, 10)] = 0
+			}
+		}
+		if d := driverOutputOf(t, slotTimers(), "crash-timers", in); len(d) != len(want) {
+			t.Fatalf("the driver fired %d timers, want %d", len(d), len(want))
+		}
+		addr := startKafka(t, map[string]int32{"in": 4, "out": 4})
+		var extra []string
+		for _, r := range failover(t, addr, "timers", 4, in, len(want)) {
+			f := r.Key + "=" + r.Value
+			if _, ok := want[f]; !ok {
+				extra = append(extra, f)
+				continue
+			}
+			want[f]++
+		}
+		var twice, never []string
+		for f, n := range want {
+			switch {
+			case n == 0:
+				never = append(never, f)
+			case n > 1:
+				twice = append(twice, fmt.Sprintf("%s (%d times)", f, n))
+			}
+		}
+		slices.Sort(twice)
+		slices.Sort(never)
+		slices.Sort(extra)
+		if len(twice)+len(never)+len(extra) > 0 {
+			t.Fatalf("of %d timers, %d fired more than once %q, %d never fired %q, and %d firings were not due %q",
+				len(want), len(twice), head(twice), len(never), head(never), len(extra), head(extra))
+		}
+	})
 }
+
+// slotTimers is a Processor API topology with keyed timers: for each
+// record, processor "slot" arms an event-time timer for the record's key
+// at the end of the 10 s slot the record's time falls in (arming an armed
+// timer changes nothing), and when the timer fires it forwards one record
+// key = slot end. Records of a key come in time order and a timer at T
+// fires once the watermark passes T, after which no record of the key
+// arms T again: every (key, slot end) the watermark passed is emitted
+// exactly once.
+func slotTimers() *topology.Topology {
+	str := serde.String()
+	return topology.New().
+		AddSource("src", topology.ConsumedWith(str, str).Spec(), "in").
+		AddProcessor("slot", processor.Supply(func() processor.Processor[string, string, string, string] { return &slotTimer{} }), "src").
+		AddSink("out", topology.ProducedWith(str, str).Spec("out"), "out", "slot")
+}
+
+// slotTimer is slotTimers' processor.
+type slotTimer struct {
+	processor.Base[string, string]
+	timers processor.TimerService[string]
+}
+
+func (p *slotTimer) Init(ctx processor.Context[string, string]) error {
+	p.Ctx = ctx
+	s, err := processor.Timers[string](ctx)
+	p.timers = s
+	return err
+}
+
+func (p *slotTimer) Process(r processor.Record[string, string]) error {
+	return p.timers.RegisterEventTimeTimer((r.Timestamp/10_000 + 1) * 10_000)
+}
+
+func (p *slotTimer) OnTimer(t processor.Timer[string]) error {
+	p.Ctx.Forward(processor.Record[string, string]{Key: t.Key, Value: strconv.FormatInt(t.Time, 10), Timestamp: t.Time})
+	return nil
+}
+
+func (p *slotTimer) UsesEventTimeTimers() bool { return true }
 
 // failover runs the crash child of topology topo as two instances, a and
 // b, with standbys, feeds in in kills+1 slices and, after each of the

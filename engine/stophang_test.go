@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/stoatflow/stoatctl/engine"
+	"github.com/stoatflow/stoatctl/engine/assign"
 	"github.com/stoatflow/stoatctl/engine/broker"
 	"github.com/stoatflow/stoatctl/internal/kafkatest"
 )
@@ -79,6 +80,7 @@ func TestStopAfterRebalanceWhileProducesHang(t *testing.T) {
 	}
 	t.Cleanup(func() { b.Close() })
 	var hole atomic.Bool
+	var held atomic.Int32 // requests the hole holds
 	release := make(chan struct{})
 	var once sync.Once
 	t.Cleanup(func() { once.Do(func() { close(release) }) })
@@ -90,6 +92,7 @@ func TestStopAfterRebalanceWhileProducesHang(t *testing.T) {
 				return nil, nil, false
 			}
 			if hole.Load() {
+				held.Add(1)
 				b.Cluster().SleepControl(func() { <-release })
 			}
 			return nil, nil, false
@@ -105,9 +108,12 @@ func TestStopAfterRebalanceWhileProducesHang(t *testing.T) {
 	hole.Store(true)
 	// The engine's next epoch hangs in its produce.
 	produce(t, b.Addr(), "in", in[:200])
-	time.Sleep(time.Second)
-	// Another member joins: the engine's partitions are revoked.
-	other, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.ConsumerGroup("stop-rebalance-hang"), kgo.ConsumeTopics("in"))
+	eventually(t, 30*time.Second, func() string { return "no request of the engine's next epoch reached the hole" }, func() bool { return held.Load() > 0 })
+	// Another member joins: the engine's partitions are revoked. It
+	// offers the engine's group protocol: a member that offers another
+	// is refused (INCONSISTENT_GROUP_PROTOCOL) and rebalances nothing.
+	other, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.ConsumerGroup("stop-rebalance-hang"), kgo.ConsumeTopics("in"),
+		kgo.Balancers(assign.New(assign.Options{Subtopologies: map[string]int{"in": 0}})))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +128,18 @@ func TestStopAfterRebalanceWhileProducesHang(t *testing.T) {
 	// The rebalance is under way: it waits on the engine, whose commit
 	// hangs (franz-go's session lets a revocation through only between
 	// transactions).
-	time.Sleep(4 * time.Second)
+	adm := kafkatest.Admin(t, b.Addr())
+	state := func() string {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		gs, err := adm.DescribeGroups(ctx, "stop-rebalance-hang")
+		if err != nil {
+			return err.Error()
+		}
+		return gs["stop-rebalance-hang"].State
+	}
+	eventually(t, 30*time.Second, func() string { return "the group is " + state() + ", not rebalancing" },
+		func() bool { return state() == "PreparingRebalance" })
 	stopsWithinDeadline(t, e, stop, "rebalanced while its commit hangs")
 	once.Do(func() { close(release) })
 }

@@ -49,10 +49,9 @@ func TestWindowCloseOnceAcrossRestart(t *testing.T) {
 	for i, part := range [][]kv{recs[:half], recs[half:]} {
 		produce(t, addr, "in", part)
 		e, stop := runEngine(t, windowedCounts(), c(addr))
-		deadline := time.Now().Add(30 * time.Second)
-		for e.Stats().Records < int64(len(part)) && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
-		}
+		eventually(t, 30*time.Second, func() string {
+			return fmt.Sprintf("run %d processed %d of its %d records", i+1, e.Stats().Records, len(part))
+		}, func() bool { return e.Stats().Records >= int64(len(part)) })
 		if err := stop(); err != nil {
 			t.Fatalf("run %d: %v", i+1, err)
 		}

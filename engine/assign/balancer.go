@@ -21,8 +21,9 @@ const Protocol = "stoatflow-tasks"
 
 // userDataVersion is the version of the subscription and assignment user
 // data this build writes. A leader reads older versions and ignores the
-// fields it does not know of newer ones.
-const userDataVersion = 1
+// fields it does not know of newer ones. Version 2 added the
+// subscription's tags; a member of version 1 has none.
+const userDataVersion = 2
 
 // Options configure a Balancer.
 type Options struct {
@@ -43,9 +44,13 @@ type Options struct {
 	// EndOffsets gives the leader Group.Ends for the stateful tasks;
 	// nil, or an error, plans without warm-ups.
 	EndOffsets func() (map[Task]int64, error)
-	// AcceptableLag and MaxWarmups are as in Group.
+	// AcceptableLag, MaxWarmups and RackTags are as in Group.
 	AcceptableLag int64
 	MaxWarmups    int
+	RackTags      []string
+	// Tags are this instance's client tags (client.tag.<name>), which its
+	// subscription carries for the leader's RackTags.
+	Tags map[string]string
 	// Log receives what the leader could not read of a member.
 	Log *slog.Logger
 }
@@ -90,6 +95,8 @@ type subscription struct {
 	Standbys   []string         `json:"standbys,omitempty"`
 	KeepsState bool             `json:"keepsState,omitempty"`
 	Offsets    map[string]int64 `json:"offsets,omitempty"`
+	// Tags since version 2.
+	Tags map[string]string `json:"tags,omitempty"`
 }
 
 // assignmentData is the user data of a member's assignment.
@@ -101,8 +108,8 @@ type assignmentData struct {
 }
 
 // JoinGroupMetadata is the member's subscription: the consumer protocol's
-// (so Kafka's tools can read it) with the process and the standbys kept
-// as user data.
+// (so Kafka's tools can read it) with the process, the standbys kept,
+// their offsets and the client tags as user data.
 func (b *Balancer) JoinGroupMetadata(interests []string, current map[string][]int32, generation int32) []byte {
 	meta := kmsg.NewConsumerMemberMetadata()
 	meta.Version = 3
@@ -114,7 +121,7 @@ func (b *Balancer) JoinGroupMetadata(interests []string, current map[string][]in
 		owned.Partitions = current[t]
 		meta.OwnedPartitions = append(meta.OwnedPartitions, owned)
 	}
-	sub := subscription{Version: userDataVersion, Process: b.o.Process, KeepsState: b.o.KeepsState}
+	sub := subscription{Version: userDataVersion, Process: b.o.Process, KeepsState: b.o.KeepsState, Tags: b.o.Tags}
 	for _, t := range b.Standbys() {
 		sub.Standbys = append(sub.Standbys, t.String())
 	}
@@ -231,7 +238,7 @@ func (b *Balancer) Balance(cb *kgo.ConsumerBalancer, topics map[string]int32) kg
 			// own keeping no standby: it still gets its share.
 			b.o.Log.Warn("group member's subscription unreadable; planned as a process keeping no standby", "member", m.MemberID, "err", err)
 		}
-		mem.Process, mem.KeepsState = sub.Process, sub.KeepsState
+		mem.Process, mem.KeepsState, mem.Tags = sub.Process, sub.KeepsState, sub.Tags
 		for _, s := range sub.Standbys {
 			if t, err := ParseTask(s); err == nil {
 				mem.Standbys = append(mem.Standbys, t)
@@ -248,7 +255,7 @@ func (b *Balancer) Balance(cb *kgo.ConsumerBalancer, topics map[string]int32) kg
 		members = append(members, mem)
 	})
 	g := Group{Partitions: topics, Subtopologies: b.o.Subtopologies, OneActive: b.o.OneActive, Standbys: b.o.Standbys,
-		AcceptableLag: b.o.AcceptableLag, MaxWarmups: b.o.MaxWarmups}
+		AcceptableLag: b.o.AcceptableLag, MaxWarmups: b.o.MaxWarmups, RackTags: b.o.RackTags}
 	if b.o.EndOffsets != nil && !b.o.OneActive {
 		ends, err := b.o.EndOffsets()
 		if err != nil {

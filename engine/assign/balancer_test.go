@@ -15,7 +15,8 @@ func TestBalancerRoundTrip(t *testing.T) {
 	subs := map[string]int{"orders": 0, "customers": 0}
 	got := map[string][]Task{}
 	mk := func(id string) *Balancer {
-		return New(Options{Subtopologies: subs, Standbys: 1, Process: "p-" + id, OnStandbys: func(ts, _ []Task) { got[id] = ts }})
+		return New(Options{Subtopologies: subs, Standbys: 1, Process: "p-" + id, OnStandbys: func(ts, _ []Task) { got[id] = ts },
+			RackTags: []string{"zone"}, Tags: map[string]string{"zone": "z-" + id}})
 	}
 	a, b := mk("a"), mk("b")
 	members := []kmsg.JoinGroupResponseMember{
@@ -57,7 +58,7 @@ func TestBalancerRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	sub, err := decodeSubscription(meta.UserData)
-	if err != nil || sub.Process != "p-a" || len(sub.Standbys) != 1 || meta.Generation != 1 || len(meta.OwnedPartitions) != 2 {
+	if err != nil || sub.Process != "p-a" || len(sub.Standbys) != 1 || meta.Generation != 1 || len(meta.OwnedPartitions) != 2 || sub.Tags["zone"] != "z-a" {
 		t.Fatalf("subscription %+v %v, metadata %+v", sub, err, meta)
 	}
 }
@@ -68,6 +69,8 @@ func TestBalancerRoundTrip(t *testing.T) {
 func FuzzUserData(f *testing.F) {
 	f.Add([]byte(`{"version":1,"process":"x","standbys":["0_1"]}`))
 	f.Add([]byte(`{"version":1,"active":["0_0"],"standby":["1_2"]}`))
+	f.Add([]byte(`{"version":2,"process":"x","tags":{"zone":"eu-1a","cluster":"k1"}}`))
+	f.Add([]byte(`{"version":2,"tags":{"zone":7}}`))
 	f.Add([]byte(`{"version":0}`))
 	f.Add([]byte{0xff})
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -83,4 +86,36 @@ func FuzzUserData(f *testing.F) {
 		a.UserData = b
 		_, _ = New(Options{}).ParseSyncAssignment(a.AppendTo(nil))
 	})
+}
+
+// TestBalancerPlacesStandbysByTags: the client tags travel in the
+// subscriptions and the leader's rack.aware.assignment.tags place the
+// standbys by them: of b, in the owner's zone, and c, in another, c keeps
+// both tasks' standbys (by load alone each would keep one).
+func TestBalancerPlacesStandbysByTags(t *testing.T) {
+	zone := map[string]string{"a": "z1", "b": "z1", "c": "z2"}
+	got := map[string][]Task{}
+	bals := map[string]*Balancer{}
+	var members []kmsg.JoinGroupResponseMember
+	for _, id := range []string{"a", "b", "c"} {
+		bals[id] = New(Options{Subtopologies: map[string]int{"in": 0}, OneActive: true, Standbys: 1, Process: "p-" + id,
+			OnStandbys: func(ts, _ []Task) { got[id] = ts }, RackTags: []string{"zone"}, Tags: map[string]string{"zone": zone[id]}})
+		members = append(members, kmsg.JoinGroupResponseMember{MemberID: id, ProtocolMetadata: bals[id].JoinGroupMetadata([]string{"in"}, nil, -1)})
+	}
+	mb, _, err := bals["a"].MemberBalancer(members)
+	if err != nil {
+		t.Fatal(err)
+	}
+	into, err := mb.(kgo.GroupMemberBalancerOrError).BalanceOrError(map[string]int32{"in": 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sa := range into.IntoSyncAssignment() {
+		if _, err := bals[sa.MemberID].ParseSyncAssignment(sa.MemberAssignment); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(got["c"]) != 2 || len(got["b"]) != 0 {
+		t.Fatalf("standbys: b keeps %v, c keeps %v; want none and both", got["b"], got["c"])
+	}
 }

@@ -17,6 +17,12 @@
 //     its changelog partitions into local state so that it can take the
 //     task over with little to restore (num.standby.replicas). A standby is
 //     never on the member that owns the task.
+//   - Rack awareness (KIP-708): members may carry client tags
+//     (client.tag.<name>: a zone, a cluster). With
+//     rack.aware.assignment.tags, a task's standbys go to members whose
+//     values of those tags differ from its owner's and its other
+//     standbys' on as many tags as can differ, and to any other member
+//     when none differs. Tags place standbys only, not active tasks.
 //   - Sticky: a task stays with the member that owned it while that member
 //     has room for it under an even spread. Cooperative: a task that moves
 //     is first given up by its old owner and only given to its new owner

@@ -63,6 +63,11 @@ type Group struct {
 	// MaxWarmups bounds the tasks warming up at once
 	// (max.warmup.replicas).
 	MaxWarmups int
+	// RackTags are the client tags standbys are spread over
+	// (rack.aware.assignment.tags, KIP-708): a task's standbys go where
+	// the values of these tags differ from its owner's and its other
+	// standbys' on as many tags as can differ.
+	RackTags []string
 }
 
 // Member is one member of the group as its subscription describes it.
@@ -80,6 +85,9 @@ type Member struct {
 	// that state is complete up to.
 	KeepsState bool
 	Offsets    map[Task]int64
+	// Tags are the member's client tags (client.tag.<name>), say its
+	// zone or its cluster; a tag it lacks differs from no one's.
+	Tags map[string]string
 }
 
 // Assignment is one member's part of a plan.
@@ -399,9 +407,10 @@ func planWarmups(g Group, ts taskSet, members []Member, prev, active map[Task]in
 }
 
 // planStandbys picks up to g.Standbys members for each task other than
-// its owner and on other processes, preferring members that keep it
-// already (a standby, or its previous owner: both have its state), then
-// the members with fewest standbys.
+// its owner and on other processes, preferring members on other racks
+// (rackSpread), then members that keep it already (a standby, or its
+// previous owner: both have its state), then the members with fewest
+// standbys.
 func planStandbys(g Group, ts taskSet, members []Member, active map[Task]int, prev map[Task]int) map[Task][]int {
 	out := map[Task][]int{}
 	if g.Standbys <= 0 {
@@ -426,18 +435,21 @@ func planStandbys(g Group, ts taskSet, members []Member, active map[Task]int, pr
 	for _, task := range ts.tasks {
 		owner := active[task]
 		usedProcess := map[string]bool{processOf(members[owner]): true}
+		racks := newRackSpread(g.RackTags)
+		racks.use(members[owner])
 		for range g.Standbys {
-			best := -1
+			best, bestSpread := -1, 0
 			for i, m := range members {
 				if i == owner || usedProcess[processOf(m)] || slices.Contains(out[task], i) {
 					continue
 				}
+				spread := racks.differs(m)
 				if best < 0 {
-					best = i
+					best, bestSpread = i, spread
 					continue
 				}
-				if c := cmp.Or(-cmp.Compare(b2i(keeps[task][i]), b2i(keeps[task][best])), cmp.Compare(load[i], load[best])); c < 0 {
-					best = i
+				if c := cmp.Or(-cmp.Compare(spread, bestSpread), -cmp.Compare(b2i(keeps[task][i]), b2i(keeps[task][best])), cmp.Compare(load[i], load[best])); c < 0 {
+					best, bestSpread = i, spread
 				}
 			}
 			if best < 0 {
@@ -445,10 +457,58 @@ func planStandbys(g Group, ts taskSet, members []Member, active map[Task]int, pr
 			}
 			out[task] = append(out[task], best)
 			usedProcess[processOf(members[best])] = true
+			racks.use(members[best])
 			load[best]++
 		}
 	}
 	return out
+}
+
+// rackSpread is what rack awareness (KIP-708) knows while it places one
+// task's standbys: the values of each rack tag that the task's owner and
+// the standbys placed so far have.
+//
+// Kafka Streams' rule is that a standby goes to a client whose values
+// differ from the active's and the other standbys' on every tag that has
+// a value left unused, and to the least loaded client when none does. A
+// member here scores the tags on which its value is one nobody holding
+// the task has (a tag whose values are all in use scores for no one, as
+// Kafka Streams stops counting it), and the highest score wins: where no
+// member differs on every tag, one that differs on most is still
+// preferred to any other, rather than dropping the tags altogether.
+type rackSpread struct {
+	tags []string
+	used map[string]map[string]bool
+}
+
+func newRackSpread(tags []string) *rackSpread {
+	return &rackSpread{tags: tags, used: make(map[string]map[string]bool, len(tags))}
+}
+
+// use records that m holds the task.
+func (r *rackSpread) use(m Member) {
+	for _, k := range r.tags {
+		v, ok := m.Tags[k]
+		if !ok {
+			continue
+		}
+		if r.used[k] == nil {
+			r.used[k] = map[string]bool{}
+		}
+		r.used[k][v] = true
+	}
+}
+
+// differs is the number of rack tags on which m's value is held by no
+// member holding the task.
+func (r *rackSpread) differs(m Member) int {
+	n := 0
+	for _, k := range r.tags {
+		if v, ok := m.Tags[k]; ok && !r.used[k][v] {
+			n++
+		}
+	}
+	return n
 }
 
 // processOf is the process a member runs in; a member that did not say

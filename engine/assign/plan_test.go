@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -157,6 +158,22 @@ func (sg *group) checkSettled(plan map[string]Assignment) {
 		if len(on) != want {
 			t.Fatalf("task %s has standbys on %v, want %d", task, on, want)
 		}
+		// Rack awareness: when a member of another process is in
+		// another zone than the owner, a standby is in another zone.
+		if len(sg.g.RackTags) == 0 || want == 0 {
+			continue
+		}
+		zone := map[string]string{}
+		for _, m := range sg.members {
+			zone[m.ID] = m.Tags["zone"]
+		}
+		elsewhere := slices.ContainsFunc(sg.members, func(m Member) bool {
+			o := sg.members[slices.IndexFunc(sg.members, func(m Member) bool { return m.ID == owner[task] })]
+			return processOf(m) != processOf(o) && zone[m.ID] != zone[o.ID]
+		})
+		if elsewhere && !slices.ContainsFunc(on, func(id string) bool { return zone[id] != zone[owner[task]] }) {
+			t.Fatalf("task %s runs in zone %s and its standbys %v are there too, though other zones have members", task, zone[owner[task]], on)
+		}
 	}
 }
 
@@ -276,12 +293,17 @@ func TestPlanRandomMembership(t *testing.T) {
 				g.Subtopologies[top] = s
 			}
 		}
+		if rng.IntN(2) == 0 {
+			g.RackTags = []string{"zone"}
+		}
 		sg := &group{t: t, g: g}
 		next := 0
 		for range 12 {
 			switch {
 			case len(sg.members) == 0 || (len(sg.members) < 5 && rng.IntN(2) == 0):
-				sg.join(fmt.Sprintf("m%02d", rng.IntN(100)*100+next), fmt.Sprintf("p%d", next))
+				id := fmt.Sprintf("m%02d", rng.IntN(100)*100+next)
+				sg.join(id, fmt.Sprintf("p%d", next))
+				sg.members[slices.IndexFunc(sg.members, func(m Member) bool { return m.ID == id })].Tags = map[string]string{"zone": fmt.Sprintf("z%d", rng.IntN(3))}
 				next++
 			default:
 				sg.leave(sg.members[rng.IntN(len(sg.members))].ID)
@@ -397,5 +419,102 @@ func TestPlanWarmsUpBeforeMoving(t *testing.T) {
 	sg.join("b", "pb")
 	if plan := sg.settle(); len(plan["b"].Active) != 2 {
 		t.Fatalf("without end offsets b runs %v, want 2 tasks", plan["b"].Active)
+	}
+}
+
+// TestPlanRackAwareStandbys (KIP-708): with rack.aware.assignment.tags, a
+// task's standbys go to members whose values of those tags differ from
+// its owner's and its other standbys' on as many tags as can differ, and
+// to any other member when none does. Each row lists every task as
+// "task owner>standbys" in the order they were placed.
+func TestPlanRackAwareStandbys(t *testing.T) {
+	type member struct {
+		id, tags string // tags: name=value,name=value
+		keeps    []Task // standbys it keeps now
+	}
+	// Kafka Streams' example of KIP-708: three zones in two clusters.
+	zonesInClusters := []member{
+		{id: "a", tags: "zone=1a,cluster=k1"}, {id: "b", tags: "zone=1b,cluster=k1"}, {id: "c", tags: "zone=1c,cluster=k1"},
+		{id: "d", tags: "zone=1a,cluster=k2"}, {id: "e", tags: "zone=1b,cluster=k2"}, {id: "f", tags: "zone=1c,cluster=k2"},
+	}
+	for _, tc := range []struct {
+		name      string
+		members   []member
+		rackTags  []string
+		standbys  int
+		tasks     int32
+		oneActive bool
+		want      string
+	}{
+		{name: "two standbys over zones and clusters", members: zonesInClusters, rackTags: []string{"zone", "cluster"}, standbys: 2, tasks: 4, oneActive: true,
+			// The first differs on both tags; then every cluster is in
+			// use and the second differs on the zone.
+			want: "0_0 a>e,c 0_1 a>f,b 0_2 a>e,c 0_3 a>f,b"},
+		{name: "without rack tags by load alone", members: zonesInClusters, standbys: 2, tasks: 4, oneActive: true,
+			want: "0_0 a>b,c 0_1 a>d,e 0_2 a>f,b 0_3 a>c,d"},
+		{name: "one standby in another zone, tasks spread", rackTags: []string{"zone"}, standbys: 1, tasks: 6,
+			members: []member{{id: "a", tags: "zone=z1"}, {id: "b", tags: "zone=z1"}, {id: "c", tags: "zone=z2"}, {id: "d", tags: "zone=z2"}, {id: "e", tags: "zone=z3"}, {id: "f", tags: "zone=z3"}},
+			want:    "0_0 a>c 0_1 b>d 0_2 c>a 0_3 d>b 0_4 e>a 0_5 f>b"},
+		{name: "differing on most tags wins over fewer", rackTags: []string{"zone", "cluster"}, standbys: 1, tasks: 1, oneActive: true,
+			members: []member{{id: "a", tags: "zone=1a,cluster=k1"}, {id: "b", tags: "zone=1a,cluster=k2"}, {id: "c", tags: "zone=1b,cluster=k1"}, {id: "d", tags: "zone=1b,cluster=k2"}},
+			want:    "0_0 a>d"},
+		{name: "differing on one tag wins over none", rackTags: []string{"zone", "cluster"}, standbys: 1, tasks: 1, oneActive: true,
+			members: []member{{id: "a", tags: "zone=1a,cluster=k1"}, {id: "b", tags: "zone=1a,cluster=k1"}, {id: "c"}, {id: "d", tags: "zone=1a,cluster=k2"}},
+			want:    "0_0 a>d"},
+		{name: "one rack: any other member", rackTags: []string{"zone"}, standbys: 2, tasks: 2, oneActive: true,
+			members: []member{{id: "a", tags: "zone=z1"}, {id: "b", tags: "zone=z1"}, {id: "c", tags: "zone=z1"}},
+			want:    "0_0 a>b,c 0_1 a>b,c"},
+		{name: "fewer racks than standbys", rackTags: []string{"zone"}, standbys: 2, tasks: 1, oneActive: true,
+			members: []member{{id: "a", tags: "zone=z1"}, {id: "b", tags: "zone=z1"}, {id: "c", tags: "zone=z2"}},
+			want:    "0_0 a>c,b"},
+		{name: "another rack wins over the state kept", rackTags: []string{"zone"}, standbys: 1, tasks: 1, oneActive: true,
+			members: []member{{id: "a", tags: "zone=z1"}, {id: "b", tags: "zone=z1", keeps: []Task{{0, 0}}}, {id: "c", tags: "zone=z2"}},
+			want:    "0_0 a>c"},
+		{name: "the state kept wins on one rack", rackTags: []string{"zone"}, standbys: 1, tasks: 1, oneActive: true,
+			members: []member{{id: "a", tags: "zone=z1"}, {id: "b", tags: "zone=z2"}, {id: "c", tags: "zone=z2", keeps: []Task{{0, 0}}}},
+			want:    "0_0 a>c"},
+		{name: "tags not listed do not count", rackTags: []string{"zone"}, standbys: 1, tasks: 1, oneActive: true,
+			members: []member{{id: "a", tags: "zone=z1,host=h1"}, {id: "b", tags: "zone=z1,host=h2"}, {id: "c", tags: "zone=z2,host=h1"}},
+			want:    "0_0 a>c"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := Group{Partitions: map[string]int32{"in": tc.tasks}, Subtopologies: map[string]int{"in": 0},
+				OneActive: tc.oneActive, Standbys: tc.standbys, RackTags: tc.rackTags}
+			var members []Member
+			for _, m := range tc.members {
+				mem := Member{ID: m.id, Process: "p-" + m.id, Generation: -1, Standbys: m.keeps}
+				for kv := range strings.SplitSeq(m.tags, ",") {
+					if k, v, ok := strings.Cut(kv, "="); ok {
+						if mem.Tags == nil {
+							mem.Tags = map[string]string{}
+						}
+						mem.Tags[k] = v
+					}
+				}
+				members = append(members, mem)
+			}
+			active := planActive(g, tasksOf(g), map[Task]int{}, len(members))
+			standby := planStandbys(g, tasksOf(g), members, active, map[Task]int{})
+			var got []string
+			for _, task := range tasksOf(g).tasks {
+				var on []string
+				for _, i := range standby[task] {
+					on = append(on, members[i].ID)
+				}
+				got = append(got, fmt.Sprintf("%s %s>%s", task, members[active[task]].ID, strings.Join(on, ",")))
+			}
+			if s := strings.Join(got, " "); s != tc.want {
+				t.Errorf("placed\n  %s\nwant\n  %s", s, tc.want)
+			}
+			// Plan places the same.
+			plan := Plan(g, members)
+			for task, on := range standby {
+				for _, i := range on {
+					if !slices.Contains(plan[members[i].ID].Standby, task) {
+						t.Errorf("Plan does not give %s the standby of %s", members[i].ID, task)
+					}
+				}
+			}
+		})
 	}
 }

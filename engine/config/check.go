@@ -88,6 +88,13 @@ func Check(values map[string]string) []Problem {
 			// the broker that creates the topics.
 			continue
 		}
+		if tag, ok := strings.CutPrefix(name, ClientTagPrefix); ok && tag != "" {
+			// A client tag: any name, within Kafka Streams' limits.
+			if reason := clientTagInvalid(tag, strings.TrimSpace(v)); reason != "" {
+				out = append(out, Problem{Kind: Invalid, Key: name, Value: v, Reason: reason})
+			}
+			continue
+		}
 		prefix, base := SplitClientKey(name)
 		k, ok := byKeyName[base]
 		if !ok {

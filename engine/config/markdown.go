@@ -113,7 +113,9 @@ honoured, what has no effect, what is refused and why, and what is unknown.
 ` + "`global.consumer.`" + `, ` + "`producer.`" + ` and ` + "`admin.`" + ` set a key for those clients only,
 over the unprefixed key (` + "`main.consumer.`" + ` over ` + "`consumer.`" + ` over none). ` + "`topic.KEY`" + `
 sets topic config KEY on every internal topic the application creates (a
-changelog's own ` + "`cleanup.policy`" + ` wins). The engine's main consumer and its
+changelog's own ` + "`cleanup.policy`" + ` wins). ` + "`client.tag.NAME`" + ` gives the instance
+client tag NAME (` + "`client.tag.zone=eu-west-1a`" + `), which ` + "`rack.aware.assignment.tags`" + `
+spreads standby tasks over. The engine's main consumer and its
 producer are one franz-go client: a connection key (` + "`security.protocol`" + `, ` + "`ssl.*`" + `,
 ` + "`sasl.*`" + `) that differs between them is refused.
 
