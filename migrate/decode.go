@@ -22,6 +22,13 @@ const (
 	Window Kind = "window"
 	// Session is a session store: key, end (8 bytes), start (8 bytes).
 	Session Kind = "session"
+	// Versioned is a versioned key-value store (Kafka Streams'
+	// ChangeLoggingVersionedKeyValueBytesStore): the key-value layout, but
+	// every record is a version, valid from the record's timestamp, not
+	// a replacement of the key's value. Its changelog is copied record for
+	// record and verified version by version; a key's last record is not
+	// its latest version when versions came out of order.
+	Versioned Kind = "versioned"
 	// SuppressBuffer is a suppress operator's buffer: Kafka Streams' V3
 	// layout (see SuppressV3), translated into ours by DecodeSuppress.
 	SuppressBuffer Kind = "suppress-buffer"
@@ -36,6 +43,8 @@ func kindOf(k state.Kind) (Kind, bool) {
 		return Window, true
 	case state.KindSession:
 		return Session, true
+	case state.KindVersionedKeyValue:
+		return Versioned, true
 	}
 	return "", false
 }
@@ -93,7 +102,7 @@ func Decode(k Kind, key, value []byte, ts int64, valueCheck func([]byte) error) 
 		return e, errors.New("null key")
 	}
 	switch k {
-	case KeyValue:
+	case KeyValue, Versioned:
 		e.LaneKey = key
 	case Window:
 		inner, start, _, err := state.DecodeWindowKey(key)

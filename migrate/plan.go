@@ -1051,6 +1051,15 @@ func (s *session) planStoreOffline(ctx context.Context, p *Plan, st *ksStore, ou
 	if err != nil || sp.kindProblem() {
 		return sp, err
 	}
+	if sp.Kind == Versioned {
+		// Kafka Streams' RocksDBVersionedStore keeps a latest-value
+		// store and segments of several versions per entry
+		// (RocksDBVersionedStoreSegmentValueFormatter), which the state
+		// directory reader does not decode; its changelog has every
+		// version in the layout ours restores.
+		sp.problem(ProblemStoreKind, nil, "store %s: our store %s is a versioned store, which migrate carries from Kafka Streams' changelog %s only, not from the state directory (its segments' layout is not read): migrate without --from-state-dir while the changelog topic exists", st.name, ours, topic)
+		return sp, nil
+	}
 	// A join's shared store is a key-value store of lists there.
 	keyValue := sp.Kind == KeyValue || sp.Kind == JoinOuter
 	if st.segmented == keyValue {
@@ -1166,15 +1175,6 @@ func (s *session) newStorePlan(ctx context.Context, ksStore, ours string, info *
 	sp := &StorePlan{Source: ksStore, Store: ours, SourceTopic: topic, Topic: info.ChangelogTopic,
 		keyCheck: serdeCheck(info.Builder.KeySerdeName()), valueCheck: serdeCheck(info.Builder.ValueSerdeName())}
 	kind, ok := kindOf(info.Builder.Kind())
-	if info.Builder.Kind() == state.KindVersionedKeyValue {
-		// The changelog layout is Kafka Streams' (one record per version,
-		// stamped with its validFrom), but the copy, its placement and
-		// its verification assume one value per key; copying only each
-		// key's last record would lose the history a join reads as of
-		// a time. Refused rather than copied wrong.
-		sp.problem(ProblemStoreKind, nil, "store %s: our store %s is a versioned store (history retention %v), which migrate does not carry yet: a versioned table's history would be lost", ksStore, ours, versionedRetention(info.Builder))
-		return sp, nil
-	}
 	if gb, isGrace := info.Builder.(dsl.GraceBuffer); isGrace {
 		// Kafka Streams' buffer (RocksDBTimeOrderedKeyValueBuffer) logs a
 		// BufferValue with its record context; ours logs our own layout.
@@ -1287,6 +1287,9 @@ func (s *session) checkTopicConfig(ctx context.Context, sp *StorePlan, ksStore, 
 		if c.Value != nil {
 			conf[c.Key] = *c.Value
 		}
+	}
+	if versionedProblem(sp, ksStore, ours, info, topic, conf) {
+		return nil
 	}
 	windowedTopic := strings.Contains(conf["cleanup.policy"], "delete")
 	if windowedTopic != (kind == Window || kind == Session) {
@@ -1461,11 +1464,42 @@ func (s StorePlan) MarshalJSON() ([]byte, error) {
 	}{plain(s), s.NullJoins})
 }
 
-// versionedRetention is a versioned store's history retention, for the
-// refusal's message.
-func versionedRetention(b state.StoreBuilder) any {
-	if r, ok := b.(interface{ HistoryRetention() time.Duration }); ok {
-		return r.HistoryRetention()
+// versionedCompactionExtra is Kafka Streams'
+// VersionedChangelogTopicConfig's
+// VERSIONED_STORE_CHANGE_LOG_ADDITIONAL_COMPACTION_LAG_MS: a versioned
+// store's changelog has min.compaction.lag.ms its history retention plus
+// this.
+const versionedCompactionExtra = int64(24 * time.Hour / time.Millisecond)
+
+// versionedProblem tells, from the changelog topic's
+// min.compaction.lag.ms, a Kafka Streams store that is versioned
+// (VersionedChangelogTopicConfig sets it, other changelogs leave the
+// broker's default, 0) mapped to a store of ours that is not, or the
+// reverse, and a history retention that differs from ours. Either way
+// the copy would not be the history a join reads as of a time: a plain
+// store's changelog holds each key's latest value only, and a versioned
+// one's last record of a key is not its latest version when versions
+// came out of order.
+func versionedProblem(sp *StorePlan, ksStore, ours string, info *topology.StoreInfo, topic string, conf map[string]string) bool {
+	lag, _ := strconv.ParseInt(conf[state.MinCompactionLagConfig], 10, 64)
+	theirs := lag > 0
+	var retention time.Duration
+	if r, ok := info.Builder.(interface{ HistoryRetention() time.Duration }); ok {
+		retention = r.HistoryRetention()
 	}
-	return "unknown"
+	switch {
+	case sp.Kind == Versioned && !theirs:
+		sp.problem(ProblemStoreKind, nil, "store %s: %s has no %s, so Kafka Streams' store is not versioned, and our store %s is a versioned store (history retention %v): the changelog holds each key's latest value, not its history",
+			ksStore, topic, state.MinCompactionLagConfig, ours, retention)
+		return true
+	case sp.Kind != Versioned && theirs && sp.Kind == KeyValue:
+		sp.problem(ProblemStoreKind, nil, "store %s: %s's %s %d says Kafka Streams' store is versioned (history retention %d ms), and our store %s is a %s store: a key's last record in the changelog is not its latest version when versions came out of order",
+			ksStore, topic, state.MinCompactionLagConfig, lag, lag-versionedCompactionExtra, ours, info.Builder.Kind())
+		return true
+	case sp.Kind == Versioned && lag != retention.Milliseconds()+versionedCompactionExtra:
+		sp.problem(ProblemHistoryRetention, nil, "store %s: history retention mismatch: %s's %s %d is a history retention of %d ms, ours (%s) keeps %d ms: a join would read other versions as of a time",
+			ksStore, topic, state.MinCompactionLagConfig, lag, lag-versionedCompactionExtra, ours, retention.Milliseconds())
+		return true
+	}
+	return false
 }

@@ -252,9 +252,11 @@ func TestRefusedBeforeWriting(t *testing.T) {
 			says: []string{"store oc-subscription-store: our store oc-subscription-store is a foreign-key join's subscription store, whose layout is not Kafka Streams': it is not migrated"}},
 		{name: "versioned table and grace buffer", topics: map[string]int32{"orders": 1, "prices": 1, "priced": 1},
 			ours: func(t *testing.T) *topology.Built { return loadYAML(t, versionedYAML) },
-			// A versioned store's changelog holds every version, which
-			// a copy of each key's last record would lose; the grace
-			// buffer's layout is ours, not Kafka Streams'.
+			// Kafka Streams' prices-store is not versioned (its
+			// changelog sets no min.compaction.lag.ms): it holds each
+			// key's latest value, not the history ours reads as of a
+			// time; the grace buffer's layout is ours, not Kafka
+			// Streams'.
 			setup: func(t *testing.T, addr string) {
 				adm := kadm.NewClient(client(t, addr))
 				for _, store := range []string{"prices-store", "priced-Buffer"} {
@@ -266,7 +268,7 @@ func TestRefusedBeforeWriting(t *testing.T) {
 				commitKS(t, addr, "prices", 1000)
 			},
 			want: []problem{{migrate.ProblemStoreKind, "priced-Buffer"}, {migrate.ProblemStoreKind, "prices-store"}},
-			says: []string{"store prices-store: our store prices-store is a versioned store (history retention 1h0m0s), which migrate does not carry yet",
+			says: []string{"store prices-store: ks-prices-store-changelog has no min.compaction.lag.ms, so Kafka Streams' store is not versioned, and our store prices-store is a versioned store (history retention 1h0m0s)",
 				"store priced-Buffer: our store priced-Buffer is the grace buffer of the stream-table join priced, whose layout is not Kafka Streams': it is not migrated"}},
 		{name: "override naming nothing", topics: map[string]int32{"lines": 2, "word-counts": 2},
 			ours:  func(t *testing.T) *topology.Built { _, b := load(t, "word-count", "ours"); return b },

@@ -84,10 +84,42 @@ func (v kv) same(o kv) bool { return v.sum == o.sum && v.n == o.n && v.ts == o.t
 // String is the value as an example prints it: in hex when short, else
 // its length and hash.
 func (v kv) String() string {
+	if v.n < 0 {
+		return "a tombstone"
+	}
 	if v.n <= len(v.short) {
 		return fmt.Sprintf("%x", v.short[:v.n])
 	}
 	return fmt.Sprintf("(%d bytes, hash %016x)", v.n, v.sum)
+}
+
+// versionKey is a version of a versioned store as the verification's maps
+// hold it: the key, then the version's timestamp (8 bytes). A versioned
+// store's state is every version its changelog holds (Kafka Streams'
+// restore puts each record as the version at its timestamp, and so does
+// ours), so the sides are compared version by version, the last record
+// of a (key, timestamp) pair winning, as a put at a version's timestamp
+// replaces it.
+func versionKey(key []byte, ts int64) string {
+	return string(binary.BigEndian.AppendUint64(append([]byte(nil), key...), uint64(ts)))
+}
+
+// versionOf is a version's value as the verification holds it; a
+// tombstone is a version too (it ends the one before), held with length
+// -1 so that it differs from an empty value.
+func versionOf(value []byte, ts int64) kv {
+	v := kvOf(value, ts)
+	if value == nil {
+		v.n = -1
+	}
+	return v
+}
+
+// describeVersion names a versionKey in a partition as the examples of a
+// difference print it.
+func describeVersion(partition int32, k string) string {
+	n := len(k) - 8
+	return fmt.Sprintf("partition %d key %q version at %d", partition, k[:n], int64(binary.BigEndian.Uint64([]byte(k[n:]))))
 }
 
 // verifyStore compares one mapped store, partition by partition: a task's
@@ -135,7 +167,9 @@ func (s *session) verifyStore(ctx context.Context, p *Plan, sp *StorePlan) (Stor
 					}
 					value, ts = e.Value, e.Timestamp
 				}
-				if value == nil {
+				if sp.Kind == Versioned {
+					want[versionKey(r.Key, ts)] = versionOf(value, ts)
+				} else if value == nil {
 					delete(want, string(r.Key))
 				} else {
 					want[string(r.Key)] = kvOf(value, ts)
@@ -166,7 +200,9 @@ func (s *session) verifyStore(ctx context.Context, p *Plan, sp *StorePlan) (Stor
 						examples = append(examples, fmt.Sprintf("%s[%d] offset %d: key %q is not where our engine would restore it from", r.Topic, r.Partition, r.Offset, r.Key))
 					}
 				}
-				if r.Value == nil {
+				if sp.Kind == Versioned {
+					got[versionKey(r.Key, r.Timestamp.UnixMilli())] = versionOf(r.Value, r.Timestamp.UnixMilli())
+				} else if r.Value == nil {
 					delete(got, string(r.Key))
 				} else {
 					got[string(r.Key)] = kvOf(r.Value, r.Timestamp.UnixMilli())
@@ -199,11 +235,15 @@ func (s *session) verifyStore(ctx context.Context, p *Plan, sp *StorePlan) (Stor
 			}
 			w, inWant := want[k]
 			g, ok := got[k]
+			what := describeKey(partKey(part, []byte(k)))
+			if sp.Kind == Versioned {
+				what = describeVersion(part, k)
+			}
 			if !inWant {
-				examples = append(examples, fmt.Sprintf("%s: ours only", describeKey(partKey(part, []byte(k)))))
+				examples = append(examples, fmt.Sprintf("%s: ours only", what))
 				continue
 			}
-			examples = append(examples, fmt.Sprintf("%s: source %s at %d, ours %s at %d (present %v)", describeKey(partKey(part, []byte(k))), w, w.ts, g, g.ts, ok))
+			examples = append(examples, fmt.Sprintf("%s: source %s at %d, ours %s at %d (present %v)", what, w, w.ts, g, g.ts, ok))
 		}
 	}
 	sv.Examples = examples
