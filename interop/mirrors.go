@@ -48,7 +48,7 @@ const (
 	SessionWindowed Layout = "session-windowed"
 )
 
-// Mirrors are the seven mirrored topologies.
+// Mirrors are the mirrored topologies.
 var Mirrors = []Mirror{
 	{Name: "word-count", Ours: "topologies/word-count.yaml", Phases: [][]string{{"lines"}}, Rekeys: true,
 		Outputs: []Output{{Topic: "word-counts", Key: String, Value: Long}}},
@@ -62,6 +62,12 @@ var Mirrors = []Mirror{
 		Outputs: []Output{{Topic: "users-out", Key: String, Value: String}}},
 	{Name: "stream-table-join", Ours: "topologies/stream-table-join.yaml", Phases: [][]string{{"customers"}, {"orders"}},
 		Outputs: []Output{{Topic: "orders-enriched", Key: String, Value: String}}},
+	// The prices of each half come before its orders (phases), and orders
+	// read prices as of their own time, some older than the latest
+	// version: their output does not depend on the order in which the two
+	// topics are fetched, only on the history the table keeps.
+	{Name: "versioned-table-join", Ours: "topologies/versioned-table-join.yaml", Phases: [][]string{{"prices"}, {"orders"}},
+		Outputs: []Output{{Topic: "orders-priced", Key: String, Value: String}}},
 	{Name: "processor-store", Ours: "running-total", Phases: [][]string{{"amounts"}},
 		Outputs: []Output{{Topic: "totals-out", Key: String, Value: Long}}},
 }

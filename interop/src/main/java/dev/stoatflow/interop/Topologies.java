@@ -84,6 +84,8 @@ final class Topologies {
                 List.of("orders", "payments"), List.of(new Sink("orders-paid", STRING, STRING))));
         add(new Spec("stream-stream-outer-join", () -> streamStreamJoin("outer"),
                 List.of("orders", "payments"), List.of(new Sink("orders-paid", STRING, STRING))));
+        add(new Spec("versioned-table-join", Topologies::versionedTableJoin,
+                List.of("prices", "orders"), List.of(new Sink("orders-priced", STRING, STRING))));
         add(new Spec("processor-store", Topologies::processorStore,
                 List.of("amounts"), List.of(new Sink("totals-out", STRING, LONG))));
     }
@@ -220,6 +222,24 @@ final class Topologies {
         b.stream("orders", Consumed.with(STRING, STRING))
                 .leftJoin(customers, (String item, String name) -> item + "/" + (name == null ? "?" : name))
                 .to("orders-enriched", Produced.with(STRING, STRING));
+        return b.build();
+    }
+
+    /**
+     * Orders left-joined with the price their product had at the order's
+     * time: prices is a versioned table (an hour of history, KIP-889), so
+     * the join reads it as of each order's timestamp (KIP-914); no grace,
+     * so no buffer. An order of an unknown product, or of one whose price
+     * was deleted by then, gets "?".
+     */
+    private static Topology versionedTableJoin() {
+        StreamsBuilder b = new StreamsBuilder();
+        KTable<String, String> prices = b.table("prices", Consumed.with(STRING, STRING),
+                Materialized.<String, String>as(Stores.persistentVersionedKeyValueStore("prices-store", Duration.ofHours(1)))
+                        .withKeySerde(STRING).withValueSerde(STRING));
+        b.stream("orders", Consumed.with(STRING, STRING))
+                .leftJoin(prices, (String item, String price) -> item + "@" + (price == null ? "?" : price))
+                .to("orders-priced", Produced.with(STRING, STRING));
         return b.build();
     }
 
