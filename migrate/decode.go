@@ -122,6 +122,15 @@ func Decode(k Kind, key, value []byte, ts int64, valueCheck func([]byte) error) 
 			return e, fmt.Errorf("session [%d, %d] is not a session", start, end)
 		}
 		e.LaneKey, e.Start, e.End = inner, start, end
+	case FKSubscription:
+		// The key only: the value is Kafka Streams' SubscriptionWrapper
+		// or ours, translated from it by the plan (translateSubscription).
+		sub, err := DecodeSubscription(key, nil)
+		if err != nil {
+			return e, err
+		}
+		e.LaneKey = sub.ForeignKey
+		return e, nil
 	case JoinOuter:
 		// The value's elements are checked by the layout, the values
 		// inside them by the sample (our store's serdes).

@@ -19,6 +19,7 @@ import (
 	"github.com/stoatflow/stoatctl/engine/config"
 	"github.com/stoatflow/stoatctl/engine/dsl"
 	"github.com/stoatflow/stoatctl/engine/kafka"
+	"github.com/stoatflow/stoatctl/engine/lane"
 	"github.com/stoatflow/stoatctl/engine/serde"
 	"github.com/stoatflow/stoatctl/engine/state"
 	"github.com/stoatflow/stoatctl/engine/topology"
@@ -172,6 +173,29 @@ type StorePlan struct {
 	// ours and theirs are, in a reverse plan, our store restored and
 	// Kafka Streams' changelog restored, by partition and key.
 	ours, theirs ourState
+	// fkLeft is, for an FKSubscription store, the join's left table that
+	// Kafka Streams' subscriptions are translated by; fkLast its records
+	// that are the last of their key, once planned.
+	fkLeft *fkLeft
+	fkLast fkLast
+	// primary is set on the plan that copies Kafka Streams' left table
+	// store of a foreign-key join into our join's primary store: a
+	// second copy of that changelog, marked done apart from the first.
+	primary bool
+	// byKey is set when our engine keeps the store's records in the
+	// partition of their lane key (murmur2, as a boundary routes them):
+	// a record elsewhere would be restored by another task.
+	byKey bool
+}
+
+// markerSource is what the store's migration markers are named by: the
+// source changelog, and for a foreign-key join's primary store, which
+// copies the left table's changelog a second time, our changelog too.
+func (sp *StorePlan) markerSource() string {
+	if sp.primary {
+		return sp.SourceTopic + " to " + sp.Topic
+	}
+	return sp.SourceTopic
 }
 
 // problem refuses the store, naming Kafka Streams' store: --skip-store
@@ -412,7 +436,7 @@ func (s *session) plan(ctx context.Context) (*Plan, error) {
 	used := map[string]string{}
 	seen := map[string]bool{}
 	s.refusedStores = map[string]string{}
-	var repartition, emptyBuffers []string
+	var repartition, fkTopics, emptyBuffers []string
 	// addStore takes a store planned: refused, its problems are kept and
 	// ours is marked fed (an override of the problem starts ours empty).
 	addStore := func(sp *StorePlan) {
@@ -433,8 +457,14 @@ func (s *session) plan(ctx context.Context) (*Plan, error) {
 			repartition = append(repartition, t)
 			p.Unmapped = append(p.Unmapped, Unmapped{t, "repartition topic: our engine re-keys in memory; it must be drained (checked)"})
 			continue
+		case strings.HasSuffix(name, "-subscription-registration-topic") || strings.HasSuffix(name, "-subscription-response-topic"):
+			// Their records in flight are subscriptions and answers the
+			// translated stores would miss.
+			fkTopics = append(fkTopics, t)
+			p.Unmapped = append(p.Unmapped, Unmapped{t, "a foreign-key join's subscription topic: our join crosses in memory; it must be drained (checked)"})
+			continue
 		case !strings.HasSuffix(name, "-changelog"):
-			p.Unmapped = append(p.Unmapped, Unmapped{t, "not a changelog or repartition topic of Kafka Streams (a foreign-key join's subscription topics are not migrated)"})
+			p.Unmapped = append(p.Unmapped, Unmapped{t, "not a changelog or repartition topic of Kafka Streams"})
 			continue
 		}
 		store := strings.TrimSuffix(name, "-changelog")
@@ -524,6 +554,32 @@ func (s *session) plan(ctx context.Context) (*Plan, error) {
 			addStore(sp)
 		}
 	}
+	if sd == nil {
+		// A foreign-key join's primary store is a copy of its left
+		// table's store, which Kafka Streams' resolver reads instead.
+		for _, ours := range slices.Sorted(maps.Keys(o.Built.Stores)) {
+			info := o.Built.Stores[ours]
+			fk, isFK := info.Builder.(dsl.ForeignKeyJoinStore)
+			if !isFK || fk.ForeignKeyJoinRole() != "primary" || used[ours] != "" || fk.ForeignKeyJoinLeftStore() == "" {
+				continue
+			}
+			ks := s.ksStoreOf(fk.ForeignKeyJoinLeftStore())
+			t := topology.ChangelogTopic(o.From, ks)
+			if _, ok := topics[t]; !ok {
+				continue // unfed: refused below
+			}
+			used[ours] = ks
+			sp, err := s.planStore(ctx, p, ks, ours, info, t, topics[t], meta)
+			if err != nil {
+				return nil, err
+			}
+			if len(sp.problems) > 0 {
+				s.problems = append(s.problems, sp.problems...)
+				continue
+			}
+			p.Stores = append(p.Stores, sp)
+		}
+	}
 	s.unfedStores(p, used, emptyBuffers)
 	for ks, ours := range o.Map {
 		if !seen[ks] {
@@ -534,7 +590,7 @@ func (s *session) plan(ctx context.Context) (*Plan, error) {
 			return nil, fmt.Errorf("migrate: --map %s=%s: %s has no %s", ks, ours, o.From, where)
 		}
 	}
-	if err := s.checkDrained(ctx, repartition, offsets); err != nil {
+	if err := s.checkDrained(ctx, append(repartition, fkTopics...), offsets); err != nil {
 		return nil, err
 	}
 
@@ -946,14 +1002,25 @@ func (s *session) planStore(ctx context.Context, p *Plan, ksStore, ours string, 
 	if sp.Frontier != nil || sp.Kind == JoinOuter {
 		live = map[int32]map[string]Entry{}
 	}
+	var last fkLast
+	if sp.Kind == FKSubscription {
+		last = fkLast{}
+	}
 	countRecord := func(r *kgo.Record) error {
 		e, err := s.decode(sp, r)
 		if err != nil {
 			sp.recordProblem(err)
 			return nil
 		}
+		if last != nil {
+			last.keep(r)
+		}
 		if sp.check != nil {
 			sp.check.entry(e, fmt.Sprintf("%s[%d] offset %d", r.Topic, r.Partition, r.Offset))
+		}
+		if sp.byKey && int32(lane.For(e.LaneKey, int(p.ourPartitions))) != r.Partition {
+			sp.recordProblem(&RecordError{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Store: sp.Source,
+				Err: fmt.Errorf("key %q: our engine keeps it in partition %d of %d (murmur2 of the key, as our foreign-key join routes it), not %d", e.LaneKey, lane.For(e.LaneKey, int(p.ourPartitions)), p.ourPartitions, r.Partition)})
 		}
 		c := counts[r.Partition]
 		c.Records++
@@ -986,6 +1053,9 @@ func (s *session) planStore(ctx context.Context, p *Plan, ksStore, ours string, 
 	for _, part := range parts {
 		counts[part].End = ends[part]
 		sp.Partitions = append(sp.Partitions, *counts[part])
+	}
+	if last != nil {
+		sp.checkSubscriptions(last)
 	}
 	if sp.Frontier != nil {
 		sp.liveWindows = live
@@ -1187,10 +1257,9 @@ func (s *session) newStorePlan(ctx context.Context, ksStore, ours string, info *
 	}
 	sp.Kind = kind
 	if fk, isFK := info.Builder.(dsl.ForeignKeyJoinStore); isFK {
-		// Kafka Streams' subscription store holds its SubscriptionWrapper,
-		// ours a hash of our own; our primary store has no counterpart.
-		sp.problem(ProblemStoreKind, nil, "store %s: our store %s is a foreign-key join's %s store, whose layout is not Kafka Streams': it is not migrated", ksStore, ours, fk.ForeignKeyJoinRole())
-		return sp, nil
+		if done, err := s.fkStorePlan(ctx, sp, fk, info, checkTopic); done || err != nil {
+			return sp, err
+		}
 	}
 	if sb, isBuffer := info.Builder.(dsl.SuppressBuffer); isBuffer {
 		// Our buffer's store is raw bytes; the suppressed table's key
@@ -1327,6 +1396,13 @@ func (s *session) decode(sp *StorePlan, r *kgo.Record) (Entry, error) {
 		e, err = DecodeSuppress(r.Key, r.Value, headerMap(r), r.Timestamp.UnixMilli(), sp.keySuffix)
 	} else {
 		e, err = Decode(sp.Kind, r.Key, r.Value, r.Timestamp.UnixMilli(), sp.valueCheck)
+		if err == nil && sp.Kind == FKSubscription && sp.fkLast != nil {
+			// Planned: only each key's last record is translated.
+			if sp.fkLast.superseded(r) {
+				return e, errSuperseded
+			}
+			e, err = sp.translateSubscription(e)
+		}
 	}
 	if err == nil && sp.keyCheck != nil {
 		if kerr := sp.keyCheck(e.LaneKey); kerr != nil {

@@ -235,9 +235,10 @@ func TestRefusedBeforeWriting(t *testing.T) {
 			says: []string{"store users-store: ks-users-store-changelog[0] offset 1 (store users-store): value: our serde json cannot read it"}},
 		{name: "foreign-key join", topics: map[string]int32{"orders": 1, "customers": 1, "order-rows": 1},
 			ours: func(t *testing.T) *topology.Built { return loadYAML(t, fkJoinYAML) },
-			// Kafka Streams' subscription store holds its
-			// SubscriptionWrapper, ours a hash of our own; our resolver's
-			// copy of the orders has no Kafka Streams counterpart.
+			// Kafka Streams' subscription store is translated into ours
+			// (TestForeignKeyJoinCutover); a record that is not a
+			// CombinedKey and a SubscriptionWrapper refuses it. The
+			// primary store is filled from orders-store.
 			setup: func(t *testing.T, addr string) {
 				adm := kadm.NewClient(client(t, addr))
 				for _, store := range []string{"orders-store", "customers-store", "oc-subscription-store", "oc-rows"} {
@@ -248,8 +249,8 @@ func TestRefusedBeforeWriting(t *testing.T) {
 				commitKS(t, addr, "orders", 1000)
 				commitKS(t, addr, "customers", 1000)
 			},
-			want: []problem{{migrate.ProblemStoreKind, "oc-subscription-store"}, {migrate.ProblemStoreUnfed, "oc-subscription-response-resolver-primary-store"}},
-			says: []string{"store oc-subscription-store: our store oc-subscription-store is a foreign-key join's subscription store, whose layout is not Kafka Streams': it is not migrated"}},
+			want: []problem{{migrate.ProblemRecord, "oc-subscription-store"}},
+			says: []string{"store oc-subscription-store: ks-oc-subscription-store-changelog[0] offset 0 (store oc-subscription-store): subscription key of 1 bytes: a CombinedKey starts with the foreign key's length (4 bytes)"}},
 		{name: "versioned table and grace buffer", topics: map[string]int32{"orders": 1, "prices": 1, "priced": 1},
 			ours: func(t *testing.T) *topology.Built { return loadYAML(t, versionedYAML) },
 			// Kafka Streams' prices-store is not versioned (its
