@@ -68,6 +68,13 @@ var Mirrors = []Mirror{
 	// topics are fetched, only on the history the table keeps.
 	{Name: "versioned-table-join", Ours: "topologies/versioned-table-join.yaml", Phases: [][]string{{"prices"}, {"orders"}},
 		Outputs: []Output{{Topic: "orders-priced", Key: String, Value: String}}},
+	// A foreign-key join: subscriptions cross from the orders' side to the
+	// customers', answers back. Customers first: an order whose customer
+	// is not there yet joins when it comes, a row Kafka Streams and ours
+	// would emit at different moments when both topics are fetched at
+	// once.
+	{Name: "fk-join", Ours: "topologies/fk-join.yaml", Phases: [][]string{{"customers"}, {"orders"}},
+		Outputs: []Output{{Topic: "order-rows", Key: String, Value: String}}},
 	{Name: "processor-store", Ours: "running-total", Phases: [][]string{{"amounts"}},
 		Outputs: []Output{{Topic: "totals-out", Key: String, Value: Long}}},
 }

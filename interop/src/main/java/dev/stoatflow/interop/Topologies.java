@@ -26,6 +26,7 @@ import org.apache.kafka.streams.kstream.SlidingWindows;
 import org.apache.kafka.streams.kstream.StreamJoined;
 import org.apache.kafka.streams.kstream.Suppressed;
 import org.apache.kafka.streams.kstream.Suppressed.BufferConfig;
+import org.apache.kafka.streams.kstream.TableJoined;
 import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.kstream.WindowedSerdes;
 import org.apache.kafka.streams.processor.api.Processor;
@@ -86,6 +87,8 @@ final class Topologies {
                 List.of("orders", "payments"), List.of(new Sink("orders-paid", STRING, STRING))));
         add(new Spec("versioned-table-join", Topologies::versionedTableJoin,
                 List.of("prices", "orders"), List.of(new Sink("orders-priced", STRING, STRING))));
+        add(new Spec("fk-join", Topologies::fkJoin,
+                List.of("customers", "orders"), List.of(new Sink("order-rows", STRING, STRING))));
         add(new Spec("processor-store", Topologies::processorStore,
                 List.of("amounts"), List.of(new Sink("totals-out", STRING, LONG))));
     }
@@ -240,6 +243,28 @@ final class Topologies {
         b.stream("orders", Consumed.with(STRING, STRING))
                 .leftJoin(prices, (String item, String price) -> item + "@" + (price == null ? "?" : price))
                 .to("orders-priced", Produced.with(STRING, STRING));
+        return b.build();
+    }
+
+    /**
+     * Orders (a table: order id to customer id) joined by foreign key with
+     * the customer's name (KTable.join(other, foreignKeyExtractor,
+     * joiner), KIP-213), named "oc" (TableJoined.as) so that the
+     * subscription store and topics have the mirror's names; the result
+     * is kept in "oc-rows".
+     */
+    private static Topology fkJoin() {
+        StreamsBuilder b = new StreamsBuilder();
+        KTable<String, String> orders =
+                b.table("orders", Consumed.with(STRING, STRING), Materialized.as("orders-store"));
+        KTable<String, String> customers =
+                b.table("customers", Consumed.with(STRING, STRING), Materialized.as("customers-store"));
+        orders.join(customers, (String customer) -> customer, (String customer, String name) -> customer + "/" + name,
+                        TableJoined.as("oc"),
+                        Materialized.<String, String, KeyValueStore<org.apache.kafka.common.utils.Bytes, byte[]>>as("oc-rows")
+                                .withKeySerde(STRING).withValueSerde(STRING))
+                .toStream()
+                .to("order-rows", Produced.with(STRING, STRING));
         return b.build();
     }
 
