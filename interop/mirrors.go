@@ -68,6 +68,13 @@ var Mirrors = []Mirror{
 	// topics are fetched, only on the history the table keeps.
 	{Name: "versioned-table-join", Ours: "topologies/versioned-table-join.yaml", Phases: [][]string{{"prices"}, {"orders"}},
 		Outputs: []Output{{Topic: "orders-priced", Key: String, Value: String}}},
+	// The same with a grace period: one input partition and one lane, as
+	// the join's buffer keeps a task's stream time in Kafka Streams and a
+	// lane's in ours (docs/concepts.md). On a broker the prices come
+	// first; the driver test feeds the file's order, late prices between
+	// the orders they concern.
+	{Name: "versioned-grace-join", Ours: "topologies/versioned-grace-join.yaml", Phases: [][]string{{"prices"}, {"orders"}}, Rekeys: true,
+		Outputs: []Output{{Topic: "orders-priced", Key: String, Value: String}}},
 	// A foreign-key join: subscriptions cross from the orders' side to the
 	// customers', answers back. Customers first: an order whose customer
 	// is not there yet joins when it comes, a row Kafka Streams and ours

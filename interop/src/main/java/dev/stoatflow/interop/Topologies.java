@@ -17,6 +17,7 @@ import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.EmitStrategy;
 import org.apache.kafka.streams.kstream.Grouped;
 import org.apache.kafka.streams.kstream.JoinWindows;
+import org.apache.kafka.streams.kstream.Joined;
 import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
@@ -86,6 +87,8 @@ final class Topologies {
         add(new Spec("stream-stream-outer-join", () -> streamStreamJoin("outer"),
                 List.of("orders", "payments"), List.of(new Sink("orders-paid", STRING, STRING))));
         add(new Spec("versioned-table-join", Topologies::versionedTableJoin,
+                List.of("prices", "orders"), List.of(new Sink("orders-priced", STRING, STRING))));
+        add(new Spec("versioned-grace-join", Topologies::versionedGraceJoin,
                 List.of("prices", "orders"), List.of(new Sink("orders-priced", STRING, STRING))));
         add(new Spec("fk-join", Topologies::fkJoin,
                 List.of("customers", "orders"), List.of(new Sink("order-rows", STRING, STRING))));
@@ -242,6 +245,24 @@ final class Topologies {
                         .withKeySerde(STRING).withValueSerde(STRING));
         b.stream("orders", Consumed.with(STRING, STRING))
                 .leftJoin(prices, (String item, String price) -> item + "@" + (price == null ? "?" : price))
+                .to("orders-priced", Produced.with(STRING, STRING));
+        return b.build();
+    }
+
+    /**
+     * versionedTableJoin with a grace period of 5 s (KIP-923): each order
+     * waits in the join's buffer until an order 5 s newer arrives, then
+     * reads the price valid at its time, a late price update included; an
+     * order older than that joins at once.
+     */
+    private static Topology versionedGraceJoin() {
+        StreamsBuilder b = new StreamsBuilder();
+        KTable<String, String> prices = b.table("prices", Consumed.with(STRING, STRING),
+                Materialized.<String, String>as(Stores.persistentVersionedKeyValueStore("prices-store", Duration.ofHours(1)))
+                        .withKeySerde(STRING).withValueSerde(STRING));
+        b.stream("orders", Consumed.with(STRING, STRING))
+                .leftJoin(prices, (String item, String price) -> item + "@" + (price == null ? "?" : price),
+                        Joined.with(STRING, STRING, STRING).withGracePeriod(Duration.ofSeconds(5)))
                 .to("orders-priced", Produced.with(STRING, STRING));
         return b.build();
     }
