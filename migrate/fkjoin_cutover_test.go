@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/stoatflow/stoatctl/engine/kafka"
+	"github.com/stoatflow/stoatctl/engine/lane"
 	"github.com/stoatflow/stoatctl/internal/kafkatest"
 	"github.com/stoatflow/stoatctl/migrate"
 )
@@ -172,7 +173,9 @@ func TestForeignKeyJoinCutover(t *testing.T) {
 		t.Errorf("our subscriptions %q, want %q", subs, wantSubs)
 	}
 
-	stop := runFile(t, f, addr, "ours")
+	// Four lanes: a subscription restored to a lane that does not own its
+	// foreign key would not be found by the customer's change.
+	stop := runFileLanes(t, f, addr, "ours", 4)
 	defer stop()
 	produceTo(t, addr, &kgo.Record{Topic: "customers", Key: []byte("c1"), Value: []byte("Ann2"), Timestamp: time.UnixMilli(6000)},
 		&kgo.Record{Topic: "customers", Key: []byte("c2"), Value: []byte("Bob2"), Timestamp: time.UnixMilli(6001)},
@@ -192,6 +195,24 @@ func TestForeignKeyJoinCutover(t *testing.T) {
 	wantRows := []string{`o1 {"left":"c1","right":"Ann2"}`, `o3 {"left":"c1","right":"Ann2"}`, `o4 {"left":"c3","right":"Cid"}`}
 	if !slices.Equal(got, wantRows) {
 		t.Errorf("rows after the cutover %q, want %q", got, wantRows)
+	}
+	// The lane hash the migration gave each subscription is the one our
+	// engine gives those it writes (o4's): the foreign key's.
+	stop()
+	hashes := map[string]bool{}
+	if _, err := kafka.ReadToEnd(ctx, []string{addr}, "ours-oc-subscription-store-changelog", kafka.FromLogStart(0), func(r *kgo.Record) error {
+		fk := r.Key[4 : 4+binary.BigEndian.Uint32(r.Key)]
+		for _, h := range r.Headers {
+			if h.Key == lane.HashHeader {
+				hashes[string(r.Key[4+len(fk):])] = int32(binary.BigEndian.Uint32(h.Value)) == lane.Murmur2(fk)
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]bool{"o1": true, "o2": true, "o3": true, "o4": true}; !maps.Equal(hashes, want) {
+		t.Errorf("subscriptions stamped with their foreign key's hash: %v, want %v", hashes, want)
 	}
 }
 
