@@ -5,7 +5,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"math/bits"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -332,6 +334,9 @@ func (s *session) fkStorePlan(ctx context.Context, sp *StorePlan, fk dsl.Foreign
 		sp.problem(ProblemStoreKind, nil, "store %s: our store %s is a foreign-key join's %s store, which migrate carries from Kafka Streams' changelogs only, not from the state directory: migrate without --from-state-dir while the changelog topics exist", sp.Source, sp.Store, role)
 		return true, nil
 	}
+	if sp.placeBy, err = s.subtopologyPartitions(ctx, info); err != nil {
+		return true, err
+	}
 	sp.byKey = true
 	if role == "primary" {
 		sp.primary = true
@@ -349,4 +354,65 @@ func (s *session) fkStorePlan(ctx context.Context, sp *StorePlan, fk dsl.Foreign
 	}
 	sp.fkLeft = l
 	return false, nil
+}
+
+// subtopologyPartitions is the partition count our engine gives the
+// changelogs of info's sub-topology, as engine's changelogPartitions
+// does: its most partitioned source topic's, else a boundary's declared
+// count, else the most partitioned source topic of the whole topology
+// (a sub-topology fed by boundaries only, as our foreign-key join's
+// resolver is). A boundary places a record in the partition of its key's
+// murmur2 over this count.
+func (s *session) subtopologyPartitions(ctx context.Context, info *topology.StoreInfo) (int32, error) {
+	var n, declared int32
+	for _, st := range s.opts.Built.Subtopologies {
+		if st.ID != info.Subtopology {
+			continue
+		}
+		for _, src := range st.Sources {
+			if src.Boundary != nil {
+				declared = max(declared, src.Boundary.Partitions)
+				continue
+			}
+			if src.Source == nil || len(src.Source.Topics) == 0 {
+				continue
+			}
+			d, err := s.adm.ListTopics(ctx, src.Source.Topics...)
+			if err != nil {
+				return 0, fmt.Errorf("migrate: look up %v: %w", src.Source.Topics, err)
+			}
+			for _, td := range d {
+				if td.Err == nil {
+					n = max(n, int32(len(td.Partitions)))
+				}
+			}
+		}
+	}
+	if n == 0 {
+		n = declared
+	}
+	if n == 0 {
+		d, err := s.adm.ListTopics(ctx, slices.Collect(maps.Keys(s.opts.Built.SourceTopics))...)
+		if err != nil {
+			return 0, fmt.Errorf("migrate: look up our source topics: %w", err)
+		}
+		for _, td := range d {
+			if td.Err == nil {
+				n = max(n, int32(len(td.Partitions)))
+			}
+		}
+	}
+	return max(n, 1), nil
+}
+
+// besideFKResolver says info's store is in the sub-topology of a
+// foreign-key join's resolver (its result store, and what follows it
+// there), whose records our engine routes by their key's murmur2.
+func (s *session) besideFKResolver(info *topology.StoreInfo) bool {
+	for _, other := range s.opts.Built.Stores {
+		if fk, ok := other.Builder.(dsl.ForeignKeyJoinStore); ok && fk.ForeignKeyJoinRole() == "primary" && other.Subtopology == info.Subtopology {
+			return true
+		}
+	}
+	return false
 }

@@ -68,13 +68,29 @@ func subscriptionWrapper(instruction byte, hash []byte, pk string) []byte {
 // subscription of o3 sent by a value that is not its current one.
 func ksFKJoin(t *testing.T, addr string, stale bool) {
 	t.Helper()
+	ksFKJoinOn(t, addr, stale, 1, 1)
+}
+
+// ksFKJoinOn is ksFKJoin with orders in left partitions and customers in
+// right: Kafka Streams keeps the orders' store and the join's result in
+// the orders' tasks, the customers' store and the subscriptions (its
+// subscription topic has the customers' partition count) in the
+// customers', each record in its key's murmur2 partition (the foreign
+// key's for a subscription).
+func ksFKJoinOn(t *testing.T, addr string, stale bool, left, right int32) {
+	t.Helper()
 	adm := kadm.NewClient(client(t, addr))
 	compact := map[string]*string{"cleanup.policy": ptr("compact")}
-	for _, store := range []string{"orders-store", "customers-store", "oc-subscription-store", "oc-rows"} {
-		kafkatest.CreateTopic(t, adm, "ks-"+store+"-changelog", 1, compact)
+	parts := map[string]int32{"ks-orders-store-changelog": left, "ks-customers-store-changelog": right, "ks-oc-subscription-store-changelog": right, "ks-oc-rows-changelog": left}
+	for topic, n := range parts {
+		kafkatest.CreateTopic(t, adm, topic, n, compact)
 	}
 	rec := func(topic, key string, value []byte, ts int64) *kgo.Record {
-		return &kgo.Record{Topic: topic, Key: []byte(key), Value: value, Timestamp: time.UnixMilli(ts)}
+		by := []byte(key)
+		if topic == "ks-oc-subscription-store-changelog" {
+			by = by[4 : 4+binary.BigEndian.Uint32(by)]
+		}
+		return &kgo.Record{Topic: topic, Partition: int32(lane.For(by, int(parts[topic]))), Key: []byte(key), Value: value, Timestamp: time.UnixMilli(ts)}
 	}
 	orders, customers, subs, rows := "ks-orders-store-changelog", "ks-customers-store-changelog", "ks-oc-subscription-store-changelog", "ks-oc-rows-changelog"
 	h := func(v string) []byte {
@@ -102,6 +118,16 @@ func ksFKJoin(t *testing.T, addr string, stale bool) {
 	)
 	for _, topic := range []string{"ks-oc-subscription-registration-topic", "ks-oc-subscription-response-topic"} {
 		kafkatest.CreateTopic(t, adm, topic, 1, nil)
+	}
+	if right > 1 {
+		// A customers' partition with no record: nothing committed.
+		produceTo(t, addr, &kgo.Record{Topic: "customers", Partition: 1, Key: []byte("c0"), Value: []byte("Zed"), Timestamp: time.UnixMilli(100)})
+		md, _ := kafka.TopicPartitionMetadata{PartitionTime: 100}.Encode()
+		var offs kadm.Offsets
+		offs.Add(kadm.Offset{Topic: "customers", Partition: 1, At: 1, LeaderEpoch: -1, Metadata: md})
+		if _, err := adm.CommitOffsets(context.Background(), "ks", offs); err != nil {
+			t.Fatal(err)
+		}
 	}
 	commitKS(t, addr, "orders", 4000)
 	commitKS(t, addr, "customers", 4000)
@@ -213,6 +239,65 @@ func TestForeignKeyJoinCutover(t *testing.T) {
 	}
 	if want := map[string]bool{"o1": true, "o2": true, "o3": true, "o4": true}; !maps.Equal(hashes, want) {
 		t.Errorf("subscriptions stamped with their foreign key's hash: %v, want %v", hashes, want)
+	}
+}
+
+// TestForeignKeyJoinCutoverPartitions: orders in one partition, customers
+// in two. Kafka Streams keeps the join's result in the orders' task, all
+// in partition 0; our engine keeps it, and the resolver's copy of the
+// orders, in the resolver's sub-topology, which boundaries feed by the
+// key's murmur2 over two partitions: the migration writes each record
+// there, and a customer's change after the cutover updates every row, in
+// either partition, once. Written to the partitions Kafka Streams had
+// them in, half the rows' old values and copies would be where our
+// engine does not look.
+func TestForeignKeyJoinCutoverPartitions(t *testing.T) {
+	addr := kafkatest.Start(t, map[string]int32{"orders": 1, "customers": 2, "order-rows": 1})
+	ksFKJoinOn(t, addr, false, 1, 2)
+	_, built := loadFile(t, fkJoinYAML)
+	f, _ := loadFile(t, fkJoinYAML)
+	opts := migrate.Options{From: "ks", To: "ours", Built: built, Seeds: []string{addr}}
+	ctx := context.Background()
+	rep, err := migrate.Run(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Verify.OK {
+		t.Fatalf("verify %+v", rep.Verify)
+	}
+	// Where the resolver's copy of each order is: its key's partition.
+	where := map[string]int32{}
+	if _, err := kafka.ReadToEnd(ctx, []string{addr}, "ours-oc-subscription-response-resolver-primary-store-changelog", kafka.FromLogStart(0, 1), func(r *kgo.Record) error {
+		where[string(r.Key)] = r.Partition
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	split := map[int32]bool{}
+	for k, part := range where {
+		split[part] = true
+		if want := int32(lane.For([]byte(k), 2)); part != want {
+			t.Errorf("our copy of %s is in partition %d, our engine keeps it in %d", k, part, want)
+		}
+	}
+	if len(split) != 2 {
+		t.Fatalf("the orders' copies are in partitions %v: the test places nothing elsewhere than Kafka Streams did", where)
+	}
+	stop := runFileLanes(t, f, addr, "ours", 2)
+	defer stop()
+	produceTo(t, addr, &kgo.Record{Topic: "customers", Partition: int32(lane.For([]byte("c1"), 2)), Key: []byte("c1"), Value: []byte("Ann2"), Timestamp: time.UnixMilli(6000)},
+		&kgo.Record{Topic: "customers", Partition: int32(lane.For([]byte("c3"), 2)), Key: []byte("c3"), Value: []byte("Cid2"), Timestamp: time.UnixMilli(6001)})
+	out := client(t, addr, kgo.ConsumeTopics("order-rows"), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	var got []string
+	for deadline := time.Now().Add(20 * time.Second); len(got) < 3 && time.Now().Before(deadline); {
+		pctx, pc := context.WithTimeout(ctx, time.Second)
+		out.PollFetches(pctx).EachRecord(func(r *kgo.Record) { got = append(got, string(r.Key)+" "+string(r.Value)) })
+		pc()
+	}
+	slices.Sort(got)
+	want := []string{`o1 {"left":"c1","right":"Ann2"}`, `o2 {"left":"c3","right":"Cid2"}`, `o3 {"left":"c1","right":"Ann2"}`}
+	if !slices.Equal(got, want) {
+		t.Errorf("rows after the cutover %q, want %q", got, want)
 	}
 }
 

@@ -19,7 +19,6 @@ import (
 	"github.com/stoatflow/stoatctl/engine/config"
 	"github.com/stoatflow/stoatctl/engine/dsl"
 	"github.com/stoatflow/stoatctl/engine/kafka"
-	"github.com/stoatflow/stoatctl/engine/lane"
 	"github.com/stoatflow/stoatctl/engine/serde"
 	"github.com/stoatflow/stoatctl/engine/state"
 	"github.com/stoatflow/stoatctl/engine/topology"
@@ -183,9 +182,13 @@ type StorePlan struct {
 	// second copy of that changelog, marked done apart from the first.
 	primary bool
 	// byKey is set when our engine keeps the store's records in the
-	// partition of their lane key (murmur2, as a boundary routes them):
-	// a record elsewhere would be restored by another task.
-	byKey bool
+	// partition of their lane key's murmur2, where a boundary routes
+	// them: each record is written there, whatever partition Kafka
+	// Streams had it in (a foreign-key join's subscription topic has the
+	// right table's partition count, its left table the left topic's);
+	// placeBy is the partition count of the store's sub-topology.
+	byKey   bool
+	placeBy int32
 }
 
 // markerSource is what the store's migration markers are named by: the
@@ -1018,10 +1021,6 @@ func (s *session) planStore(ctx context.Context, p *Plan, ksStore, ours string, 
 		if sp.check != nil {
 			sp.check.entry(e, fmt.Sprintf("%s[%d] offset %d", r.Topic, r.Partition, r.Offset))
 		}
-		if sp.byKey && int32(lane.For(e.LaneKey, int(p.ourPartitions))) != r.Partition {
-			sp.recordProblem(&RecordError{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Store: sp.Source,
-				Err: fmt.Errorf("key %q: our engine keeps it in partition %d of %d (murmur2 of the key, as our foreign-key join routes it), not %d", e.LaneKey, lane.For(e.LaneKey, int(p.ourPartitions)), p.ourPartitions, r.Partition)})
-		}
 		c := counts[r.Partition]
 		c.Records++
 		if e.Value == nil {
@@ -1260,6 +1259,14 @@ func (s *session) newStorePlan(ctx context.Context, ksStore, ours string, info *
 		if done, err := s.fkStorePlan(ctx, sp, fk, info, checkTopic); done || err != nil {
 			return sp, err
 		}
+	} else if s.opts.Direction != Reverse && kind == KeyValue && s.besideFKResolver(info) {
+		// The join's result store: Kafka Streams keeps it in the left
+		// table's task, ours in the resolver's, fed by boundaries.
+		n, err := s.subtopologyPartitions(ctx, info)
+		if err != nil {
+			return nil, err
+		}
+		sp.byKey, sp.placeBy = true, n
 	}
 	if sb, isBuffer := info.Builder.(dsl.SuppressBuffer); isBuffer {
 		// Our buffer's store is raw bytes; the suppressed table's key

@@ -225,7 +225,14 @@ func (s *session) translate(ctx context.Context, tx *kgo.Client, p *Plan, sp *St
 		return nil
 	}
 	add := func(e Entry) error {
-		batch = append(batch, ourRecord(sp, e, pp.Partition))
+		part := pp.Partition
+		if sp.byKey {
+			// Our engine keeps the store's records by their key's
+			// murmur2, where its boundary routes them; Kafka Streams'
+			// placement can differ (another partition count).
+			part = int32(lane.For(e.LaneKey, int(sp.placeBy)))
+		}
+		batch = append(batch, ourRecord(sp, e, part))
 		if len(batch) >= s.opts.BatchRecords {
 			return flush(len(batch))
 		}

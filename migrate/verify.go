@@ -144,9 +144,60 @@ func (s *session) verifyStore(ctx context.Context, p *Plan, sp *StorePlan) (Stor
 	}
 	slices.Sort(parts)
 	var examples []string
+	// addSource adds a record of the source changelog to want, as a
+	// restore of it would hold it.
+	addSource := func(want map[string]kv, r *kgo.Record) error {
+		value, ts := r.Value, r.Timestamp.UnixMilli()
+		if (sp.Kind == SuppressBuffer || sp.Kind == FKSubscription) && value != nil {
+			// Compared in our layout: the translation's.
+			e, err := s.decode(sp, r)
+			if errors.Is(err, errSuperseded) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			value, ts = e.Value, e.Timestamp
+		}
+		if sp.Kind == Versioned {
+			want[versionKey(r.Key, ts)] = versionOf(value, ts)
+		} else if value == nil {
+			delete(want, string(r.Key))
+		} else {
+			want[string(r.Key)] = kvOf(value, ts)
+		}
+		return nil
+	}
+	// A store our engine keeps by its key's murmur2 (byKey) is compared
+	// in the partitions the translation put its records in: the source
+	// is read whole first.
+	var byPart map[int32]map[string]kv
+	if sp.byKey && sp.reader == nil {
+		byPart = map[int32]map[string]kv{}
+		if _, err := s.read(ctx, sp.SourceTopic, kafka.FromLogStart(slices.Collect(maps.Keys(ends))...), func(r *kgo.Record) error {
+			if r.Offset >= ends[r.Partition] {
+				return nil
+			}
+			e, err := Decode(sp.Kind, r.Key, nil, 0, nil)
+			if err != nil {
+				return err
+			}
+			part := int32(lane.For(e.LaneKey, int(sp.placeBy)))
+			if byPart[part] == nil {
+				byPart[part] = map[string]kv{}
+			}
+			return addSource(byPart[part], r)
+		}); err != nil {
+			return sv, fmt.Errorf("migrate: verify: read %s: %w", sp.SourceTopic, err)
+		}
+	}
 	for _, part := range parts {
 		want := map[string]kv{}
-		if _, ok := ends[part]; ok {
+		if byPart != nil {
+			if byPart[part] != nil {
+				want = byPart[part]
+			}
+		} else if _, ok := ends[part]; ok {
 			if sp.reader != nil {
 				// The state directory's stores, read again.
 				if err := sp.reader.each(part, func(_ string, key, value []byte, ts int64) error {
@@ -159,26 +210,7 @@ func (s *session) verifyStore(ctx context.Context, p *Plan, sp *StorePlan) (Stor
 				if r.Offset >= ends[r.Partition] {
 					return nil
 				}
-				value, ts := r.Value, r.Timestamp.UnixMilli()
-				if (sp.Kind == SuppressBuffer || sp.Kind == FKSubscription) && value != nil {
-					// Compared in our layout: the translation's.
-					e, err := s.decode(sp, r)
-					if errors.Is(err, errSuperseded) {
-						return nil
-					}
-					if err != nil {
-						return err
-					}
-					value, ts = e.Value, e.Timestamp
-				}
-				if sp.Kind == Versioned {
-					want[versionKey(r.Key, ts)] = versionOf(value, ts)
-				} else if value == nil {
-					delete(want, string(r.Key))
-				} else {
-					want[string(r.Key)] = kvOf(value, ts)
-				}
-				return nil
+				return addSource(want, r)
 			}); err != nil {
 				return sv, fmt.Errorf("migrate: verify: read %s: %w", sp.SourceTopic, err)
 			}
@@ -198,7 +230,8 @@ func (s *session) verifyStore(ctx context.Context, p *Plan, sp *StorePlan) (Stor
 					return &RecordError{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Store: sp.Store, Err: err}
 				}
 				h := headerMap(r)[lane.HashHeader]
-				if len(h) != 4 || int32(binary.BigEndian.Uint32(h)) != lane.Murmur2(e.LaneKey) {
+				if len(h) != 4 || int32(binary.BigEndian.Uint32(h)) != lane.Murmur2(e.LaneKey) ||
+					sp.byKey && int(r.Partition) != lane.For(e.LaneKey, int(sp.placeBy)) {
 					sv.Differences++
 					if len(examples) < 5 {
 						examples = append(examples, fmt.Sprintf("%s[%d] offset %d: key %q is not where our engine would restore it from", r.Topic, r.Partition, r.Offset, r.Key))
