@@ -82,6 +82,8 @@ var Mirrors = []Mirror{
 	// once.
 	{Name: "fk-join", Ours: "topologies/fk-join.yaml", Phases: [][]string{{"customers"}, {"orders"}},
 		Outputs: []Output{{Topic: "order-rows", Key: String, Value: String}}},
+	{Name: "fk-left-join", Ours: "topologies/fk-left-join.yaml", Phases: [][]string{{"customers"}, {"orders"}},
+		Outputs: []Output{{Topic: "order-rows", Key: String, Value: String}}},
 	{Name: "processor-store", Ours: "running-total", Phases: [][]string{{"amounts"}},
 		Outputs: []Output{{Topic: "totals-out", Key: String, Value: Long}}},
 }

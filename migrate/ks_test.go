@@ -965,42 +965,46 @@ func TestKafkaStreamsCutoverVersioned(t *testing.T) {
 }
 
 // TestKafkaStreamsCutoverForeignKeyJoin: Kafka Streams 4.4 with a
-// foreign-key join (orders by customer id, TableJoined.as("oc")), stopped
-// after the first half and migrated: its subscription store is translated
-// into ours, our resolver's copy of the orders filled from its orders
-// store, and what we write after the cutover is, key by key, what Kafka
-// Streams left running wrote over the second half. o4 subscribed to c9
-// before the cutover, when c9 did not exist; c9's arrival after it joins
-// o4 only through the translated subscription, and c1's change reaches
-// o3 (not o1, which moved to c2) only through the subscriptions and the
-// primary store.
+// foreign-key join (orders by customer id, TableJoined.as("oc")), inner
+// and left, stopped after the first half and migrated: its subscription
+// store is translated into ours, our resolver's copy of the orders
+// filled from its orders store, and what we write after the cutover is,
+// key by key, what Kafka Streams left running wrote over the second half.
+// o4 subscribed to c9 before the cutover, when c9 did not exist; c9's
+// arrival after it joins o4 only through the translated subscription, and
+// c1's change reaches o3 (not o1, which moved to c2) only through the
+// subscriptions and the primary store.
 func TestKafkaStreamsCutoverForeignKeyJoin(t *testing.T) {
 	j := kafkaStreams(t)
-	m := mirror(t, "fk-join")
-	in, err := interop.ReadFile(j.Path("testdata", m.Name+".jsonl"))
-	if err != nil {
-		t.Fatal(err)
+	for _, name := range []string{"fk-join", "fk-left-join"} {
+		t.Run(name, func(t *testing.T) {
+			m := mirror(t, name)
+			in, err := interop.ReadFile(j.Path("testdata", m.Name+".jsonl"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			first, second := halves(shift(in))
+			c := runCutover(t, j, m, first, second, how{phased: true})
+			if !c.report.Verify.OK || c.report.Translated == 0 {
+				t.Fatalf("report: %+v", c.report)
+			}
+			stores := map[string]string{}
+			for _, sp := range c.plan.Stores {
+				stores[sp.Store] = sp.Source + " " + string(sp.Kind)
+			}
+			want := map[string]string{"orders-store": "orders-store key-value", "customers-store": "customers-store key-value",
+				"oc-subscription-store": "oc-subscription-store fk-subscription", "oc-rows": "oc-rows key-value",
+				"oc-subscription-response-resolver-primary-store": "orders-store key-value"}
+			if !maps.Equal(stores, want) {
+				t.Errorf("stores translated %v, want %v", stores, want)
+			}
+			for _, want := range []string{"c9/Ivy", "c1/Ann3"} {
+				if !slices.ContainsFunc(c.after, func(r interop.Record) bool { return r.Value == want }) {
+					t.Errorf("we wrote no %s after the cutover: %v", want, c.after)
+				}
+			}
+			samePerKey(t, c.reference, c.after)
+			samePartitions(t, c)
+		})
 	}
-	first, second := halves(shift(in))
-	c := runCutover(t, j, m, first, second, how{phased: true})
-	if !c.report.Verify.OK || c.report.Translated == 0 {
-		t.Fatalf("report: %+v", c.report)
-	}
-	stores := map[string]string{}
-	for _, sp := range c.plan.Stores {
-		stores[sp.Store] = sp.Source + " " + string(sp.Kind)
-	}
-	want := map[string]string{"orders-store": "orders-store key-value", "customers-store": "customers-store key-value",
-		"oc-subscription-store": "oc-subscription-store fk-subscription", "oc-rows": "oc-rows key-value",
-		"oc-subscription-response-resolver-primary-store": "orders-store key-value"}
-	if !maps.Equal(stores, want) {
-		t.Errorf("stores translated %v, want %v", stores, want)
-	}
-	for _, want := range []string{"c9/Ivy", "c1/Ann3"} {
-		if !slices.ContainsFunc(c.after, func(r interop.Record) bool { return r.Value == want }) {
-			t.Errorf("we wrote no %s after the cutover: %v", want, c.after)
-		}
-	}
-	samePerKey(t, c.reference, c.after)
-	samePartitions(t, c)
 }

@@ -90,7 +90,9 @@ final class Topologies {
                 List.of("prices", "orders"), List.of(new Sink("orders-priced", STRING, STRING))));
         add(new Spec("versioned-grace-join", Topologies::versionedGraceJoin,
                 List.of("prices", "orders"), List.of(new Sink("orders-priced", STRING, STRING))));
-        add(new Spec("fk-join", Topologies::fkJoin,
+        add(new Spec("fk-join", () -> fkJoin(false),
+                List.of("customers", "orders"), List.of(new Sink("order-rows", STRING, STRING))));
+        add(new Spec("fk-left-join", () -> fkJoin(true),
                 List.of("customers", "orders"), List.of(new Sink("order-rows", STRING, STRING))));
         add(new Spec("processor-store", Topologies::processorStore,
                 List.of("amounts"), List.of(new Sink("totals-out", STRING, LONG))));
@@ -272,20 +274,24 @@ final class Topologies {
      * the customer's name (KTable.join(other, foreignKeyExtractor,
      * joiner), KIP-213), named "oc" (TableJoined.as) so that the
      * subscription store and topics have the mirror's names; the result
-     * is kept in "oc-rows".
+     * is kept in "oc-rows". The left join (KTable.leftJoin) gives an
+     * order whose customer is not there "?" for the name.
      */
-    private static Topology fkJoin() {
+    private static Topology fkJoin(boolean left) {
         StreamsBuilder b = new StreamsBuilder();
         KTable<String, String> orders =
                 b.table("orders", Consumed.with(STRING, STRING), Materialized.as("orders-store"));
         KTable<String, String> customers =
                 b.table("customers", Consumed.with(STRING, STRING), Materialized.as("customers-store"));
-        orders.join(customers, (String customer) -> customer, (String customer, String name) -> customer + "/" + name,
-                        TableJoined.as("oc"),
-                        Materialized.<String, String, KeyValueStore<org.apache.kafka.common.utils.Bytes, byte[]>>as("oc-rows")
-                                .withKeySerde(STRING).withValueSerde(STRING))
-                .toStream()
-                .to("order-rows", Produced.with(STRING, STRING));
+        Materialized<String, String, KeyValueStore<org.apache.kafka.common.utils.Bytes, byte[]>> rows =
+                Materialized.<String, String, KeyValueStore<org.apache.kafka.common.utils.Bytes, byte[]>>as("oc-rows")
+                        .withKeySerde(STRING).withValueSerde(STRING);
+        KTable<String, String> joined = left
+                ? orders.leftJoin(customers, (String customer) -> customer,
+                        (String customer, String name) -> customer + "/" + (name == null ? "?" : name), TableJoined.as("oc"), rows)
+                : orders.join(customers, (String customer) -> customer,
+                        (String customer, String name) -> customer + "/" + name, TableJoined.as("oc"), rows);
+        joined.toStream().to("order-rows", Produced.with(STRING, STRING));
         return b.build();
     }
 
