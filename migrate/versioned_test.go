@@ -236,3 +236,32 @@ func TestVersionedRefusals(t *testing.T) {
 		})
 	}
 }
+
+// TestVersionedReverseRefused: the way back, which writes each key's
+// latest value, refuses a versioned store of ours, naming it, before
+// writing anything.
+func TestVersionedReverseRefused(t *testing.T) {
+	addr := kafkatest.Start(t, map[string]int32{"prices": 1, "orders": 1, "priced": 1})
+	ctx := context.Background()
+	_, built := loadFile(t, versionedJoinYAML)
+	adm := kadm.NewClient(client(t, addr))
+	produceTo(t, addr, &kgo.Record{Topic: "orders", Key: []byte("p1"), Value: []byte("o1")})
+	md, _ := kafka.TopicPartitionMetadata{PartitionTime: 1000}.Encode()
+	var offs kadm.Offsets
+	offs.Add(kadm.Offset{Topic: "orders", Partition: 0, At: 1, LeaderEpoch: -1, Metadata: md})
+	if _, err := adm.CommitOffsets(ctx, "ours", offs); err != nil {
+		t.Fatal(err)
+	}
+	_, err := migrate.Run(ctx, migrate.Options{From: "ks", To: "ours", Built: built, Seeds: []string{addr}, Direction: migrate.Reverse})
+	var refusal *migrate.RefusalError
+	if !errors.As(err, &refusal) {
+		t.Fatalf("err = %v, want a refusal", err)
+	}
+	if len(refusal.Problems) != 1 || refusal.Problems[0].Code != migrate.ProblemStoreKind ||
+		!strings.Contains(refusal.Problems[0].Message, "store prices-store: our store prices-store is a versioned store, which the way back does not carry yet") {
+		t.Errorf("problems %+v, want prices-store refused as versioned", refusal.Problems)
+	}
+	if theirs, err := adm.FetchOffsets(ctx, "ks"); err == nil && len(theirs.Sorted()) > 0 {
+		t.Errorf("the refused way back committed offsets to ks: %v", theirs.Sorted())
+	}
+}
