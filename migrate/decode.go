@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"unicode/utf8"
 
+	"github.com/stoatflow/stoatctl/engine/dsl"
 	"github.com/stoatflow/stoatctl/engine/kafka"
 	"github.com/stoatflow/stoatctl/engine/state"
 )
@@ -122,6 +123,15 @@ func Decode(k Kind, key, value []byte, ts int64, valueCheck func([]byte) error) 
 			return e, fmt.Errorf("session [%d, %d] is not a session", start, end)
 		}
 		e.LaneKey, e.Start, e.End = inner, start, end
+	case JoinBuffer:
+		// The key only: the value is Kafka Streams' BufferValue or ours
+		// (translateJoinBuffer).
+		_, inner, _, err := dsl.DecodeGraceBufferKey(key)
+		if err != nil {
+			return e, err
+		}
+		e.LaneKey = inner
+		return e, nil
 	case FKSubscription:
 		// The key only: the value is Kafka Streams' SubscriptionWrapper
 		// or ours, translated from it by the plan (translateSubscription).

@@ -93,6 +93,10 @@
 // key's current value (its Murmur3 hash), becomes our hash of that value
 // (docs/decisions/0043).
 //
+// A stream-table join's grace buffer (gracebuffer.go) is translated: Kafka
+// Streams' time-first key less its prefix byte, its BufferValue's headers
+// and value.
+//
 // Kafka Streams' suppress buffers (changelog header v=3) are translated
 // into our topology's suppress buffer of the same name (suppress.go), from
 // their changelog also on the offline path (Kafka Streams keeps them in

@@ -1246,15 +1246,25 @@ func (s *session) newStorePlan(ctx context.Context, ksStore, ours string, info *
 	kind, ok := kindOf(info.Builder.Kind())
 	if gb, isGrace := info.Builder.(dsl.GraceBuffer); isGrace {
 		// Kafka Streams' buffer (RocksDBTimeOrderedKeyValueBuffer) logs a
-		// BufferValue with its record context; ours logs our own layout.
-		sp.problem(ProblemStoreKind, nil, "store %s: our store %s is the grace buffer of the stream-table join %s, whose layout is not Kafka Streams': it is not migrated", ksStore, ours, gb.GraceBufferOf())
-		return sp, nil
+		// BufferValue with its record context; ours logs our own layout,
+		// translated into from its changelog (gracebuffer.go).
+		switch {
+		case o.Direction == Reverse:
+			sp.problem(ProblemStoreKind, nil, "store %s: our store %s is the grace buffer of the stream-table join %s, which the way back does not carry yet (Kafka Streams' layout is a BufferValue)", ksStore, ours, gb.GraceBufferOf())
+			return sp, nil
+		case s.sd != nil:
+			sp.problem(ProblemStoreKind, nil, "store %s: our store %s is the grace buffer of the stream-table join %s, which migrate carries from Kafka Streams' changelog only, not from the state directory: migrate without --from-state-dir while the changelog topic exists", ksStore, ours, gb.GraceBufferOf())
+			return sp, nil
+		}
 	}
 	if !ok {
 		sp.problem(ProblemStoreKind, nil, "store %s: our store %s is a %s store, a kind that cannot be migrated", ksStore, ours, info.Builder.Kind())
 		return sp, nil
 	}
 	sp.Kind = kind
+	if _, isGrace := info.Builder.(dsl.GraceBuffer); isGrace {
+		sp.Kind = JoinBuffer
+	}
 	if fk, isFK := info.Builder.(dsl.ForeignKeyJoinStore); isFK {
 		if done, err := s.fkStorePlan(ctx, sp, fk, info, checkTopic); done || err != nil {
 			return sp, err
@@ -1402,7 +1412,16 @@ func (s *session) decode(sp *StorePlan, r *kgo.Record) (Entry, error) {
 	if sp.Kind == SuppressBuffer {
 		e, err = DecodeSuppress(r.Key, r.Value, headerMap(r), r.Timestamp.UnixMilli(), sp.keySuffix)
 	} else {
-		e, err = Decode(sp.Kind, r.Key, r.Value, r.Timestamp.UnixMilli(), sp.valueCheck)
+		key := r.Key
+		if sp.Kind == JoinBuffer {
+			key, err = ourJoinBufferKey(key)
+		}
+		if err == nil {
+			e, err = Decode(sp.Kind, key, r.Value, r.Timestamp.UnixMilli(), sp.valueCheck)
+		}
+		if err == nil && sp.Kind == JoinBuffer {
+			e, err = translateJoinBuffer(e)
+		}
 		if err == nil && sp.Kind == FKSubscription && sp.fkLast != nil {
 			// Planned: only each key's last record is translated.
 			if sp.fkLast.superseded(r) {

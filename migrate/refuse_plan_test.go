@@ -256,8 +256,8 @@ func TestRefusedBeforeWriting(t *testing.T) {
 			// Kafka Streams' prices-store is not versioned (its
 			// changelog sets no min.compaction.lag.ms): it holds each
 			// key's latest value, not the history ours reads as of a
-			// time; the grace buffer's layout is ours, not Kafka
-			// Streams'.
+			// time; the grace buffer's record is no BufferValue keyed by
+			// time, key and sequence number.
 			setup: func(t *testing.T, addr string) {
 				adm := kadm.NewClient(client(t, addr))
 				for _, store := range []string{"prices-store", "priced-Buffer"} {
@@ -268,9 +268,9 @@ func TestRefusedBeforeWriting(t *testing.T) {
 				commitKS(t, addr, "orders", 1000)
 				commitKS(t, addr, "prices", 1000)
 			},
-			want: []problem{{migrate.ProblemStoreKind, "priced-Buffer"}, {migrate.ProblemStoreKind, "prices-store"}},
+			want: []problem{{migrate.ProblemRecord, "priced-Buffer"}, {migrate.ProblemStoreKind, "prices-store"}},
 			says: []string{"store prices-store: ks-prices-store-changelog has no min.compaction.lag.ms, so Kafka Streams' store is not versioned, and our store prices-store is a versioned store (history retention 1h0m0s)",
-				"store priced-Buffer: our store priced-Buffer is the grace buffer of the stream-table join priced, whose layout is not Kafka Streams': it is not migrated"}},
+				"store priced-Buffer: ks-priced-Buffer-changelog[0] offset 0 (store priced-Buffer): join buffer key does not start with TimeFirstWindowKeySchema's prefix 0"}},
 		{name: "override naming nothing", topics: map[string]int32{"lines": 2, "word-counts": 2},
 			ours:  func(t *testing.T) *topology.Built { _, b := load(t, "word-count", "ours"); return b },
 			setup: func(t *testing.T, addr string) { fakeWordCount(t, addr, 10) },

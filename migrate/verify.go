@@ -147,9 +147,10 @@ func (s *session) verifyStore(ctx context.Context, p *Plan, sp *StorePlan) (Stor
 	// addSource adds a record of the source changelog to want, as a
 	// restore of it would hold it.
 	addSource := func(want map[string]kv, r *kgo.Record) error {
-		value, ts := r.Value, r.Timestamp.UnixMilli()
-		if (sp.Kind == SuppressBuffer || sp.Kind == FKSubscription) && value != nil {
-			// Compared in our layout: the translation's.
+		key, value, ts := r.Key, r.Value, r.Timestamp.UnixMilli()
+		if (sp.Kind == SuppressBuffer || sp.Kind == FKSubscription) && value != nil || sp.Kind == JoinBuffer {
+			// Compared in our layout: the translation's (a join
+			// buffer's keys too, tombstones included).
 			e, err := s.decode(sp, r)
 			if errors.Is(err, errSuperseded) {
 				return nil
@@ -157,14 +158,14 @@ func (s *session) verifyStore(ctx context.Context, p *Plan, sp *StorePlan) (Stor
 			if err != nil {
 				return err
 			}
-			value, ts = e.Value, e.Timestamp
+			key, value, ts = e.Key, e.Value, e.Timestamp
 		}
 		if sp.Kind == Versioned {
-			want[versionKey(r.Key, ts)] = versionOf(value, ts)
+			want[versionKey(key, ts)] = versionOf(value, ts)
 		} else if value == nil {
-			delete(want, string(r.Key))
+			delete(want, string(key))
 		} else {
-			want[string(r.Key)] = kvOf(value, ts)
+			want[string(key)] = kvOf(value, ts)
 		}
 		return nil
 	}
