@@ -48,7 +48,7 @@ const (
 	SessionWindowed Layout = "session-windowed"
 )
 
-// Mirrors are the seven mirrored topologies.
+// Mirrors are the mirrored topologies.
 var Mirrors = []Mirror{
 	{Name: "word-count", Ours: "topologies/word-count.yaml", Phases: [][]string{{"lines"}}, Rekeys: true,
 		Outputs: []Output{{Topic: "word-counts", Key: String, Value: Long}}},
@@ -62,6 +62,28 @@ var Mirrors = []Mirror{
 		Outputs: []Output{{Topic: "users-out", Key: String, Value: String}}},
 	{Name: "stream-table-join", Ours: "topologies/stream-table-join.yaml", Phases: [][]string{{"customers"}, {"orders"}},
 		Outputs: []Output{{Topic: "orders-enriched", Key: String, Value: String}}},
+	// The prices of each half come before its orders (phases), and orders
+	// read prices as of their own time, some older than the latest
+	// version: their output does not depend on the order in which the two
+	// topics are fetched, only on the history the table keeps.
+	{Name: "versioned-table-join", Ours: "topologies/versioned-table-join.yaml", Phases: [][]string{{"prices"}, {"orders"}},
+		Outputs: []Output{{Topic: "orders-priced", Key: String, Value: String}}},
+	// The same with a grace period: one input partition and one lane, as
+	// the join's buffer keeps a task's stream time in Kafka Streams and a
+	// lane's in ours (docs/concepts.md). On a broker the prices come
+	// first; the driver test feeds the file's order, late prices between
+	// the orders they concern.
+	{Name: "versioned-grace-join", Ours: "topologies/versioned-grace-join.yaml", Phases: [][]string{{"prices"}, {"orders"}}, Rekeys: true,
+		Outputs: []Output{{Topic: "orders-priced", Key: String, Value: String}}},
+	// A foreign-key join: subscriptions cross from the orders' side to the
+	// customers', answers back. Customers first: an order whose customer
+	// is not there yet joins when it comes, a row Kafka Streams and ours
+	// would emit at different moments when both topics are fetched at
+	// once.
+	{Name: "fk-join", Ours: "topologies/fk-join.yaml", Phases: [][]string{{"customers"}, {"orders"}},
+		Outputs: []Output{{Topic: "order-rows", Key: String, Value: String}}},
+	{Name: "fk-left-join", Ours: "topologies/fk-left-join.yaml", Phases: [][]string{{"customers"}, {"orders"}},
+		Outputs: []Output{{Topic: "order-rows", Key: String, Value: String}}},
 	{Name: "processor-store", Ours: "running-total", Phases: [][]string{{"amounts"}},
 		Outputs: []Output{{Topic: "totals-out", Key: String, Value: Long}}},
 }

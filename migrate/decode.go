@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"unicode/utf8"
 
+	"github.com/stoatflow/stoatctl/engine/dsl"
 	"github.com/stoatflow/stoatctl/engine/kafka"
 	"github.com/stoatflow/stoatctl/engine/state"
 )
@@ -22,6 +23,13 @@ const (
 	Window Kind = "window"
 	// Session is a session store: key, end (8 bytes), start (8 bytes).
 	Session Kind = "session"
+	// Versioned is a versioned key-value store (Kafka Streams'
+	// ChangeLoggingVersionedKeyValueBytesStore): the key-value layout, but
+	// every record is a version, valid from the record's timestamp, not
+	// a replacement of the key's value. Its changelog is copied record for
+	// record and verified version by version; a key's last record is not
+	// its latest version when versions came out of order.
+	Versioned Kind = "versioned"
 	// SuppressBuffer is a suppress operator's buffer: Kafka Streams' V3
 	// layout (see SuppressV3), translated into ours by DecodeSuppress.
 	SuppressBuffer Kind = "suppress-buffer"
@@ -36,6 +44,8 @@ func kindOf(k state.Kind) (Kind, bool) {
 		return Window, true
 	case state.KindSession:
 		return Session, true
+	case state.KindVersionedKeyValue:
+		return Versioned, true
 	}
 	return "", false
 }
@@ -93,7 +103,7 @@ func Decode(k Kind, key, value []byte, ts int64, valueCheck func([]byte) error) 
 		return e, errors.New("null key")
 	}
 	switch k {
-	case KeyValue:
+	case KeyValue, Versioned:
 		e.LaneKey = key
 	case Window:
 		inner, start, _, err := state.DecodeWindowKey(key)
@@ -113,6 +123,24 @@ func Decode(k Kind, key, value []byte, ts int64, valueCheck func([]byte) error) 
 			return e, fmt.Errorf("session [%d, %d] is not a session", start, end)
 		}
 		e.LaneKey, e.Start, e.End = inner, start, end
+	case JoinBuffer:
+		// The key only: the value is Kafka Streams' BufferValue or ours
+		// (translateJoinBuffer).
+		_, inner, _, err := dsl.DecodeGraceBufferKey(key)
+		if err != nil {
+			return e, err
+		}
+		e.LaneKey = inner
+		return e, nil
+	case FKSubscription:
+		// The key only: the value is Kafka Streams' SubscriptionWrapper
+		// or ours, translated from it by the plan (translateSubscription).
+		sub, err := DecodeSubscription(key, nil)
+		if err != nil {
+			return e, err
+		}
+		e.LaneKey = sub.ForeignKey
+		return e, nil
 	case JoinOuter:
 		// The value's elements are checked by the layout, the values
 		// inside them by the sample (our store's serdes).

@@ -12,9 +12,12 @@
 //     "<source>-<store>-changelog", with a store of our topology, by name or
 //     by --map KS_STORE=OUR_STORE. Every other internal topic of the source
 //     is listed as unmapped, with the reason (a repartition topic, an empty
-//     suppress buffer, a foreign-key join's subscription topic).
+//     suppress buffer, a foreign-key join's subscription topic). A
+//     foreign-key join's primary store, which Kafka Streams does not
+//     have, is fed by the join's left table's store, a second copy.
 //
 //   - A kind is a store's byte layout: key-value (plain or timestamped),
+//     versioned (key-value, every record a version at its timestamp),
 //     window (key, 8-byte start, 4-byte sequence number) or session (key,
 //     8-byte end, 8-byte start). Kafka Streams' changelogs and ours share the
 //     layouts (engine/state/layout.go) and the placement: a task's changes
@@ -84,6 +87,15 @@
 // partition times to its group, and each emit frontier to the processor
 // metadata Kafka Streams reads its last emitted window close time from.
 // A store without a Kafka Streams layout is refused as on the way there.
+//
+// A foreign-key join's subscription store (fkjoin.go) is translated:
+// each key's last SubscriptionWrapper, checked to be sent by the left
+// key's current value (its Murmur3 hash), becomes our hash of that value
+// (docs/decisions/0043).
+//
+// A stream-table join's grace buffer (gracebuffer.go) is translated: Kafka
+// Streams' time-first key less its prefix byte, its BufferValue's headers
+// and value.
 //
 // Kafka Streams' suppress buffers (changelog header v=3) are translated
 // into our topology's suppress buffer of the same name (suppress.go), from

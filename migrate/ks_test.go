@@ -265,6 +265,28 @@ type how struct {
 	// within its retention is dropped by Kafka Streams' store unemitted).
 	tail int
 	pace int64
+	// phased feeds each half run of topic by run of topic (the input
+	// files put a half's table records before its stream records), each
+	// run consumed before the next is produced, as the broker tests feed
+	// a mirror's phases: which of two topics is fetched first would
+	// otherwise decide what a stream-table join reads.
+	phased bool
+}
+
+// runs splits recs at every change of topic when h.phased; one run
+// otherwise.
+func runs(recs []interop.Record, h how) [][]interop.Record {
+	if !h.phased {
+		return [][]interop.Record{recs}
+	}
+	var out [][]interop.Record
+	for i, r := range recs {
+		if i == 0 || r.Topic != recs[i-1].Topic {
+			out = append(out, nil)
+		}
+		out[len(out)-1] = append(out[len(out)-1], r)
+	}
+	return out
 }
 
 func runCutover(t *testing.T, j *interop.Java, m interop.Mirror, first, second []interop.Record, h how) cutover {
@@ -286,11 +308,15 @@ func runCutover(t *testing.T, j *interop.Java, m interop.Mirror, first, second [
 	} else {
 		addr := kafkatest.Start(t, topicsFor(m))
 		ks := startKS(t, j, addr, m, "ks-ref-"+m.Name, "", how{})
-		interop.Produce(t, addr, first)
-		interop.AwaitConsumed(t, addr, "ks-ref-"+m.Name, m.Topics(), ks.Out)
+		for _, run := range runs(first, h) {
+			interop.Produce(t, addr, run)
+			interop.AwaitConsumed(t, addr, "ks-ref-"+m.Name, m.Topics(), ks.Out)
+		}
 		mid := outputEnds(t, addr, m)
-		interop.Produce(t, addr, second)
-		interop.AwaitConsumed(t, addr, "ks-ref-"+m.Name, m.Topics(), ks.Out)
+		for _, run := range runs(second, h) {
+			interop.Produce(t, addr, run)
+			interop.AwaitConsumed(t, addr, "ks-ref-"+m.Name, m.Topics(), ks.Out)
+		}
 		ks.Stop(t)
 		c.reference = readFrom(t, addr, m, mid)
 		c.refParts = partitionsFrom(t, addr, m, mid)
@@ -336,8 +362,10 @@ func runCutover(t *testing.T, j *interop.Java, m interop.Mirror, first, second [
 		t.Fatal(err)
 	}
 	stop := runOurs(t, addr, m, ours)
-	interop.Produce(t, addr, second)
-	interop.AwaitConsumed(t, addr, ours, m.Topics(), &interop.Lines{})
+	for _, run := range runs(second, h) {
+		interop.Produce(t, addr, run)
+		interop.AwaitConsumed(t, addr, ours, m.Topics(), &interop.Lines{})
+	}
 	settle(t, addr, m, 2*time.Second)
 	stop()
 	c.after = readFrom(t, addr, m, mid)
@@ -346,13 +374,14 @@ func runCutover(t *testing.T, j *interop.Java, m interop.Mirror, first, second [
 }
 
 // paced splits the first half as h says: in chunks of h.pace ms of event
-// time from its first record, then its last h.tail records; one chunk
-// without either.
+// time from its first record (and at every change of topic when
+// h.phased), then its last h.tail records; one chunk without either.
 func paced(first []interop.Record, h how) [][]interop.Record {
 	head, tail := first[:len(first)-h.tail], first[len(first)-h.tail:]
 	var chunks [][]interop.Record
 	for i, r := range head {
-		if i == 0 || h.pace > 0 && (r.Timestamp-head[0].Timestamp)/h.pace != (head[i-1].Timestamp-head[0].Timestamp)/h.pace {
+		if i == 0 || h.pace > 0 && (r.Timestamp-head[0].Timestamp)/h.pace != (head[i-1].Timestamp-head[0].Timestamp)/h.pace ||
+			h.phased && r.Topic != head[i-1].Topic {
 			chunks = append(chunks, nil)
 		}
 		chunks[len(chunks)-1] = append(chunks[len(chunks)-1], r)
@@ -900,4 +929,113 @@ func TestKafkaStreamsCutoverJoins(t *testing.T) {
 			samePartitions(t, c)
 		})
 	}
+}
+
+// TestKafkaStreamsCutoverVersioned: Kafka Streams 4.4 with a versioned
+// table (Stores.persistentVersionedKeyValueStore, an hour of history) that
+// a stream-table join reads as of each order's time, stopped after the
+// first half and migrated: its changelog is carried version by version,
+// and the orders of the second half that Kafka Streams left running
+// priced from the first half's history (o5 at 32 s reads p1's version of
+// 30 s, though p1's last record before the cutover is its version of 20
+// s; o8 at 26.5 s reads p2's first version, o9 p3's deletion) are priced
+// so by us.
+func TestKafkaStreamsCutoverVersioned(t *testing.T) {
+	j := kafkaStreams(t)
+	m := mirror(t, "versioned-table-join")
+	in, err := interop.ReadFile(j.Path("testdata", m.Name+".jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, second := halves(shift(in))
+	c := runCutover(t, j, m, first, second, how{phased: true})
+	if !c.report.Verify.OK || c.report.Translated == 0 {
+		t.Fatalf("report: %+v", c.report)
+	}
+	if len(c.plan.Stores) != 1 || c.plan.Stores[0].Kind != migrate.Versioned || c.plan.Stores[0].Source != "prices-store" {
+		t.Fatalf("stores translated %+v, want prices-store as a versioned store", c.plan.Stores)
+	}
+	for _, want := range []string{"o5@12", "o8@20", "o9@?"} {
+		if !slices.ContainsFunc(c.after, func(r interop.Record) bool { return r.Value == want }) {
+			t.Errorf("we wrote no %s after the cutover: %v", want, c.after)
+		}
+	}
+	samePerKey(t, c.reference, c.after)
+	samePartitions(t, c)
+}
+
+// TestKafkaStreamsCutoverForeignKeyJoin: Kafka Streams 4.4 with a
+// foreign-key join (orders by customer id, TableJoined.as("oc")), inner
+// and left, stopped after the first half and migrated: its subscription
+// store is translated into ours, our resolver's copy of the orders
+// filled from its orders store, and what we write after the cutover is,
+// key by key, what Kafka Streams left running wrote over the second half.
+// o4 subscribed to c9 before the cutover, when c9 did not exist; c9's
+// arrival after it joins o4 only through the translated subscription, and
+// c1's change reaches o3 (not o1, which moved to c2) only through the
+// subscriptions and the primary store.
+func TestKafkaStreamsCutoverForeignKeyJoin(t *testing.T) {
+	j := kafkaStreams(t)
+	for _, name := range []string{"fk-join", "fk-left-join"} {
+		t.Run(name, func(t *testing.T) {
+			m := mirror(t, name)
+			in, err := interop.ReadFile(j.Path("testdata", m.Name+".jsonl"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			first, second := halves(shift(in))
+			c := runCutover(t, j, m, first, second, how{phased: true})
+			if !c.report.Verify.OK || c.report.Translated == 0 {
+				t.Fatalf("report: %+v", c.report)
+			}
+			stores := map[string]string{}
+			for _, sp := range c.plan.Stores {
+				stores[sp.Store] = sp.Source + " " + string(sp.Kind)
+			}
+			want := map[string]string{"orders-store": "orders-store key-value", "customers-store": "customers-store key-value",
+				"oc-subscription-store": "oc-subscription-store fk-subscription", "oc-rows": "oc-rows key-value",
+				"oc-subscription-response-resolver-primary-store": "orders-store key-value"}
+			if !maps.Equal(stores, want) {
+				t.Errorf("stores translated %v, want %v", stores, want)
+			}
+			for _, want := range []string{"c9/Ivy", "c1/Ann3"} {
+				if !slices.ContainsFunc(c.after, func(r interop.Record) bool { return r.Value == want }) {
+					t.Errorf("we wrote no %s after the cutover: %v", want, c.after)
+				}
+			}
+			samePerKey(t, c.reference, c.after)
+			samePartitions(t, c)
+		})
+	}
+}
+
+// TestKafkaStreamsCutoverGraceJoin: the same versioned join with a grace
+// period of 5 s (versioned-grace-join), cut over with orders held in Kafka
+// Streams' buffer: its buffer is translated into ours, and the held orders
+// leave ours after the cutover, joined as Kafka Streams left running joins
+// them.
+func TestKafkaStreamsCutoverGraceJoin(t *testing.T) {
+	j := kafkaStreams(t)
+	m := mirror(t, "versioned-grace-join")
+	in, err := interop.ReadFile(j.Path("testdata", m.Name+".jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, second := halves(shift(in))
+	c := runCutover(t, j, m, first, second, how{phased: true})
+	if !c.report.Verify.OK || c.report.Translated == 0 {
+		t.Fatalf("report: %+v", c.report)
+	}
+	held := -1
+	for i, sp := range c.plan.Stores {
+		if sp.Kind == migrate.JoinBuffer {
+			held = c.report.Verify.Stores[i].Keys
+		}
+	}
+	t.Logf("%d orders held in the buffer at the cutover", held)
+	if held <= 0 {
+		t.Fatalf("no order held in the join's buffer at the cutover (%d): the test proves nothing; stores %+v", held, c.plan.Stores)
+	}
+	samePerKey(t, c.reference, c.after)
+	samePartitions(t, c)
 }

@@ -173,6 +173,33 @@ type StorePlan struct {
 	// ours and theirs are, in a reverse plan, our store restored and
 	// Kafka Streams' changelog restored, by partition and key.
 	ours, theirs ourState
+	// fkLeft is, for an FKSubscription store, the join's left table that
+	// Kafka Streams' subscriptions are translated by; fkLast its records
+	// that are the last of their key, once planned.
+	fkLeft *fkLeft
+	fkLast fkLast
+	// primary is set on the plan that copies Kafka Streams' left table
+	// store of a foreign-key join into our join's primary store: a
+	// second copy of that changelog, marked done apart from the first.
+	primary bool
+	// byKey is set when our engine keeps the store's records in the
+	// partition of their lane key's murmur2, where a boundary routes
+	// them: each record is written there, whatever partition Kafka
+	// Streams had it in (a foreign-key join's subscription topic has the
+	// right table's partition count, its left table the left topic's);
+	// placeBy is the partition count of the store's sub-topology.
+	byKey   bool
+	placeBy int32
+}
+
+// markerSource is what the store's migration markers are named by: the
+// source changelog, and for a foreign-key join's primary store, which
+// copies the left table's changelog a second time, our changelog too.
+func (sp *StorePlan) markerSource() string {
+	if sp.primary {
+		return sp.SourceTopic + " to " + sp.Topic
+	}
+	return sp.SourceTopic
 }
 
 // problem refuses the store, naming Kafka Streams' store: --skip-store
@@ -413,7 +440,7 @@ func (s *session) plan(ctx context.Context) (*Plan, error) {
 	used := map[string]string{}
 	seen := map[string]bool{}
 	s.refusedStores = map[string]string{}
-	var repartition, emptyBuffers []string
+	var repartition, fkTopics, emptyBuffers []string
 	// addStore takes a store planned: refused, its problems are kept and
 	// ours is marked fed (an override of the problem starts ours empty).
 	addStore := func(sp *StorePlan) {
@@ -434,8 +461,14 @@ func (s *session) plan(ctx context.Context) (*Plan, error) {
 			repartition = append(repartition, t)
 			p.Unmapped = append(p.Unmapped, Unmapped{t, "repartition topic: our engine re-keys in memory; it must be drained (checked)"})
 			continue
+		case strings.HasSuffix(name, "-subscription-registration-topic") || strings.HasSuffix(name, "-subscription-response-topic"):
+			// Their records in flight are subscriptions and answers the
+			// translated stores would miss.
+			fkTopics = append(fkTopics, t)
+			p.Unmapped = append(p.Unmapped, Unmapped{t, "a foreign-key join's subscription topic: our join crosses in memory; it must be drained (checked)"})
+			continue
 		case !strings.HasSuffix(name, "-changelog"):
-			p.Unmapped = append(p.Unmapped, Unmapped{t, "not a changelog or repartition topic of Kafka Streams (a foreign-key join's subscription topics are not migrated)"})
+			p.Unmapped = append(p.Unmapped, Unmapped{t, "not a changelog or repartition topic of Kafka Streams"})
 			continue
 		}
 		store := strings.TrimSuffix(name, "-changelog")
@@ -525,6 +558,32 @@ func (s *session) plan(ctx context.Context) (*Plan, error) {
 			addStore(sp)
 		}
 	}
+	if sd == nil {
+		// A foreign-key join's primary store is a copy of its left
+		// table's store, which Kafka Streams' resolver reads instead.
+		for _, ours := range slices.Sorted(maps.Keys(o.Built.Stores)) {
+			info := o.Built.Stores[ours]
+			fk, isFK := info.Builder.(dsl.ForeignKeyJoinStore)
+			if !isFK || fk.ForeignKeyJoinRole() != "primary" || used[ours] != "" || fk.ForeignKeyJoinLeftStore() == "" {
+				continue
+			}
+			ks := s.ksStoreOf(fk.ForeignKeyJoinLeftStore())
+			t := topology.ChangelogTopic(o.From, ks)
+			if _, ok := topics[t]; !ok {
+				continue // unfed: refused below
+			}
+			used[ours] = ks
+			sp, err := s.planStore(ctx, p, ks, ours, info, t, topics[t], meta)
+			if err != nil {
+				return nil, err
+			}
+			if len(sp.problems) > 0 {
+				s.problems = append(s.problems, sp.problems...)
+				continue
+			}
+			p.Stores = append(p.Stores, sp)
+		}
+	}
 	s.unfedStores(p, used, emptyBuffers)
 	for ks, ours := range o.Map {
 		if !seen[ks] {
@@ -535,7 +594,7 @@ func (s *session) plan(ctx context.Context) (*Plan, error) {
 			return nil, fmt.Errorf("migrate: --map %s=%s: %s has no %s", ks, ours, o.From, where)
 		}
 	}
-	if err := s.checkDrained(ctx, repartition, offsets); err != nil {
+	if err := s.checkDrained(ctx, append(repartition, fkTopics...), offsets); err != nil {
 		return nil, err
 	}
 
@@ -958,11 +1017,18 @@ func (s *session) planStore(ctx context.Context, p *Plan, ksStore, ours string, 
 	if sp.Frontier != nil || sp.Kind == JoinOuter {
 		live = map[int32]map[string]Entry{}
 	}
+	var last fkLast
+	if sp.Kind == FKSubscription {
+		last = fkLast{}
+	}
 	countRecord := func(r *kgo.Record) error {
 		e, err := s.decode(sp, r)
 		if err != nil {
 			sp.recordProblem(err)
 			return nil
+		}
+		if last != nil {
+			last.keep(r)
 		}
 		if sp.check != nil {
 			sp.check.entry(e, fmt.Sprintf("%s[%d] offset %d", r.Topic, r.Partition, r.Offset))
@@ -998,6 +1064,9 @@ func (s *session) planStore(ctx context.Context, p *Plan, ksStore, ours string, 
 	for _, part := range parts {
 		counts[part].End = ends[part]
 		sp.Partitions = append(sp.Partitions, *counts[part])
+	}
+	if last != nil {
+		sp.checkSubscriptions(last)
 	}
 	if sp.Frontier != nil {
 		sp.liveWindows = live
@@ -1062,6 +1131,15 @@ func (s *session) planStoreOffline(ctx context.Context, p *Plan, st *ksStore, ou
 	sp, err := s.newStorePlan(ctx, st.name, ours, info, topic, exists)
 	if err != nil || sp.kindProblem() {
 		return sp, err
+	}
+	if sp.Kind == Versioned {
+		// Kafka Streams' RocksDBVersionedStore keeps a latest-value
+		// store and segments of several versions per entry
+		// (RocksDBVersionedStoreSegmentValueFormatter), which the state
+		// directory reader does not decode; its changelog has every
+		// version in the layout ours restores.
+		sp.problem(ProblemStoreKind, nil, "store %s: our store %s is a versioned store, which migrate carries from Kafka Streams' changelog %s only, not from the state directory (its segments' layout is not read): migrate without --from-state-dir while the changelog topic exists", st.name, ours, topic)
+		return sp, nil
 	}
 	// A join's shared store is a key-value store of lists there.
 	keyValue := sp.Kind == KeyValue || sp.Kind == JoinOuter
@@ -1178,31 +1256,39 @@ func (s *session) newStorePlan(ctx context.Context, ksStore, ours string, info *
 	sp := &StorePlan{Source: ksStore, Store: ours, SourceTopic: topic, Topic: info.ChangelogTopic,
 		keyCheck: serdeCheck(info.Builder.KeySerdeName()), valueCheck: serdeCheck(info.Builder.ValueSerdeName())}
 	kind, ok := kindOf(info.Builder.Kind())
-	if info.Builder.Kind() == state.KindVersionedKeyValue {
-		// The changelog layout is Kafka Streams' (one record per version,
-		// stamped with its validFrom), but the copy, its placement and
-		// its verification assume one value per key; copying only each
-		// key's last record would lose the history a join reads as of
-		// a time. Refused rather than copied wrong.
-		sp.problem(ProblemStoreKind, nil, "store %s: our store %s is a versioned store (history retention %v), which migrate does not carry yet: a versioned table's history would be lost", ksStore, ours, versionedRetention(info.Builder))
-		return sp, nil
-	}
 	if gb, isGrace := info.Builder.(dsl.GraceBuffer); isGrace {
 		// Kafka Streams' buffer (RocksDBTimeOrderedKeyValueBuffer) logs a
-		// BufferValue with its record context; ours logs our own layout.
-		sp.problem(ProblemStoreKind, nil, "store %s: our store %s is the grace buffer of the stream-table join %s, whose layout is not Kafka Streams': it is not migrated", ksStore, ours, gb.GraceBufferOf())
-		return sp, nil
+		// BufferValue with its record context; ours logs our own layout,
+		// translated into from its changelog (gracebuffer.go).
+		switch {
+		case o.Direction == Reverse:
+			sp.problem(ProblemStoreKind, nil, "store %s: our store %s is the grace buffer of the stream-table join %s, which the way back does not carry yet (Kafka Streams' layout is a BufferValue)", ksStore, ours, gb.GraceBufferOf())
+			return sp, nil
+		case s.sd != nil:
+			sp.problem(ProblemStoreKind, nil, "store %s: our store %s is the grace buffer of the stream-table join %s, which migrate carries from Kafka Streams' changelog only, not from the state directory: migrate without --from-state-dir while the changelog topic exists", ksStore, ours, gb.GraceBufferOf())
+			return sp, nil
+		}
 	}
 	if !ok {
 		sp.problem(ProblemStoreKind, nil, "store %s: our store %s is a %s store, a kind that cannot be migrated", ksStore, ours, info.Builder.Kind())
 		return sp, nil
 	}
 	sp.Kind = kind
+	if _, isGrace := info.Builder.(dsl.GraceBuffer); isGrace {
+		sp.Kind = JoinBuffer
+	}
 	if fk, isFK := info.Builder.(dsl.ForeignKeyJoinStore); isFK {
-		// Kafka Streams' subscription store holds its SubscriptionWrapper,
-		// ours a hash of our own; our primary store has no counterpart.
-		sp.problem(ProblemStoreKind, nil, "store %s: our store %s is a foreign-key join's %s store, whose layout is not Kafka Streams': it is not migrated", ksStore, ours, fk.ForeignKeyJoinRole())
-		return sp, nil
+		if done, err := s.fkStorePlan(ctx, sp, fk, info, checkTopic); done || err != nil {
+			return sp, err
+		}
+	} else if s.opts.Direction != Reverse && kind == KeyValue && s.besideFKResolver(info) {
+		// The join's result store: Kafka Streams keeps it in the left
+		// table's task, ours in the resolver's, fed by boundaries.
+		n, err := s.subtopologyPartitions(ctx, info)
+		if err != nil {
+			return nil, err
+		}
+		sp.byKey, sp.placeBy = true, n
 	}
 	if sb, isBuffer := info.Builder.(dsl.SuppressBuffer); isBuffer {
 		// Our buffer's store is raw bytes; the suppressed table's key
@@ -1300,6 +1386,9 @@ func (s *session) checkTopicConfig(ctx context.Context, sp *StorePlan, ksStore, 
 			conf[c.Key] = *c.Value
 		}
 	}
+	if versionedProblem(sp, ksStore, ours, info, topic, conf) {
+		return nil
+	}
 	windowedTopic := strings.Contains(conf["cleanup.policy"], "delete")
 	if windowedTopic != (kind == Window || kind == Session) {
 		what := "a key-value store's (compact)"
@@ -1335,7 +1424,23 @@ func (s *session) decode(sp *StorePlan, r *kgo.Record) (Entry, error) {
 	if sp.Kind == SuppressBuffer {
 		e, err = DecodeSuppress(r.Key, r.Value, headerMap(r), r.Timestamp.UnixMilli(), sp.keySuffix)
 	} else {
-		e, err = Decode(sp.Kind, r.Key, r.Value, r.Timestamp.UnixMilli(), sp.valueCheck)
+		key := r.Key
+		if sp.Kind == JoinBuffer {
+			key, err = ourJoinBufferKey(key)
+		}
+		if err == nil {
+			e, err = Decode(sp.Kind, key, r.Value, r.Timestamp.UnixMilli(), sp.valueCheck)
+		}
+		if err == nil && sp.Kind == JoinBuffer {
+			e, err = translateJoinBuffer(e)
+		}
+		if err == nil && sp.Kind == FKSubscription && sp.fkLast != nil {
+			// Planned: only each key's last record is translated.
+			if sp.fkLast.superseded(r) {
+				return e, errSuperseded
+			}
+			e, err = sp.translateSubscription(e)
+		}
 	}
 	if err == nil && sp.keyCheck != nil {
 		if kerr := sp.keyCheck(e.LaneKey); kerr != nil {
@@ -1473,11 +1578,42 @@ func (s StorePlan) MarshalJSON() ([]byte, error) {
 	}{plain(s), s.NullJoins})
 }
 
-// versionedRetention is a versioned store's history retention, for the
-// refusal's message.
-func versionedRetention(b state.StoreBuilder) any {
-	if r, ok := b.(interface{ HistoryRetention() time.Duration }); ok {
-		return r.HistoryRetention()
+// versionedCompactionExtra is Kafka Streams'
+// VersionedChangelogTopicConfig's
+// VERSIONED_STORE_CHANGE_LOG_ADDITIONAL_COMPACTION_LAG_MS: a versioned
+// store's changelog has min.compaction.lag.ms its history retention plus
+// this.
+const versionedCompactionExtra = int64(24 * time.Hour / time.Millisecond)
+
+// versionedProblem tells, from the changelog topic's
+// min.compaction.lag.ms, a Kafka Streams store that is versioned
+// (VersionedChangelogTopicConfig sets it, other changelogs leave the
+// broker's default, 0) mapped to a store of ours that is not, or the
+// reverse, and a history retention that differs from ours. Either way
+// the copy would not be the history a join reads as of a time: a plain
+// store's changelog holds each key's latest value only, and a versioned
+// one's last record of a key is not its latest version when versions
+// came out of order.
+func versionedProblem(sp *StorePlan, ksStore, ours string, info *topology.StoreInfo, topic string, conf map[string]string) bool {
+	lag, _ := strconv.ParseInt(conf[state.MinCompactionLagConfig], 10, 64)
+	theirs := lag > 0
+	var retention time.Duration
+	if r, ok := info.Builder.(interface{ HistoryRetention() time.Duration }); ok {
+		retention = r.HistoryRetention()
 	}
-	return "unknown"
+	switch {
+	case sp.Kind == Versioned && !theirs:
+		sp.problem(ProblemStoreKind, nil, "store %s: %s has no %s, so Kafka Streams' store is not versioned, and our store %s is a versioned store (history retention %v): the changelog holds each key's latest value, not its history",
+			ksStore, topic, state.MinCompactionLagConfig, ours, retention)
+		return true
+	case sp.Kind != Versioned && theirs && sp.Kind == KeyValue:
+		sp.problem(ProblemStoreKind, nil, "store %s: %s's %s %d says Kafka Streams' store is versioned (history retention %d ms), and our store %s is a %s store: a key's last record in the changelog is not its latest version when versions came out of order",
+			ksStore, topic, state.MinCompactionLagConfig, lag, lag-versionedCompactionExtra, ours, info.Builder.Kind())
+		return true
+	case sp.Kind == Versioned && lag != retention.Milliseconds()+versionedCompactionExtra:
+		sp.problem(ProblemHistoryRetention, nil, "store %s: history retention mismatch: %s's %s %d is a history retention of %d ms, ours (%s) keeps %d ms: a join would read other versions as of a time",
+			ksStore, topic, state.MinCompactionLagConfig, lag, lag-versionedCompactionExtra, ours, retention.Milliseconds())
+		return true
+	}
+	return false
 }

@@ -34,6 +34,9 @@ const (
 	// A windowed store whose changelog's retention.ms is not ours
 	// (window size plus grace, or the retention): --skip-store.
 	ProblemRetention = "window-retention"
+	// A versioned store whose changelog's min.compaction.lag.ms is not
+	// our history retention plus a day: --skip-store.
+	ProblemHistoryRetention = "history-retention"
 	// A time window starting off our windows' grid (a multiple of the
 	// advance): --skip-store.
 	ProblemWindowGrid = "window-grid"

@@ -235,9 +235,10 @@ func TestRefusedBeforeWriting(t *testing.T) {
 			says: []string{"store users-store: ks-users-store-changelog[0] offset 1 (store users-store): value: our serde json cannot read it"}},
 		{name: "foreign-key join", topics: map[string]int32{"orders": 1, "customers": 1, "order-rows": 1},
 			ours: func(t *testing.T) *topology.Built { return loadYAML(t, fkJoinYAML) },
-			// Kafka Streams' subscription store holds its
-			// SubscriptionWrapper, ours a hash of our own; our resolver's
-			// copy of the orders has no Kafka Streams counterpart.
+			// Kafka Streams' subscription store is translated into ours
+			// (TestForeignKeyJoinCutover); a record that is not a
+			// CombinedKey and a SubscriptionWrapper refuses it. The
+			// primary store is filled from orders-store.
 			setup: func(t *testing.T, addr string) {
 				adm := kadm.NewClient(client(t, addr))
 				for _, store := range []string{"orders-store", "customers-store", "oc-subscription-store", "oc-rows"} {
@@ -248,13 +249,15 @@ func TestRefusedBeforeWriting(t *testing.T) {
 				commitKS(t, addr, "orders", 1000)
 				commitKS(t, addr, "customers", 1000)
 			},
-			want: []problem{{migrate.ProblemStoreKind, "oc-subscription-store"}, {migrate.ProblemStoreUnfed, "oc-subscription-response-resolver-primary-store"}},
-			says: []string{"store oc-subscription-store: our store oc-subscription-store is a foreign-key join's subscription store, whose layout is not Kafka Streams': it is not migrated"}},
+			want: []problem{{migrate.ProblemRecord, "oc-subscription-store"}},
+			says: []string{"store oc-subscription-store: ks-oc-subscription-store-changelog[0] offset 0 (store oc-subscription-store): subscription key of 1 bytes: a CombinedKey starts with the foreign key's length (4 bytes)"}},
 		{name: "versioned table and grace buffer", topics: map[string]int32{"orders": 1, "prices": 1, "priced": 1},
 			ours: func(t *testing.T) *topology.Built { return loadYAML(t, versionedYAML) },
-			// A versioned store's changelog holds every version, which
-			// a copy of each key's last record would lose; the grace
-			// buffer's layout is ours, not Kafka Streams'.
+			// Kafka Streams' prices-store is not versioned (its
+			// changelog sets no min.compaction.lag.ms): it holds each
+			// key's latest value, not the history ours reads as of a
+			// time; the grace buffer's record is no BufferValue keyed by
+			// time, key and sequence number.
 			setup: func(t *testing.T, addr string) {
 				adm := kadm.NewClient(client(t, addr))
 				for _, store := range []string{"prices-store", "priced-Buffer"} {
@@ -265,9 +268,9 @@ func TestRefusedBeforeWriting(t *testing.T) {
 				commitKS(t, addr, "orders", 1000)
 				commitKS(t, addr, "prices", 1000)
 			},
-			want: []problem{{migrate.ProblemStoreKind, "priced-Buffer"}, {migrate.ProblemStoreKind, "prices-store"}},
-			says: []string{"store prices-store: our store prices-store is a versioned store (history retention 1h0m0s), which migrate does not carry yet",
-				"store priced-Buffer: our store priced-Buffer is the grace buffer of the stream-table join priced, whose layout is not Kafka Streams': it is not migrated"}},
+			want: []problem{{migrate.ProblemRecord, "priced-Buffer"}, {migrate.ProblemStoreKind, "prices-store"}},
+			says: []string{"store prices-store: ks-prices-store-changelog has no min.compaction.lag.ms, so Kafka Streams' store is not versioned, and our store prices-store is a versioned store (history retention 1h0m0s)",
+				"store priced-Buffer: ks-priced-Buffer-changelog[0] offset 0 (store priced-Buffer): join buffer key does not start with TimeFirstWindowKeySchema's prefix 0"}},
 		{name: "override naming nothing", topics: map[string]int32{"lines": 2, "word-counts": 2},
 			ours:  func(t *testing.T) *topology.Built { _, b := load(t, "word-count", "ours"); return b },
 			setup: func(t *testing.T, addr string) { fakeWordCount(t, addr, 10) },

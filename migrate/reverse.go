@@ -97,6 +97,12 @@ func (s *session) planReverse(ctx context.Context) (*Plan, error) {
 		if err != nil {
 			return nil, err
 		}
+		if sp.Kind == Versioned && !sp.kindProblem() {
+			// The way back writes our state (each key's latest record)
+			// and tombstones for the keys only Kafka Streams' changelog
+			// holds: a versioned store's state is every version.
+			sp.problem(ProblemStoreKind, nil, "store %s: our store %s is a versioned store, which the way back does not carry yet (it writes each key's latest value, not its history)", ks, ours)
+		}
 		if exists && int32(len(d.Partitions)) != p.ourPartitions {
 			sp.problem(ProblemStoreKind, nil, "store %s: Kafka Streams' changelog %s has %d partitions, our changelog %d: a task's state would land in another task", ks, topic, len(d.Partitions), p.ourPartitions)
 		}

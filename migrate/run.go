@@ -49,7 +49,7 @@ func (s *session) readMarkers(ctx context.Context, p *Plan) error {
 	}
 	for _, sp := range p.Stores {
 		for i, pp := range sp.Partitions {
-			if m, ok := done[markerKey(sp.SourceTopic, pp.Partition)]; ok && m.End == pp.End {
+			if m, ok := done[markerKey(sp.markerSource(), pp.Partition)]; ok && m.End == pp.End {
 				sp.Partitions[i].Done = true
 			}
 		}
@@ -225,7 +225,14 @@ func (s *session) translate(ctx context.Context, tx *kgo.Client, p *Plan, sp *St
 		return nil
 	}
 	add := func(e Entry) error {
-		batch = append(batch, ourRecord(sp, e, pp.Partition))
+		part := pp.Partition
+		if sp.byKey {
+			// Our engine keeps the store's records by their key's
+			// murmur2, where its boundary routes them; Kafka Streams'
+			// placement can differ (another partition count).
+			part = int32(lane.For(e.LaneKey, int(sp.placeBy)))
+		}
+		batch = append(batch, ourRecord(sp, e, part))
 		if len(batch) >= s.opts.BatchRecords {
 			return flush(len(batch))
 		}
@@ -248,6 +255,9 @@ func (s *session) translate(ctx context.Context, tx *kgo.Client, p *Plan, sp *St
 				return nil
 			}
 			e, err := s.decode(sp, r)
+			if errors.Is(err, errSuperseded) {
+				return nil
+			}
 			if err != nil {
 				return err
 			}
@@ -259,7 +269,7 @@ func (s *session) translate(ctx context.Context, tx *kgo.Client, p *Plan, sp *St
 	}
 	n := len(batch)
 	mv, _ := json.Marshal(marker{End: pp.End, Records: pp.Records})
-	batch = append(batch, &kgo.Record{Topic: MarkerTopic(s.opts.To), Partition: 0, Key: []byte(markerKey(sp.SourceTopic, pp.Partition)), Value: mv})
+	batch = append(batch, &kgo.Record{Topic: MarkerTopic(s.opts.To), Partition: 0, Key: []byte(markerKey(sp.markerSource(), pp.Partition)), Value: mv})
 	return done, flush(n)
 }
 

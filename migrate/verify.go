@@ -3,6 +3,7 @@ package migrate
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/maphash"
 	"maps"
@@ -84,10 +85,42 @@ func (v kv) same(o kv) bool { return v.sum == o.sum && v.n == o.n && v.ts == o.t
 // String is the value as an example prints it: in hex when short, else
 // its length and hash.
 func (v kv) String() string {
+	if v.n < 0 {
+		return "a tombstone"
+	}
 	if v.n <= len(v.short) {
 		return fmt.Sprintf("%x", v.short[:v.n])
 	}
 	return fmt.Sprintf("(%d bytes, hash %016x)", v.n, v.sum)
+}
+
+// versionKey is a version of a versioned store as the verification's maps
+// hold it: the key, then the version's timestamp (8 bytes). A versioned
+// store's state is every version its changelog holds (Kafka Streams'
+// restore puts each record as the version at its timestamp, and so does
+// ours), so the sides are compared version by version, the last record
+// of a (key, timestamp) pair winning, as a put at a version's timestamp
+// replaces it.
+func versionKey(key []byte, ts int64) string {
+	return string(binary.BigEndian.AppendUint64(append([]byte(nil), key...), uint64(ts)))
+}
+
+// versionOf is a version's value as the verification holds it; a
+// tombstone is a version too (it ends the one before), held with length
+// -1 so that it differs from an empty value.
+func versionOf(value []byte, ts int64) kv {
+	v := kvOf(value, ts)
+	if value == nil {
+		v.n = -1
+	}
+	return v
+}
+
+// describeVersion names a versionKey in a partition as the examples of a
+// difference print it.
+func describeVersion(partition int32, k string) string {
+	n := len(k) - 8
+	return fmt.Sprintf("partition %d key %q version at %d", partition, k[:n], int64(binary.BigEndian.Uint64([]byte(k[n:]))))
 }
 
 // verifyStore compares one mapped store, partition by partition: a task's
@@ -111,9 +144,61 @@ func (s *session) verifyStore(ctx context.Context, p *Plan, sp *StorePlan) (Stor
 	}
 	slices.Sort(parts)
 	var examples []string
+	// addSource adds a record of the source changelog to want, as a
+	// restore of it would hold it.
+	addSource := func(want map[string]kv, r *kgo.Record) error {
+		key, value, ts := r.Key, r.Value, r.Timestamp.UnixMilli()
+		if (sp.Kind == SuppressBuffer || sp.Kind == FKSubscription) && value != nil || sp.Kind == JoinBuffer {
+			// Compared in our layout: the translation's (a join
+			// buffer's keys too, tombstones included).
+			e, err := s.decode(sp, r)
+			if errors.Is(err, errSuperseded) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			key, value, ts = e.Key, e.Value, e.Timestamp
+		}
+		if sp.Kind == Versioned {
+			want[versionKey(key, ts)] = versionOf(value, ts)
+		} else if value == nil {
+			delete(want, string(key))
+		} else {
+			want[string(key)] = kvOf(value, ts)
+		}
+		return nil
+	}
+	// A store our engine keeps by its key's murmur2 (byKey) is compared
+	// in the partitions the translation put its records in: the source
+	// is read whole first.
+	var byPart map[int32]map[string]kv
+	if sp.byKey && sp.reader == nil {
+		byPart = map[int32]map[string]kv{}
+		if _, err := s.read(ctx, sp.SourceTopic, kafka.FromLogStart(slices.Collect(maps.Keys(ends))...), func(r *kgo.Record) error {
+			if r.Offset >= ends[r.Partition] {
+				return nil
+			}
+			e, err := Decode(sp.Kind, r.Key, nil, 0, nil)
+			if err != nil {
+				return err
+			}
+			part := int32(lane.For(e.LaneKey, int(sp.placeBy)))
+			if byPart[part] == nil {
+				byPart[part] = map[string]kv{}
+			}
+			return addSource(byPart[part], r)
+		}); err != nil {
+			return sv, fmt.Errorf("migrate: verify: read %s: %w", sp.SourceTopic, err)
+		}
+	}
 	for _, part := range parts {
 		want := map[string]kv{}
-		if _, ok := ends[part]; ok {
+		if byPart != nil {
+			if byPart[part] != nil {
+				want = byPart[part]
+			}
+		} else if _, ok := ends[part]; ok {
 			if sp.reader != nil {
 				// The state directory's stores, read again.
 				if err := sp.reader.each(part, func(_ string, key, value []byte, ts int64) error {
@@ -126,21 +211,7 @@ func (s *session) verifyStore(ctx context.Context, p *Plan, sp *StorePlan) (Stor
 				if r.Offset >= ends[r.Partition] {
 					return nil
 				}
-				value, ts := r.Value, r.Timestamp.UnixMilli()
-				if sp.Kind == SuppressBuffer && value != nil {
-					// Compared in our layout: the translation's.
-					e, err := s.decode(sp, r)
-					if err != nil {
-						return err
-					}
-					value, ts = e.Value, e.Timestamp
-				}
-				if value == nil {
-					delete(want, string(r.Key))
-				} else {
-					want[string(r.Key)] = kvOf(value, ts)
-				}
-				return nil
+				return addSource(want, r)
 			}); err != nil {
 				return sv, fmt.Errorf("migrate: verify: read %s: %w", sp.SourceTopic, err)
 			}
@@ -160,13 +231,16 @@ func (s *session) verifyStore(ctx context.Context, p *Plan, sp *StorePlan) (Stor
 					return &RecordError{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Store: sp.Store, Err: err}
 				}
 				h := headerMap(r)[lane.HashHeader]
-				if len(h) != 4 || int32(binary.BigEndian.Uint32(h)) != lane.Murmur2(e.LaneKey) {
+				if len(h) != 4 || int32(binary.BigEndian.Uint32(h)) != lane.Murmur2(e.LaneKey) ||
+					sp.byKey && int(r.Partition) != lane.For(e.LaneKey, int(sp.placeBy)) {
 					sv.Differences++
 					if len(examples) < 5 {
 						examples = append(examples, fmt.Sprintf("%s[%d] offset %d: key %q is not where our engine would restore it from", r.Topic, r.Partition, r.Offset, r.Key))
 					}
 				}
-				if r.Value == nil {
+				if sp.Kind == Versioned {
+					got[versionKey(r.Key, r.Timestamp.UnixMilli())] = versionOf(r.Value, r.Timestamp.UnixMilli())
+				} else if r.Value == nil {
 					delete(got, string(r.Key))
 				} else {
 					got[string(r.Key)] = kvOf(r.Value, r.Timestamp.UnixMilli())
@@ -199,11 +273,15 @@ func (s *session) verifyStore(ctx context.Context, p *Plan, sp *StorePlan) (Stor
 			}
 			w, inWant := want[k]
 			g, ok := got[k]
+			what := describeKey(partKey(part, []byte(k)))
+			if sp.Kind == Versioned {
+				what = describeVersion(part, k)
+			}
 			if !inWant {
-				examples = append(examples, fmt.Sprintf("%s: ours only", describeKey(partKey(part, []byte(k)))))
+				examples = append(examples, fmt.Sprintf("%s: ours only", what))
 				continue
 			}
-			examples = append(examples, fmt.Sprintf("%s: source %s at %d, ours %s at %d (present %v)", describeKey(partKey(part, []byte(k))), w, w.ts, g, g.ts, ok))
+			examples = append(examples, fmt.Sprintf("%s: source %s at %d, ours %s at %d (present %v)", what, w, w.ts, g, g.ts, ok))
 		}
 	}
 	sv.Examples = examples

@@ -220,7 +220,15 @@ func fkJoin[K, V, KO, VO, VR any](t KTable[K, V], other KTable[KO, VO], foreignK
 	b.t.AddProcessor(n.receive, func() processor.Untyped { return &fkReceive[K, V, KO, VO, VR]{c: c} }, n.regSource)
 	b.t.AddProcessor(n.joinForeign, func() processor.Untyped { return &fkJoinForeign[K, V, KO, VO, VR]{c: c} }, n.receive)
 	b.t.AddProcessor(n.foreignJoin, func() processor.Untyped { return &fkForeignJoin[K, V, KO, VO, VR]{c: c} }, other.node)
-	b.t.AddStateStore(fkSubscriptionStore{state.KeyValueStoreBuilder(n.store, serde.Bytes(), serde.Bytes(), state.Default())}, n.receive, n.foreignJoin)
+	// A migration fills the primary store from the left table's store
+	// and translates Kafka Streams' subscriptions by its values: only a
+	// table kept in a store of its own (latest values, not versions) has
+	// them as Kafka Streams keeps them.
+	leftStore := t.meta.store
+	if t.meta.versioned {
+		leftStore = ""
+	}
+	b.t.AddStateStore(fkSubscriptionStore{KeyValueBuilder: state.KeyValueStoreBuilder(n.store, serde.Bytes(), serde.Bytes(), state.Default()), left: leftStore, c: c}, n.receive, n.foreignJoin)
 	connectLookup(n.joinForeign, other)
 	b.t.AddBoundary(n.respSink, n.respSource, n.respTopic, serde.Erase(keys), fkResponseSerde{inner: serde.Erase(foreignValues)}, n.joinForeign, n.foreignJoin)
 	b.t.Copartition(n.joinForeign, append([]string{n.regSource}, other.sources...)...)
@@ -228,7 +236,7 @@ func fkJoin[K, V, KO, VO, VR any](t KTable[K, V], other KTable[KO, VO], foreignK
 	// The resolver's side, keyed like the left table.
 	meta := &tableMeta{store: n.resultStore}
 	b.t.AddProcessor(n.resolver, func() processor.Untyped { return &fkResolve[K, V, KO, VO, VR]{c: c} }, n.respSource, n.primSource)
-	b.t.AddStateStore(fkPrimaryStore[K, V]{state.TimestampedKeyValueStoreBuilder(n.primStore, keys, values, state.Default())}, n.resolver)
+	b.t.AddStateStore(fkPrimaryStore[K, V]{TimestampedKeyValueBuilder: state.TimestampedKeyValueStoreBuilder(n.primStore, keys, values, state.Default()), left: leftStore}, n.resolver)
 	b.t.AddProcessor(n.result, func() processor.Untyped {
 		return &fkResult[K, VR]{meta: meta, serdes: []any{resultKeys, resultValues}}
 	}, n.resolver)
@@ -239,27 +247,52 @@ func fkJoin[K, V, KO, VO, VR any](t KTable[K, V], other KTable[KO, VO], foreignK
 
 // ForeignKeyJoinStore is implemented by the store builders of a
 // foreign-key join's own state (topology.StoreInfo.Builder), for tools
-// that copy state from elsewhere: Kafka Streams' subscription store has
-// another value layout, and its resolver keeps no copy of the left table,
-// so a migration must not fill them from Kafka Streams' changelogs. The
-// join's result store is an ordinary table store and does not implement
-// it.
+// that copy state from elsewhere. Kafka Streams' subscription store has
+// another value layout (its SubscriptionWrapper, hashed with Murmur3), so
+// a migration translates it (ForeignKeyJoinSubscriptions); its resolver
+// keeps no copy of the left table, so a migration fills the primary store
+// from the left table's store, whose copy it is. The join's result store
+// is an ordinary table store and does not implement it.
 type ForeignKeyJoinStore interface {
 	// ForeignKeyJoinRole is "subscription" or "primary".
 	ForeignKeyJoinRole() string
+	// ForeignKeyJoinLeftStore is the store of the join's left table, the
+	// latest values the primary store copies and the subscriptions were
+	// sent by; "" when the table has no store of its own (a view computed
+	// from the tables it derives from) or keeps versions.
+	ForeignKeyJoinLeftStore() string
+}
+
+// ForeignKeyJoinSubscriptions is implemented by a foreign-key join's
+// subscription store builder.
+type ForeignKeyJoinSubscriptions interface {
+	// SubscriptionValue is the value the subscription store holds for a
+	// subscription sent by the left value whose bytes (as the left
+	// table's value serde writes them) are given: the value read back
+	// and hashed as the join hashes it.
+	SubscriptionValue(leftValue []byte) ([]byte, error)
 }
 
 type fkSubscriptionStore struct {
 	*state.KeyValueBuilder[[]byte, []byte]
+	left string
+	c    interface{ subscriptionValue([]byte) ([]byte, error) }
 }
 
-func (fkSubscriptionStore) ForeignKeyJoinRole() string { return "subscription" }
+func (fkSubscriptionStore) ForeignKeyJoinRole() string        { return "subscription" }
+func (s fkSubscriptionStore) ForeignKeyJoinLeftStore() string { return s.left }
+
+func (s fkSubscriptionStore) SubscriptionValue(leftValue []byte) ([]byte, error) {
+	return s.c.subscriptionValue(leftValue)
+}
 
 type fkPrimaryStore[K, V any] struct {
 	*state.TimestampedKeyValueBuilder[K, V]
+	left string
 }
 
-func (fkPrimaryStore[K, V]) ForeignKeyJoinRole() string { return "primary" }
+func (fkPrimaryStore[K, V]) ForeignKeyJoinRole() string        { return "primary" }
+func (s fkPrimaryStore[K, V]) ForeignKeyJoinLeftStore() string { return s.left }
 
 // nilErr is err when cond holds.
 func nilErr(cond bool, err error) error {
@@ -310,6 +343,22 @@ func (c *fkConfig[K, V, KO, VO, VR]) hash(v any) ([]byte, error) {
 	h := fnv.New128a()
 	h.Write(data)
 	return h.Sum(nil), nil
+}
+
+// subscriptionValue is the subscription store's value for the left value
+// whose bytes are data: read with the left value serde, hashed as hash
+// does. A serde left to the configuration is not known outside a running
+// topology, and fails.
+func (c *fkConfig[K, V, KO, VO, VR]) subscriptionValue(data []byte) ([]byte, error) {
+	v, err := c.values.Deserialize(c.names.regTopic+"-vh", data)
+	if err != nil {
+		return nil, fmt.Errorf("deserialize left value with serde %s: %w", c.values.Name(), err)
+	}
+	h, err := c.hash(v)
+	if err != nil {
+		return nil, err
+	}
+	return encodeFKStored(h), nil
 }
 
 // foreignKeyOf extracts the foreign key of a left key and value, nil for

@@ -27,9 +27,10 @@ import (
 //
 // a header being its key length (uvarint), key, value length plus one
 // (uvarint; 0 for a null value) and value. The key is Kafka Streams'
-// time-first layout, so records leave in timestamp order, then key bytes,
-// then arrival. The layout of the values is ours: migrate refuses the
-// store (GraceBuffer).
+// time-first layout (TimeFirstWindowKeySchema) without its prefix byte,
+// so records leave in timestamp order, then key bytes, then arrival. The
+// layout of the values is ours: migrate translates Kafka Streams'
+// BufferValue into it (GraceBuffer; docs/decisions/0043).
 //
 // "Now" is the buffer's own stream time, as in Kafka Streams'
 // RocksDBTimeOrderedKeyValueBuffer: the largest timestamp of a record put
@@ -44,8 +45,8 @@ import (
 
 // GraceBuffer is implemented by the store builder of a stream-table
 // join's grace buffer, so that tools can tell it from a plain key-value
-// store of bytes: migrate refuses it, its layout not being Kafka
-// Streams'.
+// store of bytes: migrate translates Kafka Streams' buffer records into
+// its layout, which is not Kafka Streams'.
 type GraceBuffer interface {
 	state.StoreBuilder
 	// GraceBufferOf is the join node the buffer belongs to.

@@ -17,6 +17,7 @@ import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.EmitStrategy;
 import org.apache.kafka.streams.kstream.Grouped;
 import org.apache.kafka.streams.kstream.JoinWindows;
+import org.apache.kafka.streams.kstream.Joined;
 import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
@@ -26,6 +27,7 @@ import org.apache.kafka.streams.kstream.SlidingWindows;
 import org.apache.kafka.streams.kstream.StreamJoined;
 import org.apache.kafka.streams.kstream.Suppressed;
 import org.apache.kafka.streams.kstream.Suppressed.BufferConfig;
+import org.apache.kafka.streams.kstream.TableJoined;
 import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.kstream.WindowedSerdes;
 import org.apache.kafka.streams.processor.api.Processor;
@@ -84,6 +86,14 @@ final class Topologies {
                 List.of("orders", "payments"), List.of(new Sink("orders-paid", STRING, STRING))));
         add(new Spec("stream-stream-outer-join", () -> streamStreamJoin("outer"),
                 List.of("orders", "payments"), List.of(new Sink("orders-paid", STRING, STRING))));
+        add(new Spec("versioned-table-join", Topologies::versionedTableJoin,
+                List.of("prices", "orders"), List.of(new Sink("orders-priced", STRING, STRING))));
+        add(new Spec("versioned-grace-join", Topologies::versionedGraceJoin,
+                List.of("prices", "orders"), List.of(new Sink("orders-priced", STRING, STRING))));
+        add(new Spec("fk-join", () -> fkJoin(false),
+                List.of("customers", "orders"), List.of(new Sink("order-rows", STRING, STRING))));
+        add(new Spec("fk-left-join", () -> fkJoin(true),
+                List.of("customers", "orders"), List.of(new Sink("order-rows", STRING, STRING))));
         add(new Spec("processor-store", Topologies::processorStore,
                 List.of("amounts"), List.of(new Sink("totals-out", STRING, LONG))));
     }
@@ -220,6 +230,68 @@ final class Topologies {
         b.stream("orders", Consumed.with(STRING, STRING))
                 .leftJoin(customers, (String item, String name) -> item + "/" + (name == null ? "?" : name))
                 .to("orders-enriched", Produced.with(STRING, STRING));
+        return b.build();
+    }
+
+    /**
+     * Orders left-joined with the price their product had at the order's
+     * time: prices is a versioned table (an hour of history, KIP-889), so
+     * the join reads it as of each order's timestamp (KIP-914); no grace,
+     * so no buffer. An order of an unknown product, or of one whose price
+     * was deleted by then, gets "?".
+     */
+    private static Topology versionedTableJoin() {
+        StreamsBuilder b = new StreamsBuilder();
+        KTable<String, String> prices = b.table("prices", Consumed.with(STRING, STRING),
+                Materialized.<String, String>as(Stores.persistentVersionedKeyValueStore("prices-store", Duration.ofHours(1)))
+                        .withKeySerde(STRING).withValueSerde(STRING));
+        b.stream("orders", Consumed.with(STRING, STRING))
+                .leftJoin(prices, (String item, String price) -> item + "@" + (price == null ? "?" : price))
+                .to("orders-priced", Produced.with(STRING, STRING));
+        return b.build();
+    }
+
+    /**
+     * versionedTableJoin with a grace period of 5 s (KIP-923): each order
+     * waits in the join's buffer until an order 5 s newer arrives, then
+     * reads the price valid at its time, a late price update included; an
+     * order older than that joins at once.
+     */
+    private static Topology versionedGraceJoin() {
+        StreamsBuilder b = new StreamsBuilder();
+        KTable<String, String> prices = b.table("prices", Consumed.with(STRING, STRING),
+                Materialized.<String, String>as(Stores.persistentVersionedKeyValueStore("prices-store", Duration.ofHours(1)))
+                        .withKeySerde(STRING).withValueSerde(STRING));
+        b.stream("orders", Consumed.with(STRING, STRING))
+                .leftJoin(prices, (String item, String price) -> item + "@" + (price == null ? "?" : price),
+                        Joined.with(STRING, STRING, STRING).withGracePeriod(Duration.ofSeconds(5)))
+                .to("orders-priced", Produced.with(STRING, STRING));
+        return b.build();
+    }
+
+    /**
+     * Orders (a table: order id to customer id) joined by foreign key with
+     * the customer's name (KTable.join(other, foreignKeyExtractor,
+     * joiner), KIP-213), named "oc" (TableJoined.as) so that the
+     * subscription store and topics have the mirror's names; the result
+     * is kept in "oc-rows". The left join (KTable.leftJoin) gives an
+     * order whose customer is not there "?" for the name.
+     */
+    private static Topology fkJoin(boolean left) {
+        StreamsBuilder b = new StreamsBuilder();
+        KTable<String, String> orders =
+                b.table("orders", Consumed.with(STRING, STRING), Materialized.as("orders-store"));
+        KTable<String, String> customers =
+                b.table("customers", Consumed.with(STRING, STRING), Materialized.as("customers-store"));
+        Materialized<String, String, KeyValueStore<org.apache.kafka.common.utils.Bytes, byte[]>> rows =
+                Materialized.<String, String, KeyValueStore<org.apache.kafka.common.utils.Bytes, byte[]>>as("oc-rows")
+                        .withKeySerde(STRING).withValueSerde(STRING);
+        KTable<String, String> joined = left
+                ? orders.leftJoin(customers, (String customer) -> customer,
+                        (String customer, String name) -> customer + "/" + (name == null ? "?" : name), TableJoined.as("oc"), rows)
+                : orders.join(customers, (String customer) -> customer,
+                        (String customer, String name) -> customer + "/" + name, TableJoined.as("oc"), rows);
+        joined.toStream().to("order-rows", Produced.with(STRING, STRING));
         return b.build();
     }
 
