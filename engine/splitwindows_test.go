@@ -42,7 +42,7 @@ func keysOn(prefix string, p, parts int32, n int) []string {
 // Every window is emitted once, with every record of it.
 func TestWindowsSplitKeepTheirFloors(t *testing.T) {
 	kafkatest.Parallel(t)
-	addr := startBroker(t, map[string]int32{"in": 4, "out": 4})
+	addr := startKafka(t, map[string]int32{"in": 4, "out": 4})
 	conf := func(id string) map[string]string {
 		return cfg(addr, "split-windows", "stoatflow.instance.id", id, "session.timeout.ms", "6000",
 			"stoatflow.watermark.max-out-of-orderness-ms", "0")
@@ -137,7 +137,7 @@ func rekeyedWindowedCounts() *topology.Topology {
 // with all its records.
 func TestRekeyedWindowsWaitForEveryWriter(t *testing.T) {
 	kafkatest.Parallel(t)
-	addr := startBroker(t, map[string]int32{"in": 4, "out": 4})
+	addr := startKafka(t, map[string]int32{"in": 4, "out": 4})
 	conf := func(id string) map[string]string {
 		return cfg(addr, "rekeyed-windows", "stoatflow.instance.id", id, "session.timeout.ms", "6000",
 			"stoatflow.watermark.max-out-of-orderness-ms", "0", config.TopologyRekey, config.RekeyTopic)
