@@ -211,6 +211,9 @@ func WatermarksDocument(o Observation) (inspect.Watermarks, error) {
 				pw.DriftFromGroupMinMs = p.Watermark - m
 			}
 		}
+		if w, ok := o.Writers[p.Partition]; ok {
+			pw.Writers = &inspect.RepartitionWriters{Tasks: orEmpty(w.Tasks), NotTold: orEmpty(w.NotTold), Idle: orEmpty(w.Idle), Holding: orEmpty(w.Holding)}
+		}
 		doc.Partitions[fmt.Sprintf("%s:%d", p.Topic, p.Partition.Partition)] = pw
 	}
 	return doc, nil
@@ -389,3 +392,11 @@ func Pinning(parts []watermark.PartitionState) (p watermark.PartitionState, ok b
 }
 
 func partitionName(p watermark.Partition) string { return fmt.Sprintf("%s:%d", p.Topic, p.Partition) }
+
+// orEmpty is s, or an empty list for nil, so that JSON says [] not null.
+func orEmpty(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

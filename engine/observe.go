@@ -45,6 +45,18 @@ type view struct {
 	// same per partition.
 	lag     map[string]int64
 	partLag map[watermark.Partition]int64
+	// writers is, per repartition partition read here, what the tasks
+	// writing it told in markers (subClocks).
+	writers map[watermark.Partition]RepartitionWriters
+}
+
+// RepartitionWriters is what the markers of a repartition partition told
+// (decision 0042): the tasks writing the topic, by Kafka Streams' task id,
+// and of them those that have not told yet (the partition's watermark
+// waits for them), those idle, and those whose mark is the partition's
+// watermark.
+type RepartitionWriters struct {
+	Tasks, NotTold, Idle, Holding []string
 }
 
 // noteHighWatermark records a fetched partition's high watermark; the
@@ -99,6 +111,9 @@ type Observation struct {
 	// PartitionLag is Lag per source partition, for the partitions
 	// fetched so far.
 	PartitionLag map[watermark.Partition]int64
+	// Writers is, for each repartition partition whose watermark its
+	// writers' markers tell, what they told, as of ViewAt.
+	Writers map[watermark.Partition]RepartitionWriters
 	// QueuedBatches is how many record batches wait in the lanes' queues.
 	QueuedBatches int
 	// BarrierInterval is the barrier cadence in force.
@@ -176,7 +191,7 @@ func (e *Engine) Observe() Observation {
 		o.Initialised = true
 		o.Global, o.Partitions, o.ViewAt = v.global, slices.Clone(v.partitions), v.at
 		o.QueuedBatches, o.BarrierInterval, o.Dispatched, o.Lag = v.queued, v.interval, maps.Clone(v.offsets), maps.Clone(v.lag)
-		o.PartitionLag = maps.Clone(v.partLag)
+		o.PartitionLag, o.Writers = maps.Clone(v.partLag), maps.Clone(v.writers)
 	}
 	return o
 }
@@ -216,6 +231,9 @@ func (r *runner) publishView(force bool) {
 		for _, l := range r.gen.lanes {
 			v.queued += l.Queued()
 		}
+	}
+	if r.sc != nil {
+		v.writers = r.sc.writers()
 	}
 	r.e.obs.view.Store(v)
 }

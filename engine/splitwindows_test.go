@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/stoatflow/stoatctl/engine"
 	"github.com/stoatflow/stoatctl/engine/config"
 	"github.com/stoatflow/stoatctl/engine/dsl"
 	"github.com/stoatflow/stoatctl/engine/serde"
@@ -168,6 +170,29 @@ func TestRekeyedWindowsWaitForEveryWriter(t *testing.T) {
 	produce(t, addr, "in", append(seconds(fast, 0, 100), seconds(slow, 0, 20)...))
 	// b's input has reached 19 s: only [0 s, 10 s) may close.
 	readCommitted(t, addr, "out", 5, 60*time.Second)
+	// Every reader of the repartition topic has heard from its four
+	// writers, and says so in GET /watermarks.
+	eventually(t, 30*time.Second, func() string {
+		return fmt.Sprintf("writers as a sees them %v, as b sees them %v", a.Observe().Writers, b.Observe().Writers)
+	}, func() bool {
+		n := 0
+		for _, e := range []*engine.Engine{a, b} {
+			doc, err := engine.WatermarksDocument(e.Observe())
+			if err != nil {
+				return false
+			}
+			for name, p := range doc.Partitions {
+				if !strings.Contains(name, "-repartition:") {
+					continue
+				}
+				if p.Writers == nil || len(p.Writers.Tasks) != 4 || len(p.Writers.NotTold) != 0 {
+					return false
+				}
+				n++
+			}
+		}
+		return n == 4
+	})
 
 	if err := stopA(); err != nil {
 		t.Fatalf("instance a: %v", err)

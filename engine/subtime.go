@@ -61,7 +61,8 @@ type repWriter struct {
 
 // repReader is what has been read of one repartition topic's markers.
 type repReader struct {
-	// tasks is the writing sub-topology's task count.
+	// up is the writing sub-topology, and tasks its task count.
+	up    int
 	tasks int32
 	// marks holds, per partition of the topic read here, the mark of
 	// each upstream task.
@@ -131,17 +132,26 @@ func (r *runner) newSubClocks(assigned map[string][]int32, floors []int64) *subC
 	for _, rp := range r.built.Repartitions {
 		up := r.built.Nodes[rp.SinkNode].Subtopology
 		tasks := r.changelogPartitions(r.built.Subtopologies[up])
-		sc.reads[rp.Topic] = &repReader{tasks: tasks, marks: map[int32][]upMark{}}
+		rd := &repReader{up: up, tasks: tasks, marks: map[int32][]upMark{}}
+		for _, p := range assigned[rp.Topic] {
+			rd.partition(p) // told nothing yet, for the view
+		}
+		sc.reads[rp.Topic] = rd
 		w := &repWriter{topic: rp.Topic, sub: up, partitions: r.partitions[rp.Topic], inputs: map[int32][]watermark.Partition{}}
+		// A task's inputs are its event-time partitions; one with none
+		// (a table's task) moves no event time and is told idle.
 		for t, ps := range assigned {
-			if s, ok := r.topicSub[t]; !ok || s != up || r.tableTopics[t] {
+			if s, ok := r.topicSub[t]; !ok || s != up {
 				continue
 			}
 			for _, p := range ps {
 				if _, ok := w.inputs[p]; !ok {
 					w.tasks = append(w.tasks, p)
+					w.inputs[p] = nil
 				}
-				w.inputs[p] = append(w.inputs[p], watermark.Partition{Topic: t, Partition: p})
+				if !r.tableTopics[t] {
+					w.inputs[p] = append(w.inputs[p], watermark.Partition{Topic: t, Partition: p})
+				}
 			}
 		}
 		slices.Sort(w.tasks)
@@ -267,7 +277,7 @@ func (sc *subClocks) cut(tr *watermark.Tracker, stamps []int64) []*kgo.Record {
 		emitted := sc.history[2][w.sub]
 		marks := make([]watermark.Mark, 0, len(w.tasks))
 		for _, p := range w.tasks {
-			idle := len(w.inputs[p]) > 0
+			idle := true
 			for _, in := range w.inputs[p] {
 				idle = idle && tr.Idle(in)
 			}
@@ -326,6 +336,37 @@ func (sc *subClocks) committed(topic string, p int32) map[string]int64 {
 		out[upKey(int32(up))] = m.w
 		if m.idle {
 			out[upIdleKey(int32(up))] = 1
+		}
+	}
+	return out
+}
+
+// writers is what each repartition partition read here was told, for the
+// watermark view.
+func (sc *subClocks) writers() map[watermark.Partition]RepartitionWriters {
+	out := map[watermark.Partition]RepartitionWriters{}
+	for topic, rd := range sc.reads {
+		for p, marks := range rd.marks {
+			var w RepartitionWriters
+			lowest, any := watermark.Unset, false
+			for _, m := range marks {
+				if m.seen && !m.idle && (!any || m.w < lowest) {
+					lowest, any = m.w, true
+				}
+			}
+			for up, m := range marks {
+				id := taskID(rd.up, int32(up))
+				w.Tasks = append(w.Tasks, id)
+				switch {
+				case !m.seen:
+					w.NotTold = append(w.NotTold, id)
+				case m.idle:
+					w.Idle = append(w.Idle, id)
+				case any && m.w == lowest:
+					w.Holding = append(w.Holding, id)
+				}
+			}
+			out[watermark.Partition{Topic: topic, Partition: p}] = w
 		}
 	}
 	return out

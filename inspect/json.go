@@ -72,23 +72,24 @@ func (w *Watermarks) UnmarshalJSON(b []byte) error {
 // partitionJSON is PartitionWatermark on the wire, fields in the same
 // order.
 type partitionJSON struct {
-	WatermarkMs         *int64  `json:"watermarkMs"`
-	WatermarkIso        string  `json:"watermarkIso"`
-	Idle                bool    `json:"idle"`
-	LastEventTimeMs     *int64  `json:"lastEventTimeMs"`
-	LastEventTimeIso    string  `json:"lastEventTimeIso"`
-	LastRecordMs        *int64  `json:"lastRecordMs,omitempty"`
-	LastAdvanceMs       *int64  `json:"lastAdvanceMs,omitempty"`
-	IdleSinceMs         *int64  `json:"idleSinceMs,omitempty"`
-	WaitingSinceMs      *int64  `json:"waitingSinceMs,omitempty"`
-	SinceAdvanceMs      *int64  `json:"sinceAdvanceMs,omitempty"`
-	PreviewWatermarkMs  *int64  `json:"previewWatermarkMs,omitempty"`
-	PreviewWatermarkIso *string `json:"previewWatermarkIso,omitempty"`
-	HeadHeldSinceMs     *int64  `json:"headHeldSinceMs,omitempty"`
-	AlignmentGroup      *string `json:"alignmentGroup"`
-	AlignmentHeld       bool    `json:"alignmentHeld"`
-	DriftFromGroupMinMs *int64  `json:"driftFromGroupMinMs"`
-	IdlenessTimeoutMs   int64   `json:"idlenessTimeoutMs"`
+	WatermarkMs         *int64              `json:"watermarkMs"`
+	WatermarkIso        string              `json:"watermarkIso"`
+	Idle                bool                `json:"idle"`
+	LastEventTimeMs     *int64              `json:"lastEventTimeMs"`
+	LastEventTimeIso    string              `json:"lastEventTimeIso"`
+	LastRecordMs        *int64              `json:"lastRecordMs,omitempty"`
+	LastAdvanceMs       *int64              `json:"lastAdvanceMs,omitempty"`
+	IdleSinceMs         *int64              `json:"idleSinceMs,omitempty"`
+	WaitingSinceMs      *int64              `json:"waitingSinceMs,omitempty"`
+	SinceAdvanceMs      *int64              `json:"sinceAdvanceMs,omitempty"`
+	PreviewWatermarkMs  *int64              `json:"previewWatermarkMs,omitempty"`
+	PreviewWatermarkIso *string             `json:"previewWatermarkIso,omitempty"`
+	HeadHeldSinceMs     *int64              `json:"headHeldSinceMs,omitempty"`
+	AlignmentGroup      *string             `json:"alignmentGroup"`
+	AlignmentHeld       bool                `json:"alignmentHeld"`
+	DriftFromGroupMinMs *int64              `json:"driftFromGroupMinMs"`
+	IdlenessTimeoutMs   int64               `json:"idlenessTimeoutMs"`
+	Writers             *RepartitionWriters `json:"writers,omitempty"`
 }
 
 // MarshalJSON writes the watermark and the last event time as null
@@ -99,7 +100,7 @@ func (p PartitionWatermark) MarshalJSON() ([]byte, error) {
 		LastAdvanceMs: p.LastAdvanceMs, IdleSinceMs: p.IdleSinceMs, WaitingSinceMs: p.WaitingSinceMs, SinceAdvanceMs: p.SinceAdvanceMs,
 		PreviewWatermarkMs:  p.PreviewWatermarkMs,
 		PreviewWatermarkIso: p.PreviewWatermarkIso, HeadHeldSinceMs: p.HeadHeldSinceMs, AlignmentGroup: p.AlignmentGroup,
-		AlignmentHeld: p.AlignmentHeld, DriftFromGroupMinMs: safe(p.DriftFromGroupMinMs), IdlenessTimeoutMs: p.IdlenessTimeoutMs})
+		AlignmentHeld: p.AlignmentHeld, DriftFromGroupMinMs: safe(p.DriftFromGroupMinMs), IdlenessTimeoutMs: p.IdlenessTimeoutMs, Writers: p.Writers})
 }
 
 // UnmarshalJSON reads null as MinWatermark (a drift as 0).
@@ -113,7 +114,7 @@ func (p *PartitionWatermark) UnmarshalJSON(b []byte) error {
 		LastAdvanceMs: j.LastAdvanceMs, IdleSinceMs: j.IdleSinceMs, WaitingSinceMs: j.WaitingSinceMs, SinceAdvanceMs: j.SinceAdvanceMs,
 		PreviewWatermarkMs:  j.PreviewWatermarkMs,
 		PreviewWatermarkIso: j.PreviewWatermarkIso, HeadHeldSinceMs: j.HeadHeldSinceMs, AlignmentGroup: j.AlignmentGroup,
-		AlignmentHeld: j.AlignmentHeld, IdlenessTimeoutMs: j.IdlenessTimeoutMs}
+		AlignmentHeld: j.AlignmentHeld, IdlenessTimeoutMs: j.IdlenessTimeoutMs, Writers: j.Writers}
 	if j.DriftFromGroupMinMs != nil {
 		p.DriftFromGroupMinMs = *j.DriftFromGroupMinMs
 	}

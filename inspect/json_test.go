@@ -18,7 +18,8 @@ func TestWatermarksJSON(t *testing.T) {
 	str := func(s string) *string { return &s }
 	full := PartitionWatermark{WatermarkMs: 10, WatermarkIso: "a", Idle: true, LastEventTimeMs: 11, LastEventTimeIso: "b",
 		LastRecordMs: ptr(12), LastAdvanceMs: ptr(13), IdleSinceMs: ptr(14), WaitingSinceMs: ptr(19), SinceAdvanceMs: ptr(20), PreviewWatermarkMs: ptr(15), PreviewWatermarkIso: str("c"),
-		HeadHeldSinceMs: ptr(16), AlignmentGroup: str("g"), AlignmentHeld: true, DriftFromGroupMinMs: 17, IdlenessTimeoutMs: 18}
+		HeadHeldSinceMs: ptr(16), AlignmentGroup: str("g"), AlignmentHeld: true, DriftFromGroupMinMs: 17, IdlenessTimeoutMs: 18,
+		Writers: &RepartitionWriters{Tasks: []string{"0_0", "0_1"}, NotTold: []string{"0_1"}, Idle: []string{}, Holding: []string{"0_0"}}}
 	v := reflect.ValueOf(full)
 	for i := range v.NumField() {
 		if v.Field(i).IsZero() {

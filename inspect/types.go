@@ -63,6 +63,21 @@ type PartitionWatermark struct {
 	// IdlenessTimeoutMs is the timeout in force for this partition: its
 	// source's own, else the global default; 0 when idleness is off.
 	IdlenessTimeoutMs int64 `json:"idlenessTimeoutMs"`
+	// Writers is set for a repartition topic's partition whose watermark
+	// the tasks writing the topic tell in markers: the lowest of their
+	// marks, once every one has told.
+	Writers *RepartitionWriters `json:"writers,omitempty"`
+}
+
+// RepartitionWriters are the tasks writing a repartition topic, by Kafka
+// Streams' task id ("<sub-topology>_<partition>"): all of them, those
+// whose marker has not reached this partition yet (its watermark waits
+// for them), those idle, and those whose mark is its watermark.
+type RepartitionWriters struct {
+	Tasks   []string `json:"tasks"`
+	NotTold []string `json:"notTold"`
+	Idle    []string `json:"idle"`
+	Holding []string `json:"holding"`
 }
 
 // Info is the document of GET /info.

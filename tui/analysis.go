@@ -133,6 +133,13 @@ type PartitionVerdict struct {
 	// of the wall clock; 0 when not ahead.
 	AheadMs int64 `json:"aheadMs,omitempty" yaml:"aheadMs,omitempty"`
 
+	// Writers is true for a repartition topic's partition, whose
+	// watermark the tasks writing the topic tell; WaitingFor are those
+	// that have not told yet, HeldBy those whose mark is the watermark.
+	Writers    bool     `json:"writers,omitempty" yaml:"writers,omitempty"`
+	WaitingFor []string `json:"waitingFor,omitempty" yaml:"waitingFor,omitempty"`
+	HeldBy     []string `json:"heldBy,omitempty" yaml:"heldBy,omitempty"`
+
 	Pinning bool `json:"pinning" yaml:"pinning"`
 	// Branch is the runbook branch that explains why this partition holds
 	// the watermark: set where there is something to explain (a stall, a
@@ -456,6 +463,9 @@ func (t *Tracker) partition(at time.Time, name string, pw inspect.PartitionWater
 	}
 	if pw.AlignmentGroup != nil {
 		p.AlignmentGroup = *pw.AlignmentGroup
+	}
+	if w := pw.Writers; w != nil {
+		p.Writers, p.WaitingFor, p.HeldBy = true, slices.Clone(w.NotTold), slices.Clone(w.Holding)
 	}
 	if global != inspect.MinWatermark && eff != inspect.MinWatermark {
 		p.SkewMs = eff - global

@@ -538,3 +538,45 @@ func TestOneLookOldTimestamps(t *testing.T) {
 		})
 	}
 }
+
+// TestUpstreamBranch: a repartition topic's partition pins the watermark
+// because a task writing the topic has not told its event time (its
+// instance died): the branch says so and the fix names the task; once
+// every writer told, it names the one holding the partition back.
+func TestUpstreamBranch(t *testing.T) {
+	stuckFor := int64(10 * time.Minute / time.Millisecond)
+	sample := func(w inspect.RepartitionWriters) []Sample {
+		return []Sample{{At: t0, Info: running, Watermarks: func() *inspect.Watermarks {
+			rep := pw(ms(t0.Add(-time.Hour)), ms(t0), 0)
+			rep.SinceAdvanceMs, rep.Writers = &stuckFor, &w
+			return doc(map[string]inspect.PartitionWatermark{"orders:0": live(t0, 0), "app-win-repartition:0": rep})
+		}()}}
+	}
+	for _, tc := range []struct {
+		name    string
+		writers inspect.RepartitionWriters
+		names   string
+	}{
+		{"not told", inspect.RepartitionWriters{Tasks: []string{"0_0", "0_1"}, NotTold: []string{"0_1"}, Holding: []string{"0_0"}}, "0_1"},
+		{"held", inspect.RepartitionWriters{Tasks: []string{"0_0", "0_1"}, Holding: []string{"0_0"}}, "0_0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := observeAll(Options{StallAfter: time.Minute, SkewThreshold: 5 * time.Minute}, sample(tc.writers))
+			if v.Pinning != "app-win-repartition:0" {
+				t.Fatalf("pinning %q, want the repartition partition", v.Pinning)
+			}
+			var found bool
+			for _, a := range v.Alerts {
+				if a.Code == "stalled" {
+					found = true
+					if a.Branch != BranchUpstream || !strings.Contains(a.Fix, tc.names) {
+						t.Errorf("stalled alert %+v: want branch %s and a fix naming %s", a, BranchUpstream, tc.names)
+					}
+				}
+			}
+			if !found {
+				t.Fatalf("no stalled alert: %q", alertCodes(v))
+			}
+		})
+	}
+}

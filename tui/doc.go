@@ -37,7 +37,7 @@
 //   - preview: a partition whose next record is stamped ahead of the others
 //     and waits behind them; its preview watermark counts meanwhile.
 //
-// The five runbook branches (the testing-and-operating-event-time runbook,
+// The six runbook branches (the testing-and-operating-event-time runbook,
 // applied to the pinning partition of a stalled watermark; Branch):
 //   - idle-eligible: the partition went quiet and its idleness timeout has
 //     not elapsed yet (or idleness is off for it, timeout 0): wait, or lower
@@ -53,4 +53,8 @@
 //     timestamp unit.
 //   - no-event-time: the engine decided the topology has no event time, so
 //     there was never a watermark to stall: check the topology.
+//   - upstream-tasks: the partition is a repartition topic's, whose
+//     watermark the tasks writing the topic tell in markers, and some have
+//     not told (their instance is down or starting) or hold it back: find
+//     the instance that runs them.
 package tui

@@ -2,14 +2,15 @@ package tui
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
-// Branch is one of the runbook's five explanations of a stalled watermark,
+// Branch is one of the runbook's six explanations of a stalled watermark,
 // by its stable code (the value in -o json output).
 type Branch string
 
-// The five branches; NoBranch where none applies (an unreachable endpoint,
+// The six branches; NoBranch where none applies (an unreachable endpoint,
 // every input idle).
 const (
 	NoBranch        Branch = ""
@@ -18,6 +19,7 @@ const (
 	BranchAlignment Branch = "alignment"
 	BranchFuture    Branch = "future-timestamp"
 	BranchTracking  Branch = "no-event-time"
+	BranchUpstream  Branch = "upstream-tasks"
 )
 
 // Title is the branch as the runbook names it, for people.
@@ -33,6 +35,8 @@ func (b Branch) Title() string {
 		return "stamped in the future"
 	case BranchTracking:
 		return "event-time tracking off"
+	case BranchUpstream:
+		return "waiting for the tasks writing it"
 	}
 	return ""
 }
@@ -49,6 +53,10 @@ func classify(v *Verdict, p *PartitionVerdict) Branch {
 	switch {
 	case v.TrackingOff:
 		return BranchTracking
+	case p.Writers:
+		// A repartition topic's partition: its watermark is what the
+		// tasks writing it told, whatever its own records say.
+		return BranchUpstream
 	case v.AlignmentBinding != "", p.AlignmentHeld:
 		return BranchAlignment
 	case p.PreviewWatermarkMs != nil, p.HeadHeldSinceMs != nil, p.AheadMs >= FutureAhead.Milliseconds():
@@ -63,6 +71,11 @@ func classify(v *Verdict, p *PartitionVerdict) Branch {
 // that names the setting to change.
 func fix(v *Verdict, p *PartitionVerdict, b Branch) string {
 	switch b {
+	case BranchUpstream:
+		if len(p.WaitingFor) > 0 {
+			return fmt.Sprintf("%s is a repartition topic's partition, whose watermark waits for a marker from %s, writing the topic, which have not told their event time (their instance is down or starting, or has committed no epoch since): find the instance that runs them (stoatctl inspect info on each), or wait for the group to reassign them (session.timeout.ms)", p.Partition, strings.Join(p.WaitingFor, ", "))
+		}
+		return fmt.Sprintf("%s is a repartition topic's partition, whose watermark is what %s, writing the topic, last told: their own inputs hold it back; read the watermarks of the instance that runs them", p.Partition, strings.Join(p.HeldBy, ", "))
 	case BranchTracking:
 		return "the engine found no event time in this topology, so no watermark is tracked: check that the topology is the one you meant, force processing.timestamp-coordination-mode ENABLED and compare"
 	case BranchAlignment:

@@ -542,8 +542,8 @@ func (m Model) helpLines(w int) []string {
 		"  ▶ pins the global watermark · LAG wall clock minus watermark · MOVED time",
 		"  since the watermark last moved, seen across polls (+: at least) · SKEW",
 		"  ahead of the global watermark · TIMEOUT the idleness timeout in force",
-		"", m.st.header.Render("the five runbook branches of a stall"))
-	for _, b := range []Branch{BranchIdle, BranchOldTimes, BranchAlignment, BranchFuture, BranchTracking} {
+		"", m.st.header.Render("the six runbook branches of a stall"))
+	for _, b := range []Branch{BranchIdle, BranchOldTimes, BranchAlignment, BranchFuture, BranchTracking, BranchUpstream} {
 		lines = append(lines, "  "+b.Title())
 	}
 	for i, l := range lines {
