@@ -433,6 +433,9 @@ func (r *runner) commit(c *committer, cut *epochCut, partTimes map[watermark.Par
 		if err := r.cl.Flush(ctx); err != nil {
 			c.promise(&kgo.Record{}, err)
 		}
+		if !cut.final {
+			r.awaitJoined(ctx)
+		}
 		produceErr := c.takeErr()
 		try := kgo.TryCommit
 		if produceErr != nil {
@@ -741,3 +744,33 @@ func (r *runner) restoreStamp(ctx context.Context) (int64, error) {
 	}
 	return stamp, nil
 }
+
+// awaitJoined holds an epoch's commit while the group rebalances, until
+// the join completes, so that an instance that keeps its partitions
+// commits the epoch in flight instead of aborting it. franz-go builds the
+// transaction's offset commit with the group generation current when End
+// is called and then holds it until the join and sync are done, so a
+// commit that meets a rebalance goes out with the old generation, is
+// refused (ILLEGAL_GENERATION), and the epoch is aborted and reprocessed:
+// a stall of a reset on an instance whose tasks did not move (issue 40's
+// BenchmarkRebalanceStall). Waiting here costs nothing franz-go would not
+// have waited anyway. A rebalance that changes this instance's partitions
+// still aborts the epoch (r.rebalanced, and franz-go's own revocation
+// check). The final barrier's commit does not wait: the dispatcher no
+// longer polls then, and franz-go reports a completed join only through
+// a poll. Nor does one past maxJoinWait, which then aborts as before.
+func (r *runner) awaitJoined(ctx context.Context) {
+	deadline := time.Now().Add(maxJoinWait)
+	for r.joining.Load() && !r.rebalanced.Load() && !r.closing.Load() && time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
+}
+
+// maxJoinWait bounds awaitJoined: a join that waits for a member that
+// died waits out its session timeout, which is worth waiting for, but not
+// for ever.
+const maxJoinWait = time.Minute

@@ -68,6 +68,10 @@ func printChildLogs(t *testing.T, dir string) {
 			if err != nil {
 				continue
 			}
+			if keep := os.Getenv("STOATFLOW_KEEP_CHILD_LOGS"); keep != "" {
+				_ = os.MkdirAll(keep, 0o755)
+				_ = os.WriteFile(filepath.Join(keep, filepath.Base(path)), b, 0o644)
+			}
 			lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
 			t.Logf("%s, last %d of %d lines:\n%s", filepath.Base(path), min(len(lines), 25), len(lines), strings.Join(lines[max(0, len(lines)-25):], "\n"))
 		}

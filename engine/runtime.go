@@ -84,6 +84,11 @@ type runner struct {
 	assignMu   sync.Mutex
 	assigned   map[string]map[int32]bool
 	rebalanced atomic.Bool
+	// joining is set while the group rebalances: from the end of a
+	// session (franz-go's revoke callback, with nothing revoked under the
+	// cooperative protocol) until the next assignment, which franz-go
+	// reports after every completed join (awaitJoined).
+	joining atomic.Bool
 	// joined says the group has completed a rebalance for the current
 	// session and told this member its assignment (franz-go calls
 	// OnPartitionsAssigned after every completed join, even with nothing
@@ -544,6 +549,17 @@ func (r *runner) singleInstanceReason() string {
 	// its own offsets' metadata (resumeFloor): any instance may run it.
 	// Behind a repartition topic, a task's records come from every
 	// upstream task, and its watermark would have to be carried from them.
+	if r.built.EventTime && r.s.standbys > 0 {
+		// Found by TestStandbyFailoverUnderKills on Apache Kafka:
+		// tumbling windows split over two instances, with standbys and
+		// warm-ups, lost window updates in about one run in three when
+		// tasks moved between live instances and a warmed copy took
+		// over (the same without standbys, and a split count with
+		// them, held). Until that is understood, such a topology runs
+		// as before: its tasks on one instance, the others its
+		// standbys.
+		return fmt.Sprintf("the topology closes windows on event time and %s is %d: its tasks run on one instance and further instances keep its standbys (split across instances, standbys of an event-time topology are not kept yet); set %s=0 to split it", NumStandbyReplicas, r.s.standbys, NumStandbyReplicas)
+	}
 	if r.built.EventTime && len(r.built.Repartitions) > 0 {
 		if why := perSubReason(r.built, r.e.opts.eventTime != nil); why != "" {
 			return "the topology re-keys through repartition topics and closes windows on event time, but its event time cannot be kept per sub-topology (" + why + "), so a second instance could close windows before their records arrive; run one instance"
@@ -575,6 +591,7 @@ func (r *runner) onAssign(how string, m map[string][]int32, add bool) {
 		}
 	}
 	r.assignMu.Unlock()
+	r.joining.Store(!add)
 	switch {
 	case add && !r.joined.Swap(true):
 		// The session's first completed join, after the assignment is

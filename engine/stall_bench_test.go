@@ -62,7 +62,7 @@ func (w *stallWatch) Handle(_ context.Context, r slog.Record) error {
 	}
 	text := r.Message
 	r.Attrs(func(a slog.Attr) bool {
-		if a.Key == "took" || a.Key == "records" || a.Key == "added" || a.Key == "removed" || a.Key == "error" {
+		if a.Key == "took" || a.Key == "records" || a.Key == "added" || a.Key == "removed" || a.Key == "error" || a.Key == "was_failed" || a.Key == "can_try_commit" || a.Key == "err" {
 			text += " " + a.String()
 		}
 		return true

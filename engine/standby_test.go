@@ -109,13 +109,14 @@ func TestStandbysOnAnotherRack(t *testing.T) {
 // while records flow, four times; the killed one comes back at once as a
 // new member. Counts behind an in-memory re-key cannot be split: the
 // other instance, the standby, takes every task over once the dead one's
-// session times out. Tumbling windows emitted on close, and keyed
-// event-time timers of the Processor API, are split, each
-// instance running half the tasks under its own watermark, and the
-// survivor takes the dead one's tasks with the floors they committed
-// (decision 0042). Both must come out exactly once, the windows as the
-// driver emits them: state, timers and emit frontiers of a task that
-// moved are the committed ones.
+// session times out. So do tumbling windows emitted on close and keyed
+// event-time timers of the Processor API with standbys (an event-time
+// topology with standbys runs on one instance); without standbys the
+// windows are split (windows-split), each instance running half the
+// tasks under its own watermark, and the survivor takes the dead one's
+// tasks with the floors they committed (decision 0042). All must come out
+// exactly once, the windows as the driver emits them: state, timers and
+// emit frontiers of a task that moved are the committed ones.
 func TestStandbyFailoverUnderKills(t *testing.T) {
 	kafkatest.Parallel(t)
 	needRocks(t)
@@ -132,26 +133,35 @@ func TestStandbyFailoverUnderKills(t *testing.T) {
 		got := failover(t, addr, "rekey", 4, in, len(in))
 		checkCounts(t, got, words, per)
 	})
-	t.Run("windows", func(t *testing.T) {
-		const keys, steps = 50, 120
-		var in []kv
-		for s := range steps {
-			for k := range keys {
-				in = append(in, kv{Key: "k" + strconv.Itoa(k), Value: "x", Timestamp: int64(s)*1000 + 1})
+	// Tumbling windows emitted on close: with standbys their tasks run
+	// on one instance and the other keeps the standbys; without, they
+	// are split over both (decision 0042).
+	for _, standbys := range []int{1, 0} {
+		name := "windows"
+		if standbys == 0 {
+			name = "windows-split"
+		}
+		t.Run(name, func(t *testing.T) {
+			const keys, steps = 50, 120
+			var in []kv
+			for s := range steps {
+				for k := range keys {
+					in = append(in, kv{Key: "k" + strconv.Itoa(k), Value: "x", Timestamp: int64(s)*1000 + 1})
+				}
 			}
-		}
-		want := driverOutputOf(t, windowedCounts(), "crash-windows", in)
-		addr := startKafka(t, map[string]int32{"in": 4, "out": 4})
-		var got []string
-		for _, r := range failover(t, addr, "windows", 4, in, len(want)) {
-			got = append(got, fmt.Sprintf("%x=%x", r.Key, r.Value))
-		}
-		slices.Sort(want)
-		slices.Sort(got)
-		if !slices.Equal(got, want) {
-			t.Fatalf("engine committed %d window results, driver %d; first engine %q, first driver %q", len(got), len(want), head(got), head(want))
-		}
-	})
+			want := driverOutputOf(t, windowedCounts(), "crash-windows", in)
+			addr := startKafka(t, map[string]int32{"in": 4, "out": 4})
+			var got []string
+			for _, r := range failoverWith(t, addr, "windows", standbys, 4, in, len(want)) {
+				got = append(got, fmt.Sprintf("%x=%x", r.Key, r.Value))
+			}
+			slices.Sort(want)
+			slices.Sort(got)
+			if !slices.Equal(got, want) {
+				t.Fatalf("engine committed %d window results, driver %d; only the engine's %q, only the driver's %q", len(got), len(want), minus(got, want), minus(want, got))
+			}
+		})
+	}
 	// Keyed timers of the Processor API (slotTimers): at every kill some
 	// timers were armed and committed but not fired, and others fired
 	// and committed. Each must come out once: the promoted standby's
@@ -252,13 +262,18 @@ func (p *slotTimer) UsesEventTimeTimers() bool { return true }
 // session times out, and then the other instance is promoted). It
 // returns the committed output once want records arrived.
 func failover(t *testing.T, addr, topo string, kills int, in []kv, want int) []kv {
+	return failoverWith(t, addr, topo, 1, kills, in, want)
+}
+
+// failoverWith is failover with standbys standby replicas.
+func failoverWith(t *testing.T, addr, topo string, standbys, kills int, in []kv, want int) []kv {
 	rng := rand.New(rand.NewPCG(crashSeed(t), 11))
 	dir := t.TempDir()
 	printChildLogs(t, dir)
 	runs := 0
 	start := func(id string) *exec.Cmd {
 		runs++
-		extra := strings.Join([]string{"group.instance.id=", "stoatflow.instance.id=" + id, "num.standby.replicas=1",
+		extra := strings.Join([]string{"group.instance.id=", "stoatflow.instance.id=" + id, "num.standby.replicas=" + strconv.Itoa(standbys),
 			"stoatflow.standby.interval-ms=200", "session.timeout.ms=6000", "heartbeat.interval.ms=500"}, ";")
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), crashChildEnv+"="+addr, "STOATFLOW_CRASH_LANES=4", "STOATFLOW_CRASH_TOPOLOGY="+topo,
@@ -386,4 +401,21 @@ func TestWarmupBeforeTakingTasks(t *testing.T) {
 	}
 	checkCounts(t, got, keys, per)
 	t.Logf("b warmed up %d changelog records, then restored %d when its tasks moved", warmed, restored)
+}
+
+// minus is what a holds beyond b, each element counted (both sorted).
+func minus(a, b []string) []string {
+	var out []string
+	i := 0
+	for _, x := range a {
+		for i < len(b) && b[i] < x {
+			i++
+		}
+		if i < len(b) && b[i] == x {
+			i++
+			continue
+		}
+		out = append(out, x)
+	}
+	return out
 }
