@@ -121,7 +121,7 @@ func TestWatchTUIInTmux(t *testing.T) {
 			}
 
 			s.run("send-keys", "-t", s.name, "?")
-			s.waitFor("the five runbook branches of a stall")
+			s.waitFor("the six runbook branches of a stall")
 			s.run("send-keys", "-t", s.name, "?")
 			s.waitFor("LAG TREND")
 
