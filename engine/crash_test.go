@@ -52,7 +52,8 @@ const crashLogEnv = "STOATFLOW_CRASH_LOG"
 // in dir (run-N.log), so that a failure shows what the runs did.
 func printChildLogs(t *testing.T, dir string) {
 	t.Cleanup(func() {
-		if !t.Failed() {
+		keep := os.Getenv("STOATFLOW_KEEP_CHILD_LOGS")
+		if !t.Failed() && keep == "" {
 			return
 		}
 		logs, _ := filepath.Glob(filepath.Join(dir, "run-*.log"))
@@ -68,9 +69,12 @@ func printChildLogs(t *testing.T, dir string) {
 			if err != nil {
 				continue
 			}
-			if keep := os.Getenv("STOATFLOW_KEEP_CHILD_LOGS"); keep != "" {
+			if keep != "" {
 				_ = os.MkdirAll(keep, 0o755)
 				_ = os.WriteFile(filepath.Join(keep, filepath.Base(path)), b, 0o644)
+			}
+			if !t.Failed() {
+				continue
 			}
 			lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
 			t.Logf("%s, last %d of %d lines:\n%s", filepath.Base(path), min(len(lines), 25), len(lines), strings.Join(lines[max(0, len(lines)-25):], "\n"))

@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/stoatflow/stoatctl/engine/config"
 	"github.com/stoatflow/stoatctl/engine/state"
@@ -139,7 +142,17 @@ type localState struct {
 	pos      *changelogPositions
 	// changelogs is the set of the topology's changelog topics.
 	changelogs map[string]bool
+	// standbyDir holds the lane databases in which an instance that runs
+	// tasks keeps its standbys (standby.go); a task this generation runs
+	// that its own databases cannot bring up to date is copied from
+	// there when the copy can be. Empty for a standby's own warm-up.
+	standbyDir string
 }
+
+// standbySubdir is the directory, under an application's state
+// directory, of the databases an instance that runs tasks keeps its
+// standbys in: its lanes' own are open while it runs.
+const standbySubdir = "standby"
 
 // open opens the databases of a sub-topology's lanes and decides, for each
 // task, where its restore starts: the database's checkpoint, when it was
@@ -208,10 +221,19 @@ func (s *localState) open(ctx context.Context, g *generation, sr *subRun) error 
 			return fmt.Errorf("sub-topology %d lane %d: %w", sr.id, l.idx, errs[i])
 		}
 	}
+	adopted := map[string]int{}
+	began := time.Now()
 	for i, l := range sr.lanes {
-		if err := s.keep(l.local, dirs[i], sr, topics, starts, ends); err != nil {
+		if err := s.keep(l.local, dirs[i], sr, topics, starts, ends, adopted); err != nil {
 			return fmt.Errorf("sub-topology %d lane %d: %w", sr.id, l.idx, err)
 		}
+	}
+	if len(adopted) > 0 {
+		n := 0
+		for _, e := range adopted {
+			n += e
+		}
+		s.log.Info("standby copies taken: their tasks restore only what was written after them", "tasks", slices.Sorted(maps.Keys(adopted)), "entries", n, "took", time.Since(began).Round(time.Millisecond))
 	}
 	return nil
 }
@@ -222,7 +244,11 @@ func (s *localState) open(ctx context.Context, g *generation, sr *subRun) error 
 // runs that the checkpoint holds and its changelog can bring up to date
 // is kept, restored from the checkpoint's offsets on, and every other
 // task the checkpoint names is wiped.
-func (s *localState) keep(ls *laneState, dir string, sr *subRun, topics []string, starts, ends map[string]kadm.ListedOffsets) error {
+//
+// A task it runs that its checkpoint cannot bring up to date is copied
+// from the lane's standby database when that holds a copy it can build on
+// (standbyCopy); adopted counts the entries copied per task.
+func (s *localState) keep(ls *laneState, dir string, sr *subRun, topics []string, starts, ends map[string]kadm.ListedOffsets, adopted map[string]int) error {
 	cp, ok, err := ls.db.Checkpoint()
 	if err != nil {
 		return err
@@ -250,6 +276,8 @@ func (s *localState) keep(ls *laneState, dir string, sr *subRun, topics []string
 	for _, id := range cp.Owned {
 		held[id] = true
 	}
+	sb := &standbyCopy{s: s, path: filepath.Join(s.standbyDir, filepath.Base(dir)), lanes: len(sr.lanes)}
+	defer sb.close()
 	runs := map[int32]bool{}
 	var rebuilt []string
 	for _, p := range sr.tasks {
@@ -275,13 +303,17 @@ func (s *localState) keep(ls *laneState, dir string, sr *subRun, topics []string
 			}
 			continue
 		}
-		if held[id] {
-			rebuilt = append(rebuilt, id+": "+why)
-		}
 		// A task restored from the log start starts empty, whatever an
 		// earlier restore cut short left.
 		if err := ls.db.WipeTask(p); err != nil {
 			return err
+		}
+		if n, ok := sb.adopt(ls, id, p, topics, starts, ends); ok {
+			adopted[id] += n
+			continue
+		}
+		if held[id] {
+			rebuilt = append(rebuilt, id+": "+why)
 		}
 	}
 	for _, id := range cp.Owned {
@@ -297,6 +329,98 @@ func (s *localState) keep(ls *laneState, dir string, sr *subRun, topics []string
 		s.log.Warn("tasks' local state cannot be brought up to date from the checkpoint; rebuilding them from the changelogs", "dir", dir, "tasks", rebuilt)
 	}
 	return nil
+}
+
+// standbyCopy is the database of a lane's standby copies, opened when a
+// task the lane runs is not kept from the lane's own checkpoint.
+type standbyCopy struct {
+	s      *localState
+	path   string
+	lanes  int
+	opened bool
+	db     *rocks.DB
+	cp     rocks.Checkpoint
+	held   map[string]bool
+}
+
+// adopt copies the task of partition p (id) from the standby database into
+// the lane's, and sets where its restore starts from the standby's
+// checkpoint; false when there is no copy to build on. A copy that cannot
+// be read is passed over with a warning: the task is restored from its
+// changelogs as without one.
+func (c *standbyCopy) adopt(ls *laneState, id string, p int32, topics []string, starts, ends map[string]kadm.ListedOffsets) (int, bool) {
+	if !c.open() || !c.held[id] {
+		return 0, false
+	}
+	if why := checkpointBehind(c.cp, topics, starts, ends, p); why != "" {
+		c.s.log.Info("standby copy not taken: its checkpoint cannot be built on", "task", id, "dir", c.path, "reason", why)
+		return 0, false
+	}
+	n, err := ls.db.AdoptTask(c.db, p)
+	if err != nil {
+		// What was copied is wiped: the restore from the log start
+		// begins empty.
+		c.s.log.Warn("standby copy not taken; restoring the task from its changelogs", "task", id, "dir", c.path, "err", err)
+		if werr := ls.db.WipeTask(p); werr != nil {
+			c.s.log.Warn("wipe a standby copy taken in part", "task", id, "err", werr)
+		}
+		return 0, false
+	}
+	for _, t := range topics {
+		if off, ok := c.cp.Offsets[t][p]; ok {
+			if ls.from == nil {
+				ls.from = map[string]map[int32]int64{}
+			}
+			if ls.from[t] == nil {
+				ls.from[t] = map[int32]int64{}
+			}
+			ls.from[t][p] = off
+		}
+	}
+	return n, true
+}
+
+// open opens the standby database once, if there is one this lane can
+// build on: written by this application, in this layout, for this lane
+// count.
+func (c *standbyCopy) open() bool {
+	if c.opened {
+		return c.db != nil
+	}
+	c.opened = true
+	if c.s.standbyDir == "" {
+		return false
+	}
+	if _, err := os.Stat(c.path); err != nil {
+		return false
+	}
+	db, err := rocks.Open(c.path)
+	if err != nil {
+		c.s.log.Warn("standby copies not readable; tasks taken over restore from their changelogs", "dir", c.path, "err", err)
+		return false
+	}
+	cp, ok, err := db.Checkpoint()
+	if err != nil || !ok || cp.Application != c.s.app || cp.Layout != rocks.Layout || cp.Lanes != c.lanes {
+		if err != nil {
+			c.s.log.Warn("standby copies not readable; tasks taken over restore from their changelogs", "dir", c.path, "err", err)
+		}
+		_ = db.Close()
+		return false
+	}
+	c.db, c.cp, c.held = db, cp, map[string]bool{}
+	for _, id := range cp.Owned {
+		c.held[id] = true
+	}
+	return true
+}
+
+func (c *standbyCopy) close() {
+	if c.db != nil {
+		if err := c.db.Close(); err != nil {
+			c.s.log.Warn("close standby copies", "dir", c.path, "err", err)
+		}
+		c.db = nil
+	}
 }
 
 // taskID names the task of partition p of sub-topology sub as Kafka
@@ -450,7 +574,8 @@ func (r *runner) localState() *localState {
 			return nil
 		}
 	}
-	ls := &localState{app: r.s.appID, dir: r.s.stateDir, defaults: r.s.rocksDefault, adm: r.adm, log: r.e.log, pos: &changelogPositions{}, changelogs: map[string]bool{}}
+	ls := &localState{app: r.s.appID, dir: r.s.stateDir, defaults: r.s.rocksDefault, adm: r.adm, log: r.e.log, pos: &changelogPositions{}, changelogs: map[string]bool{},
+		standbyDir: filepath.Join(r.s.stateDir, standbySubdir)}
 	for _, info := range r.built.Stores {
 		if info.ChangelogTopic != "" {
 			ls.changelogs[info.ChangelogTopic] = true

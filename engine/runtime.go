@@ -1607,9 +1607,7 @@ func (r *runner) resetOnce(ctx context.Context) error {
 	}
 	r.e.setAssignment(assigned)
 	r.notePromoted(r.noteTasks(gen), r.e.obs.restored.Load()-restoredBefore)
-	if len(assigned) == 0 {
-		r.startWarmUp(ctx)
-	}
+	r.startWarmUp(ctx, len(assigned) > 0)
 	if joined {
 		r.e.setState(Running)
 	}

@@ -27,17 +27,22 @@ import (
 // is given the task to run, its generation finds the task in the
 // checkpoint and restores only what was written since (localState.keep).
 //
-// Only an instance with no active task keeps standbys: a generation's
-// lanes own their databases while they run, and tailing a changelog into
-// a database a lane writes is not built. Those instances are the ones
-// beside the one that runs a topology that cannot be split, which start
-// as standbys when num.standby.replicas is set (instead of being
-// refused), and spare instances beyond the task count.
+// An instance that runs tasks keeps its standbys the same way in
+// databases of their own, under <state dir>/standby: its lanes own their
+// databases while they run. When it is given one of those tasks to run,
+// its generation copies the task's stores from there into the lane's
+// database (rocks.DB.AdoptTask, in key order, no changelog read) and
+// restores what was written after the copy's checkpoint, so a take-over
+// costs a local copy and a tail, not the changelog from its start
+// (decision 0047).
 
 // warmUp is the running loop that keeps the standbys up to date.
 type warmUp struct {
 	cancel context.CancelFunc
 	done   chan struct{}
+	// busy says the instance runs tasks: the standbys go to the
+	// databases under standbySubdir.
+	busy bool
 }
 
 // onStandbys is the balancer's report of the standby tasks an assignment
@@ -87,10 +92,11 @@ func (r *runner) standbysUnkept() string {
 	return ""
 }
 
-// startWarmUp starts keeping the standbys, for an instance whose
-// generation runs no task. stopWarmUp must be called before a generation
-// opens the databases.
-func (r *runner) startWarmUp(ctx context.Context) {
+// startWarmUp starts keeping the standbys, in the lanes' databases when
+// the instance runs no task (busy false), else in databases of their
+// own. stopWarmUp must be called before a generation opens the
+// databases.
+func (r *runner) startWarmUp(ctx context.Context, busy bool) {
 	if r.warm != nil {
 		return
 	}
@@ -101,11 +107,11 @@ func (r *runner) startWarmUp(ctx context.Context) {
 		return
 	}
 	wctx, cancel := context.WithCancel(ctx)
-	w := &warmUp{cancel: cancel, done: make(chan struct{})}
+	w := &warmUp{cancel: cancel, done: make(chan struct{}), busy: busy}
 	r.warm = w
 	go func() {
 		defer close(w.done)
-		r.warmLoop(wctx)
+		r.warmLoop(wctx, busy)
 	}()
 }
 
@@ -127,12 +133,12 @@ func (r *runner) stopWarmUp() {
 	r.warmedPos.Store(nil)
 }
 
-func (r *runner) warmLoop(ctx context.Context) {
+func (r *runner) warmLoop(ctx context.Context, busy bool) {
 	t := time.NewTicker(r.s.standbyEvery)
 	defer t.Stop()
 	for {
 		if ts := r.keptStandbys(); len(ts) > 0 {
-			r.warmOnce(ctx, ts)
+			r.warmOnce(ctx, ts, busy)
 			r.probe(ctx)
 		}
 		select {
@@ -144,7 +150,7 @@ func (r *runner) warmLoop(ctx context.Context) {
 }
 
 // warmOnce brings the standby tasks ts up to date with their changelogs.
-func (r *runner) warmOnce(ctx context.Context, ts []assign.Task) {
+func (r *runner) warmOnce(ctx context.Context, ts []assign.Task, busy bool) {
 	began := time.Now()
 	before := r.e.obs.restored.Load()
 	// The lag is measured as the warm-up begins, against where the last
@@ -174,7 +180,11 @@ func (r *runner) warmOnce(ctx context.Context, ts []assign.Task) {
 	}
 	tasks := taskPartitions(as)
 	sinkParts := func(topic string) (int32, error) { return r.partitionCount(ctx, topic) }
-	gen, err := newGeneration(ctx, r.e, r.built, s, r.changelogPartitions, tasks, sinkParts, task.Unknown, nil, r.restorer(), r.global.stores(), r.localState())
+	local := r.localState()
+	if busy {
+		local.dir, local.standbyDir = local.standbyDir, ""
+	}
+	gen, err := newGeneration(ctx, r.e, r.built, s, r.changelogPartitions, tasks, sinkParts, task.Unknown, nil, r.restorer(), r.global.stores(), local)
 	if err != nil {
 		if ctx.Err() == nil {
 			r.e.log.Warn("standby tasks not brought up to date; trying again", "tasks", ts, "err", err, "in", r.s.standbyEvery)

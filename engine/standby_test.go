@@ -73,6 +73,82 @@ func TestStandbyTakesOverWithoutRestoring(t *testing.T) {
 	t.Logf("standby warm-ups applied %d records before the take-over; the take-over restored %d", warmed, b.Stats().Restored)
 }
 
+// TestBusyStandbyTakesOverFromItsCopy runs a count split over two
+// instances with num.standby.replicas=1: each runs half the tasks and
+// keeps standbys of the other half in databases of their own. When one
+// stops, the other copies the standbys into its lanes' databases and
+// restores only what its copies lacked: well under the changelog records
+// of the tasks it takes over, which is what it restored before standbys
+// were kept by instances that run tasks.
+func TestBusyStandbyTakesOverFromItsCopy(t *testing.T) {
+	kafkatest.Parallel(t)
+	needRocks(t)
+	const parts, keys = 4, 2000
+	addr := startKafka(t, map[string]int32{"in": parts, "out": parts})
+	round := func() []kv {
+		in := make([]kv, keys)
+		for i := range in {
+			in[i] = kv{Key: "key-" + strconv.Itoa(i), Value: "x"}
+		}
+		return in
+	}
+	conf := func(id string) map[string]string {
+		return storeCfg(addr, "busy-standby", "rocksDB", t.TempDir(), "stoatflow.instance.id", id, "num.standby.replicas", "1",
+			"stoatflow.standby.interval-ms", "200", "session.timeout.ms", "6000", "num.stream.threads", "2")
+	}
+	a, stopA := runEngine(t, counts(), conf("a"))
+	eventually(t, 60*time.Second, func() string { return "a does not run every partition" },
+		func() bool { return len(a.Assignment()["in"]) == parts })
+	produce(t, addr, "in", round())
+	readCommitted(t, addr, "out", keys, 60*time.Second)
+
+	b, stopB := runEngine(t, counts(), conf("b"))
+	eventually(t, 90*time.Second, func() string {
+		return fmt.Sprintf("a runs %v and keeps %v, b runs %v and keeps %v; want half each way", a.Assignment()["in"], a.Standbys(), b.Assignment()["in"], b.Standbys())
+	}, func() bool {
+		return len(a.Assignment()["in"]) == parts/2 && len(b.Assignment()["in"]) == parts/2 && len(a.Standbys()) == parts/2 && len(b.Standbys()) == parts/2
+	})
+	produce(t, addr, "in", round())
+	readCommitted(t, addr, "out", 2*keys, 60*time.Second)
+	// a's copies of b's tasks are caught up: its last warm-up found
+	// nothing written since the one before.
+	eventually(t, 60*time.Second, func() string {
+		return fmt.Sprintf("a's standbys %+v, want every one known and 0 behind", a.StandbyTasks())
+	},
+		func() bool {
+			ts := a.StandbyTasks()
+			for _, s := range ts {
+				if !s.LagKnown || s.Lag != 0 {
+					return false
+				}
+			}
+			return len(ts) == parts/2 && a.Stats().StandbyRecords > 0
+		})
+	psB := b.Assignment()["in"]
+	perPartition := changelogRecords(t, addr, "busy-standby-counts-changelog", parts)
+	var moved int64
+	for _, p := range psB {
+		moved += perPartition[p]
+	}
+	before := a.Stats().Restored
+	if err := stopB(); err != nil {
+		t.Fatalf("instance b: %v", err)
+	}
+	eventually(t, 60*time.Second, func() string { return fmt.Sprintf("a runs %v after b stopped", a.Assignment()["in"]) },
+		func() bool { return len(a.Assignment()["in"]) == parts })
+	restored := a.Stats().Restored - before
+	produce(t, addr, "in", round())
+	got := readCommitted(t, addr, "out", 3*keys, 60*time.Second)
+	if err := stopA(); err != nil {
+		t.Fatalf("instance a: %v", err)
+	}
+	checkCounts(t, got, keys, 3)
+	if restored*2 >= moved {
+		t.Errorf("a took b's tasks %v over restoring %d changelog records of their %d: its standby copies were not used", psB, restored, moved)
+	}
+	t.Logf("a took over b's tasks %v: %d changelog records, %d restored beside its copies (its warm-ups applied %d)", psB, moved, restored, a.Stats().StandbyRecords)
+}
+
 // TestStandbysOnAnotherRack (KIP-708): three instances of a topology that
 // runs on one, with num.standby.replicas=1 and rack.aware.assignment.tags
 // over a zone tag. a, in zone z1, runs the tasks; b, in z1 too, keeps
@@ -132,6 +208,19 @@ func TestStandbyFailoverUnderKills(t *testing.T) {
 		addr := startKafka(t, map[string]int32{"in": 4, "out": 4})
 		got := failover(t, addr, "rekey", 4, in, len(in))
 		checkCounts(t, got, words, per)
+	})
+	// A count split over both instances, each keeping standbys of the
+	// other's tasks in databases of their own: the survivor of each kill
+	// takes the dead one's tasks over from its copies.
+	t.Run("counts-split", func(t *testing.T) {
+		const keys, per = 300, 40
+		var in []kv
+		for i := range keys * per {
+			in = append(in, kv{Key: "k" + strconv.Itoa(i%keys), Value: "x"})
+		}
+		addr := startKafka(t, map[string]int32{"in": 4, "out": 4})
+		got := failover(t, addr, "counts", 4, in, len(in))
+		checkCounts(t, got, keys, per)
 	})
 	// Tumbling windows emitted on close: with standbys their tasks run
 	// on one instance and the other keeps the standbys; without, they

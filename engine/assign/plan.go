@@ -218,7 +218,7 @@ func Plan(g Group, members []Member) map[string]Assignment {
 		}
 	}
 
-	active := planActive(g, ts, prev, len(members))
+	active := planActive(g, ts, prev, standbyHolders(members), len(members))
 	warmups := planWarmups(g, ts, members, prev, active)
 
 	// Withhold what moves while another member still claims it.
@@ -277,8 +277,10 @@ func Plan(g Group, members []Member) map[string]Assignment {
 // OneActive, else an even spread keeping tasks with their previous owners
 // where the spread allows (so planning what it planned changes nothing).
 // The tasks that must move or are new go to the least loaded members,
-// among them to those running fewest of the task's sub-topology.
-func planActive(g Group, ts taskSet, prev map[Task]int, n int) map[Task]int {
+// among them to those running fewest of the task's sub-topology, and
+// among those to one that keeps a standby of it (copies: member indexes
+// by task), which takes it over restoring a tail, not the changelog.
+func planActive(g Group, ts taskSet, prev map[Task]int, copies map[Task]map[int]bool, n int) map[Task]int {
 	active := make(map[Task]int, len(ts.tasks))
 	if g.OneActive {
 		// The member that owned most tasks keeps them all.
@@ -340,13 +342,34 @@ func planActive(g Group, ts taskSet, prev map[Task]int, n int) map[Task]int {
 		}
 		give(task, i)
 	}
+	// A task that moves goes first to a member keeping a standby of it,
+	// while the spread has room there: that member takes it over
+	// restoring a tail, not the changelog.
+	for _, task := range ts.tasks {
+		if _, ok := active[task]; ok || len(copies[task]) == 0 {
+			continue
+		}
+		for _, i := range slices.Sorted(maps.Keys(copies[task])) {
+			if i >= n {
+				continue
+			}
+			if load[i] == floor && extra > 0 {
+				extra--
+			} else if load[i] >= floor {
+				continue
+			}
+			give(task, i)
+			break
+		}
+	}
 	for _, task := range ts.tasks {
 		if _, ok := active[task]; ok {
 			continue
 		}
 		best := 0
 		for i := 1; i < n; i++ {
-			if c := cmp.Or(cmp.Compare(load[i], load[best]), cmp.Compare(subLoad[i][task.Subtopology], subLoad[best][task.Subtopology])); c < 0 {
+			if c := cmp.Or(cmp.Compare(load[i], load[best]), cmp.Compare(subLoad[i][task.Subtopology], subLoad[best][task.Subtopology]),
+				-cmp.Compare(b2i(copies[task][i]), b2i(copies[task][best]))); c < 0 {
 				best = i
 			}
 		}
@@ -406,6 +429,21 @@ func planWarmups(g Group, ts taskSet, members []Member, prev, active map[Task]in
 	return out
 }
 
+// standbyHolders are, per task, the indexes of the members keeping a
+// standby of it.
+func standbyHolders(members []Member) map[Task]map[int]bool {
+	out := map[Task]map[int]bool{}
+	for i, m := range members {
+		for _, task := range m.Standbys {
+			if out[task] == nil {
+				out[task] = map[int]bool{}
+			}
+			out[task][i] = true
+		}
+	}
+	return out
+}
+
 // planStandbys picks up to g.Standbys members for each task other than
 // its owner and on other processes, preferring members on other racks
 // (rackSpread), then members that keep it already (a standby, or its
@@ -416,15 +454,7 @@ func planStandbys(g Group, ts taskSet, members []Member, active map[Task]int, pr
 	if g.Standbys <= 0 {
 		return out
 	}
-	keeps := map[Task]map[int]bool{}
-	for i, m := range members {
-		for _, task := range m.Standbys {
-			if keeps[task] == nil {
-				keeps[task] = map[int]bool{}
-			}
-			keeps[task][i] = true
-		}
-	}
+	keeps := standbyHolders(members)
 	for task, i := range prev {
 		if keeps[task] == nil {
 			keeps[task] = map[int]bool{}

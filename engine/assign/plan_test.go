@@ -275,6 +275,52 @@ func TestPlanMovingTaskWarmsUp(t *testing.T) {
 	sg.settle()
 }
 
+// TestPlanLeaversTasksGoToTheirStandbys: when a member leaves, each of
+// its tasks goes to the member keeping its standby where the spread
+// leaves a choice, so the take-over restores a tail, not the changelog.
+func TestPlanLeaversTasksGoToTheirStandbys(t *testing.T) {
+	for _, c := range []struct {
+		parts   int32
+		members []string
+	}{{6, []string{"a", "b", "c"}}, {8, []string{"a", "b", "c", "d"}}, {12, []string{"a", "b", "c", "d"}}, {9, []string{"a", "b", "c"}}} {
+		for _, leaver := range c.members {
+			t.Run(fmt.Sprintf("%d/%d/%s", c.parts, len(c.members), leaver), func(t *testing.T) {
+				g := Group{Partitions: map[string]int32{"in": c.parts}, Standbys: 1}
+				sg := &group{t: t, g: g}
+				for _, id := range c.members {
+					sg.join(id, "p"+id)
+					sg.settle()
+				}
+				plan := sg.settle()
+				copyOf := map[Task]string{}
+				for id, a := range plan {
+					for _, task := range a.Standby {
+						copyOf[task] = id
+					}
+				}
+				left := plan[leaver].Active
+				holders := map[string]bool{}
+				for _, task := range left {
+					holders[copyOf[task]] = true
+				}
+				sg.leave(leaver)
+				after := sg.settle()
+				onCopy := 0
+				for _, task := range left {
+					if slices.Contains(after[copyOf[task]].Active, task) {
+						onCopy++
+					}
+				}
+				// Two tasks with their copies on one member: the spread
+				// gives that member one of them.
+				if want := len(holders); onCopy < want {
+					t.Fatalf("%s's tasks %v (copies %v) went to their copies %d times, want %d; after: %v", leaver, left, copyOf, onCopy, want, after)
+				}
+			})
+		}
+	}
+}
+
 func TestPlanRandomMembership(t *testing.T) {
 	seed := *seedFlag
 	if seed == 0 {
@@ -493,7 +539,7 @@ func TestPlanRackAwareStandbys(t *testing.T) {
 				}
 				members = append(members, mem)
 			}
-			active := planActive(g, tasksOf(g), map[Task]int{}, len(members))
+			active := planActive(g, tasksOf(g), map[Task]int{}, nil, len(members))
 			standby := planStandbys(g, tasksOf(g), members, active, map[Task]int{})
 			var got []string
 			for _, task := range tasksOf(g).tasks {

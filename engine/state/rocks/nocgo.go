@@ -33,6 +33,7 @@ func (d *DB) Close() error                           { return nil }
 func (d *DB) Supplier() state.BytesSupplier          { return nil }
 func (d *DB) TaskSupplier(int32) state.BytesSupplier { return nil }
 func (d *DB) WipeTask(int32) error                   { return ErrUnavailable }
+func (d *DB) AdoptTask(*DB, int32) (int, error)      { return 0, ErrUnavailable }
 func (d *DB) Store(string) state.KeyValueBytesStore  { return nil }
 func (d *DB) BeginRestore()                          {}
 func (d *DB) SetRestoreBatchBytes(int)               {}

@@ -636,3 +636,53 @@ func TestRestoreModeVersions(t *testing.T) {
 		}
 	}
 }
+
+// TestAdoptTask copies one task's stores from a standby's database into a
+// lane's: every store of the task comes over, with nothing of the task
+// beside it (t1 and t10 share a first character), and the standby's copy
+// and its checkpoint stay as they were.
+func TestAdoptTask(t *testing.T) {
+	from, to := openTest(t), openTest(t)
+	for _, p := range []int32{1, 10, 2} {
+		for _, name := range []string{"counts", "windows"} {
+			s := from.TaskSupplier(p).Get(name)
+			for i := range 3 {
+				must(0, s.Put(fmt.Appendf(nil, "k%d", i), fmt.Appendf(nil, "%s-%d-%d", name, p, i)))
+			}
+		}
+	}
+	from.Seal(1)
+	must(0, from.Commit(1, Checkpoint{Lanes: 1, Owned: []string{"0_1", "0_10", "0_2"}}))
+	must(0, to.TaskSupplier(2).Get("counts").Put([]byte("k0"), []byte("mine")))
+	to.Seal(1)
+	must(0, to.Commit(1, Checkpoint{Lanes: 1, Owned: []string{"0_2"}}))
+
+	n, err := to.AdoptTask(from, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 6 {
+		t.Errorf("adopted %d entries, want 6", n)
+	}
+	for _, name := range []string{"counts", "windows"} {
+		want := []string{fmt.Sprintf("k0=%s-1-0", name), fmt.Sprintf("k1=%s-1-1", name), fmt.Sprintf("k2=%s-1-2", name)}
+		if got := collect(t, must(to.TaskSupplier(1).Get(name).All())); !slices.Equal(got, want) {
+			t.Errorf("adopted %s: %v, want %v", name, got, want)
+		}
+		if got := collect(t, must(to.TaskSupplier(10).Get(name).All())); len(got) != 0 {
+			t.Errorf("task 10's %s came along: %v", name, got)
+		}
+		if got := collect(t, must(from.TaskSupplier(1).Get(name).All())); len(got) != 3 {
+			t.Errorf("the standby's %s after the adoption: %v", name, got)
+		}
+	}
+	if got := collect(t, must(to.TaskSupplier(2).Get("counts").All())); !slices.Equal(got, []string{"k0=mine"}) {
+		t.Errorf("the lane's own task 2: %v", got)
+	}
+	if cp, ok, err := to.Checkpoint(); err != nil || !ok || !slices.Equal(cp.Owned, []string{"0_2"}) {
+		t.Errorf("the lane's checkpoint after the adoption: %+v %v %v", cp, ok, err)
+	}
+	if _, err := to.AdoptTask(to, 1); err == nil {
+		t.Error("a database adopted from itself")
+	}
+}
