@@ -331,6 +331,7 @@ func (g *generation) initTasks(ctx context.Context, sr *subRun, s settings, rest
 		// with the positions read up to, the lanes' databases side by
 		// side (each writes the last of its bulk).
 		pos := g.local.pos.snapshot()
+		g.e.log.Debug("restored state checkpointed", "sub_topology", sr.id, "tasks", sr.tasks, "offsets", pos, "warm_only", g.warmOnly)
 		errs := make([]error, len(sr.lanes))
 		var wg sync.WaitGroup
 		for i, l := range sr.lanes {

@@ -328,6 +328,7 @@ func (s *localState) keep(ls *laneState, dir string, sr *subRun, topics []string
 	if len(rebuilt) > 0 {
 		s.log.Warn("tasks' local state cannot be brought up to date from the checkpoint; rebuilding them from the changelogs", "dir", dir, "tasks", rebuilt)
 	}
+	s.log.Debug("local state kept", "dir", dir, "checkpoint_owned", cp.Owned, "checkpoint_offsets", cp.Offsets, "runs", sr.tasks, "from", ls.from)
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // Checkpoint is what a lane database is complete up to: for the changelog
@@ -40,6 +41,34 @@ const Layout = 2
 // Store names are printable and hold no '/', so no other task's names
 // begin with it.
 func TaskPrefix(partition int32) string { return "t" + strconv.Itoa(int(partition)) + "/" }
+
+// drop takes the task of partition out of the checkpoint: its id from
+// Owned ("<sub-topology>_<partition>"; a lane database holds one
+// sub-topology's tasks) and its offsets. It reports whether the
+// checkpoint named it.
+func (c *Checkpoint) drop(partition int32) bool {
+	suffix := "_" + strconv.Itoa(int(partition))
+	changed := false
+	owned := c.Owned[:0:0]
+	for _, id := range c.Owned {
+		if strings.HasSuffix(id, suffix) {
+			changed = true
+			continue
+		}
+		owned = append(owned, id)
+	}
+	c.Owned = owned
+	for t, ps := range c.Offsets {
+		if _, ok := ps[partition]; ok {
+			changed = true
+			delete(ps, partition)
+			if len(ps) == 0 {
+				delete(c.Offsets, t)
+			}
+		}
+	}
+	return changed
+}
 
 // ErrCorruptCheckpoint marks a checkpoint that cannot be decoded.
 var ErrCorruptCheckpoint = errors.New("corrupt checkpoint")

@@ -483,6 +483,26 @@ func (d *DB) WipeTask(partition int32) error {
 	wb := grocksdb.NewWriteBatch()
 	defer wb.Destroy()
 	wb.DeleteRange([]byte(from), []byte(to))
+	// The checkpoint stops naming the task in the same write: a
+	// checkpoint that still held it, with its offsets, would let a later
+	// start that finds it there keep the task and restore only what
+	// follows those offsets, over nothing. The generation that wipes a
+	// task writes its own checkpoint only once its restore ends, and a
+	// restore cut short (a rebalance, a standby's warm-up stopped) never
+	// gets there.
+	b, err := d.db.GetBytes(d.ro, checkpointKey)
+	if err != nil {
+		return fmt.Errorf("wipe the state of task partition %d in %s: read checkpoint: %w", partition, d.path, err)
+	}
+	if b != nil {
+		cp, err := decodeCheckpoint(b)
+		if err != nil {
+			return fmt.Errorf("wipe the state of task partition %d in %s: %w", partition, d.path, err)
+		}
+		if cp.drop(partition) {
+			wb.Put(checkpointKey, cp.encode())
+		}
+	}
 	d.changed()
 	if err := d.db.Write(d.wo, wb); err != nil {
 		return fmt.Errorf("wipe the state of task partition %d in %s: %w", partition, d.path, err)

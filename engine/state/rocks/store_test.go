@@ -686,3 +686,44 @@ func TestAdoptTask(t *testing.T) {
 		t.Error("a database adopted from itself")
 	}
 }
+
+// TestWipeTaskForgetsTheTask: a wiped task leaves the checkpoint in the
+// same write as its data. A checkpoint still naming it, with its offsets,
+// would let a later start keep the task and restore only what follows
+// them, over nothing: the generation that wiped it writes its own
+// checkpoint only when its restore ends, and one cut short never does.
+func TestWipeTaskForgetsTheTask(t *testing.T) {
+	d := openTest(t)
+	for _, p := range []int32{1, 2, 11} {
+		must(0, d.TaskSupplier(p).Get("counts").Put([]byte("k"), []byte("v")))
+	}
+	d.Seal(1)
+	must(0, d.Commit(1, Checkpoint{Application: "app", Lanes: 2, Owned: []string{"0_1", "0_2", "0_11"},
+		Offsets: map[string]map[int32]int64{"c1": {1: 5, 2: 7, 11: 9}, "c2": {1: 3}}}))
+	must(0, d.WipeTask(1))
+	cp, ok, err := d.Checkpoint()
+	if err != nil || !ok {
+		t.Fatalf("checkpoint after the wipe: %v %v", ok, err)
+	}
+	if !slices.Equal(cp.Owned, []string{"0_2", "0_11"}) {
+		t.Errorf("owned after wiping task 1: %v", cp.Owned)
+	}
+	if want := map[string]map[int32]int64{"c1": {2: 7, 11: 9}}; fmt.Sprint(cp.Offsets) != fmt.Sprint(want) {
+		t.Errorf("offsets after wiping task 1: %v, want %v", cp.Offsets, want)
+	}
+	if cp.Application != "app" || cp.Lanes != 2 {
+		t.Errorf("the rest of the checkpoint changed: %+v", cp)
+	}
+	if got := collect(t, must(d.TaskSupplier(1).Get("counts").All())); len(got) != 0 {
+		t.Errorf("task 1 after its wipe: %v", got)
+	}
+	if got := collect(t, must(d.TaskSupplier(11).Get("counts").All())); len(got) != 1 {
+		t.Errorf("task 11 after task 1's wipe: %v", got)
+	}
+	// A database without a checkpoint wipes as before.
+	e := openTest(t)
+	must(0, e.WipeTask(3))
+	if _, ok, _ := e.Checkpoint(); ok {
+		t.Error("a wipe wrote a checkpoint where there was none")
+	}
+}
