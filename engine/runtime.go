@@ -549,17 +549,6 @@ func (r *runner) singleInstanceReason() string {
 	// its own offsets' metadata (resumeFloor): any instance may run it.
 	// Behind a repartition topic, a task's records come from every
 	// upstream task, and its watermark would have to be carried from them.
-	if r.built.EventTime && r.s.standbys > 0 {
-		// Found by TestStandbyFailoverUnderKills on Apache Kafka:
-		// tumbling windows split over two instances, with standbys and
-		// warm-ups, lost window updates in about one run in three when
-		// tasks moved between live instances and a warmed copy took
-		// over (the same without standbys, and a split count with
-		// them, held). Until that is understood, such a topology runs
-		// as before: its tasks on one instance, the others its
-		// standbys.
-		return fmt.Sprintf("the topology closes windows on event time and %s is %d: its tasks run on one instance and further instances keep its standbys (split across instances, standbys of an event-time topology are not kept yet); set %s=0 to split it", NumStandbyReplicas, r.s.standbys, NumStandbyReplicas)
-	}
 	if r.built.EventTime && len(r.built.Repartitions) > 0 {
 		if why := perSubReason(r.built, r.e.opts.eventTime != nil); why != "" {
 			return "the topology re-keys through repartition topics and closes windows on event time, but its event time cannot be kept per sub-topology (" + why + "), so a second instance could close windows before their records arrive; run one instance"
