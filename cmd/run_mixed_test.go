@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/stoatflow/stoatctl/internal/kafkatest"
+	"github.com/twmb/franz-go/pkg/kadm"
 )
 
 // mixedTopology joins orders with their payments (a stream-stream join),
@@ -173,34 +174,48 @@ func TestRunMixedTopologyOnFourInstances(t *testing.T) {
 func awaitCommitted(t *testing.T, addr, group, topic string, n int64) {
 	t.Helper()
 	adm := kafkatest.Admin(t, addr)
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	var sum int64
+	var err error
+	if !pollUntil(60*time.Second, 100*time.Millisecond, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		offs, err := adm.FetchOffsets(ctx, group)
-		cancel()
-		var sum int64
+		defer cancel()
+		var offs kadm.OffsetResponses
+		offs, err = adm.FetchOffsets(ctx, group)
+		sum = 0
 		if err == nil {
 			for _, o := range offs[topic] {
 				sum += o.At
 			}
 		}
-		if sum >= n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("group %s committed %d of %d records of %s within 60 s (%v)", group, sum, n, topic, err)
-		}
-		time.Sleep(100 * time.Millisecond)
+		return sum >= n
+	}) {
+		t.Fatalf("group %s committed %d of %d records of %s within 60 s (%v)", group, sum, n, topic, err)
 	}
+}
+
+// pollUntil asks cond every interval until it holds or within has
+// passed, and reports whether it held.
+func pollUntil(within, every time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(within)
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		<-tick.C
+	}
+	return true
 }
 
 // windowCounts reads topic with kcat, read-committed, until want records
 // came or 90 s passed, and returns the counts each key got.
 func windowCounts(t *testing.T, kc func(string, ...string) string, topic string, want int) map[string][]int64 {
 	t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		got, n := map[string][]int64{}, 0
+	var got map[string][]int64
+	pollUntil(90*time.Second, 500*time.Millisecond, func() bool {
+		var n int
+		got, n = map[string][]int64{}, 0
 		out := kc("", "-t", topic, "-C", "-o", "beginning", "-e", "-q", "-f", "%k:%s\n", "-s", "value=q", "-X", "isolation.level=read_committed")
 		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 			k, v, ok := strings.Cut(line, ":")
@@ -214,11 +229,9 @@ func windowCounts(t *testing.T, kc func(string, ...string) string, topic string,
 			got[k] = append(got[k], x)
 			n++
 		}
-		if n >= want || time.Now().After(deadline) {
-			return got
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+		return n >= want
+	})
+	return got
 }
 
 // readWindowCounts reads topic with franz-go, read-committed, until want
