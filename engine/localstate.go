@@ -290,17 +290,7 @@ func (s *localState) keep(ls *laneState, dir string, sr *subRun, topics []string
 			why = checkpointBehind(cp, topics, starts, ends, p)
 		}
 		if why == "" {
-			for _, t := range topics {
-				if off, ok := cp.Offsets[t][p]; ok {
-					if ls.from == nil {
-						ls.from = map[string]map[int32]int64{}
-					}
-					if ls.from[t] == nil {
-						ls.from[t] = map[int32]int64{}
-					}
-					ls.from[t][p] = off
-				}
-			}
+			ls.startFrom(cp, topics, p)
 			continue
 		}
 		// A task restored from the log start starts empty, whatever an
@@ -367,8 +357,15 @@ func (c *standbyCopy) adopt(ls *laneState, id string, p int32, topics []string, 
 		}
 		return 0, false
 	}
+	ls.startFrom(c.cp, topics, p)
+	return n, true
+}
+
+// startFrom makes the restore of the task of partition p start, in each
+// of topics, where cp says the lane's copy of it is complete up to.
+func (ls *laneState) startFrom(cp rocks.Checkpoint, topics []string, p int32) {
 	for _, t := range topics {
-		if off, ok := c.cp.Offsets[t][p]; ok {
+		if off, ok := cp.Offsets[t][p]; ok {
 			if ls.from == nil {
 				ls.from = map[string]map[int32]int64{}
 			}
@@ -378,7 +375,6 @@ func (c *standbyCopy) adopt(ls *laneState, id string, p int32, topics []string, 
 			ls.from[t][p] = off
 		}
 	}
-	return n, true
 }
 
 // open opens the standby database once, if there is one this lane can
