@@ -27,7 +27,8 @@ import (
 // every key). Both wait out the dead member's session
 // (session.timeout.ms=6000). Reported: standby-s, cold-s and their ratio
 // (issue 41's acceptance: with a standby, a few seconds plus the
-// session timeout).
+// session timeout). On the embedded broker, or on Apache Kafka under
+// STOATCTL_TEST_KAFKA=real (startKafka).
 func BenchmarkFailover(b *testing.B) {
 	needRocks(b)
 	keys := 1_000_000
@@ -44,7 +45,7 @@ func BenchmarkFailover(b *testing.B) {
 }
 
 func failoverOnce(b *testing.B, keys int, warm bool) time.Duration {
-	addr := startBroker(b, map[string]int32{"in": 4, "out": 4})
+	addr := startKafka(b, map[string]int32{"in": 4, "out": 4})
 	dir := b.TempDir()
 	const app = "crash-rekey"
 	start := func(id string) *exec.Cmd {
