@@ -12,6 +12,7 @@ import (
 	"github.com/stoatflow/stoatctl/engine/config"
 	"github.com/stoatflow/stoatctl/engine/kafka"
 	"github.com/stoatflow/stoatctl/engine/kafka/conn"
+	"github.com/stoatflow/stoatctl/engine/topology"
 )
 
 // Repartition topics (stoatflow.topology.rekey=topic): a re-key boundary's
@@ -32,8 +33,11 @@ var repartitionConfigs = map[string]string{
 
 // ensureRepartitionTopics creates (or checks) the repartition topics and
 // records their partition counts in r.partitions: the count declared on
-// the repartition, else the largest of the topology's other source
-// topics (Kafka Streams takes the largest of the upstream sub-topology's
+// the repartition; else, when a join reads it beside topics of the
+// input (co-partitioned), their count, as Kafka Streams' co-partitioning
+// enforcer sets it (a foreign-key join's subscription topic takes the
+// right table's); else the largest of the topology's other source topics
+// (Kafka Streams takes the largest of the upstream sub-topology's
 // sources; a re-key of a re-key takes the same here).
 func (r *runner) ensureRepartitionTopics(ctx context.Context) error {
 	if len(r.built.Repartitions) == 0 {
@@ -43,9 +47,13 @@ func (r *runner) ensureRepartitionTopics(ctx context.Context) error {
 	for _, n := range r.partitions {
 		most = max(most, n)
 	}
+	beside := copartitionedCounts(r.built, r.partitions)
 	specs := make([]kafka.TopicSpec, 0, len(r.built.Repartitions))
 	for _, rp := range r.built.Repartitions {
 		n := rp.Partitions
+		if n <= 0 {
+			n = beside[rp.SourceNode]
+		}
 		if n <= 0 {
 			n = most
 		}
@@ -62,6 +70,37 @@ func (r *runner) ensureRepartitionTopics(ctx context.Context) error {
 		r.partitions[sp.Name] = sp.Partitions
 	}
 	return nil
+}
+
+// copartitionedCounts maps the source node of each repartition topic that
+// a co-partition group puts beside topics of the input to their partition
+// count (the largest, if they differ: checkCopartitioned then refuses
+// them). partitions holds the input topics' counts.
+func copartitionedCounts(built *topology.Built, partitions map[string]int32) map[string]int32 {
+	out := map[string]int32{}
+	for _, c := range built.Copartitions {
+		var n int32
+		var inner []string
+		for _, src := range c.Sources {
+			nd := built.Nodes[src]
+			if nd == nil || nd.Source == nil {
+				continue
+			}
+			for _, t := range nd.Source.Topics {
+				if p, ok := partitions[t]; ok {
+					n = max(n, p)
+				} else {
+					inner = append(inner, src)
+				}
+			}
+		}
+		for _, src := range inner {
+			if n > 0 && out[src] < n {
+				out[src] = n
+			}
+		}
+	}
+	return out
 }
 
 // purger deletes the records of repartition topics below the offsets this

@@ -99,6 +99,13 @@ func perSubReason(b *topology.Built, drivenTime bool) string {
 	rep := map[string]bool{}
 	for _, rp := range b.Repartitions {
 		rep[rp.Topic] = true
+		// A reader tells its writers' marks apart by task partition
+		// only, so every writer must be a task of one sub-topology.
+		for _, s := range rp.SinkNodes[1:] {
+			if up, other := b.Nodes[rp.SinkNodes[0]].Subtopology, b.Nodes[s].Subtopology; other != up {
+				return fmt.Sprintf("repartition topic %s is written by sub-topologies %d and %d (a foreign-key join's answers and the left table's copy)", rp.Topic, up, other)
+			}
+		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(b.Nodes)) {
 		n := b.Nodes[name]
@@ -130,7 +137,7 @@ func (r *runner) newSubClocks(assigned map[string][]int32, floors []int64) *subC
 		}
 	}
 	for _, rp := range r.built.Repartitions {
-		up := r.built.Nodes[rp.SinkNode].Subtopology
+		up := r.built.Nodes[rp.SinkNodes[0]].Subtopology
 		tasks := r.changelogPartitions(r.built.Subtopologies[up])
 		rd := &repReader{up: up, tasks: tasks, marks: map[int32][]upMark{}}
 		for _, p := range assigned[rp.Topic] {

@@ -28,9 +28,9 @@ import (
 //     still matches the left key's current value: a response to a value
 //     since replaced is stale and dropped.
 //
-// The join spans three sub-topologies, joined by in-memory boundaries, so
-// that every piece of state lives in the task and lane of the key it is
-// looked up by:
+// The join spans three sub-topologies, joined by boundaries, so that
+// every piece of state lives in the task and lane of the key it is looked
+// up by:
 //
 //	left table ─ send ─┬─ subscription boundary (by foreign key) ─▶ receive ─ join-foreign ─┐
 //	                   │                right table ─ foreign-join (prefix scan) ───────────┤
@@ -51,6 +51,13 @@ import (
 // subscription with a null foreign key, which Kafka Streams sends through
 // the subscription topic with a null key only to have it answered with a
 // null, is answered on the primary boundary directly.
+//
+// Through repartition topics (stoatflow.topology.rekey=topic) the primary
+// boundary joins the response boundary's topic (topology.Boundary.Joins):
+// the copy and the answers of a left key share a partition, where the copy
+// comes first, since an answer is written only after the transaction that
+// wrote the copy and its subscriptions has committed. There are then two
+// topics, as in Kafka Streams, named as Kafka Streams names them.
 //
 // Stores, all changelogged: the subscription store (receive's, read by
 // foreign-join's prefix scan; key: 4-byte big-endian length of the foreign
@@ -98,8 +105,10 @@ var errNilForeignKey = errors.New("nil foreign key extractor")
 // (Kafka Streams' TableJoined.as: every node and internal name is then
 // "<name>-<role>") and materialize the result; see TableOption.
 //
-// The join crosses three in-memory boundaries (see join_fk.go), so, like
-// every topology with a boundary, it runs as a single instance. t's value
+// The join crosses three boundaries (see join_fk.go): in memory, so that
+// like every topology with an in-memory boundary it runs as a single
+// instance, or through two repartition topics under
+// stoatflow.topology.rekey=topic, on any number of instances. t's value
 // serde (else default.value.serde) hashes t's values; other's key serde
 // (else default.key.serde) serializes foreign keys and must be the serde
 // other's topic is partitioned by.
@@ -210,10 +219,14 @@ func fkJoin[K, V, KO, VO, VR any](t KTable[K, V], other KTable[KO, VO], foreignK
 	// The left table's side.
 	b.t.AddProcessor(n.send, func() processor.Untyped { return &fkSend[K, V, KO, VO, VR]{c: c} }, t.node)
 	// The left table's copy must reach the resolver before the answers
-	// to the subscriptions sent after it: lane to lane it does, through
-	// three topics nothing orders them (stoatflow.topology.rekey=topic).
-	b.t.AddBoundary(n.primSink, n.primSource, n.primTopic, serde.Erase(keys), fkPrimarySerde{inner: serde.Erase(values)}, n.send).InMemoryOnly =
-		"a foreign-key join's resolver needs the left table's copy before the answers to its subscriptions, which three repartition topics would not keep in order"
+	// to the subscriptions sent after it. Lane to lane it does (a lane
+	// takes each producer's records in order); through topics
+	// (stoatflow.topology.rekey=topic) the copy travels in the response
+	// topic, in the partition of its key, where every answer to the
+	// change comes after it: the answers are written only once the
+	// transaction that wrote the copy and the subscription committed.
+	answers := fkAnswerSerde{values: serde.Erase(values), foreignValues: serde.Erase(foreignValues)}
+	b.t.AddBoundary(n.primSink, n.primSource, n.primTopic, serde.Erase(keys), answers, n.send).Joins = n.respTopic
 	b.t.AddBoundary(n.regSink, n.regSource, n.regTopic, serde.Erase(foreignKeys), fkSubscriptionSerde{}, n.send)
 
 	// The right table's side.
@@ -230,7 +243,7 @@ func fkJoin[K, V, KO, VO, VR any](t KTable[K, V], other KTable[KO, VO], foreignK
 	}
 	b.t.AddStateStore(fkSubscriptionStore{KeyValueBuilder: state.KeyValueStoreBuilder(n.store, serde.Bytes(), serde.Bytes(), state.Default()), left: leftStore, c: c}, n.receive, n.foreignJoin)
 	connectLookup(n.joinForeign, other)
-	b.t.AddBoundary(n.respSink, n.respSource, n.respTopic, serde.Erase(keys), fkResponseSerde{inner: serde.Erase(foreignValues)}, n.joinForeign, n.foreignJoin)
+	b.t.AddBoundary(n.respSink, n.respSource, n.respTopic, serde.Erase(keys), answers, n.joinForeign, n.foreignJoin)
 	b.t.Copartition(n.joinForeign, append([]string{n.regSource}, other.sources...)...)
 
 	// The resolver's side, keyed like the left table.
@@ -414,6 +427,16 @@ type fkResponse struct {
 	hash []byte
 	// foreign is the right value, nil for none.
 	foreign any
+	// clears marks the answer to a subscription Kafka Streams answers
+	// only on a match (fkPropagateOnlyIfFound) when there is none: it
+	// deletes the row the key may still have and otherwise forwards
+	// nothing. Kafka Streams sends no answer, and so keeps the row of
+	// an earlier value whose own answer (a null) this value overtook and
+	// made stale: the value's subscription assumed that answer had
+	// already deleted the row. Where the answers keep pace (the test
+	// driver, Kafka Streams' own tests) the row is gone already and the
+	// output is Kafka Streams'.
+	clears bool
 }
 
 // fkPrimary is the value crossing the primary boundary, keyed by the left
@@ -423,6 +446,11 @@ type fkPrimary struct {
 	value      any
 	answerNull bool
 }
+
+// fkClear is what the resolver forwards to the result for a response
+// that only clears (fkResponse.clears): delete the key's row if it
+// still has one.
+type fkClear struct{}
 
 // fkSend is the left table's side (Kafka Streams'
 // SubscriptionSendProcessorSupplier): for each change it sends the new
@@ -674,21 +702,20 @@ func (p *fkJoinForeign[K, V, KO, VO, VR]) Process(rec processor.Erased) error {
 	if fv != nil {
 		ts = max(ts, fts)
 	}
+	resp := fkResponse{hash: s.hash, foreign: fv}
 	switch s.instruction {
 	case fkDeleteNoPropagate:
 		return nil
 	case fkDeleteAndPropagate:
-		fv = nil
+		resp.foreign = nil
 	case fkPropagateOnlyIfFound:
-		if fv == nil {
-			return nil
-		}
+		resp.clears = fv == nil
 	}
 	pk, err := p.c.keys.Deserialize(p.c.names.regTopic+"-pk", s.primaryKey)
 	if err != nil {
 		return fmt.Errorf("deserialize key with serde %s: %w", p.c.keys.Name(), err)
 	}
-	p.ctx.Forward(processor.Erased{Key: pk, Value: fkResponse{hash: s.hash, foreign: fv}, Timestamp: ts, Headers: rec.Headers})
+	p.ctx.Forward(processor.Erased{Key: pk, Value: resp, Timestamp: ts, Headers: rec.Headers})
 	return nil
 }
 
@@ -811,6 +838,11 @@ func (p *fkResolve[K, V, KO, VO, VR]) Process(rec processor.Erased) error {
 			// the current one is on its way, or has come.
 			return nil
 		}
+		if v.clears {
+			rec.Value = fkClear{}
+			p.ctx.Forward(rec)
+			return nil
+		}
 		return p.resolve(rec, current, v.foreign)
 	}
 	return fmt.Errorf("foreign-key join %s: got a %T, want a response", p.c.names.result, rec.Value)
@@ -855,6 +887,13 @@ func (p *fkResult[K, VR]) Process(rec processor.Erased) error {
 	k, err := processor.As[K](rec.Key)
 	if err != nil {
 		return fmt.Errorf("record key: %w", err)
+	}
+	if _, ok := rec.Value.(fkClear); ok {
+		_, found, err := p.store.Get(k)
+		if err != nil || !found {
+			return err
+		}
+		rec.Value = nil
 	}
 	old, err := materialize(p.store, k, rec.Value, rec.Timestamp)
 	if err != nil {

@@ -3,6 +3,7 @@ package dsl_test
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/stoatflow/stoatctl/engine/metrics"
 	"github.com/stoatflow/stoatctl/engine/serde"
 	"github.com/stoatflow/stoatctl/engine/state"
+	"github.com/stoatflow/stoatctl/engine/topology"
 	"github.com/stoatflow/stoatctl/testdriver"
 	"time"
 )
@@ -478,19 +480,53 @@ func TestForeignKeyJoinWithKey(t *testing.T) {
 	})
 }
 
-// TestForeignKeyJoinRefusesRepartitionTopics: a foreign-key join builds
-// with the default in-memory re-keying and is refused, naming the key and
-// why, with stoatflow.topology.rekey=topic, since three repartition
-// topics would not keep the left table's copy ahead of the answers.
-func TestForeignKeyJoinRefusesRepartitionTopics(t *testing.T) {
+// TestForeignKeyJoinThroughRepartitionTopics: under
+// stoatflow.topology.rekey=topic a foreign-key join crosses two topics,
+// named as Kafka Streams names them: the subscription topic, and the
+// response topic, which the left table's copy joins (written by the
+// left table's sub-topology and the right table's, read by the
+// resolver's), so that the copy and the answers of a key keep their
+// order in one partition. The copy's own source reads nothing.
+func TestForeignKeyJoinThroughRepartitionTopics(t *testing.T) {
 	c := map[string]string{"application.id": "fk", "default.key.serde": "string", "default.value.serde": "string"}
 	if _, err := fkTopology(true, "").Topology().Build(config.New(c)); err != nil {
 		t.Fatalf("in memory: %v", err)
 	}
 	c[config.TopologyRekey] = config.RekeyTopic
-	_, err := fkTopology(true, "").Topology().Build(config.New(c))
-	if err == nil || !strings.Contains(err.Error(), "stoatflow.topology.rekey=topic cannot be used: a foreign-key join") {
-		t.Fatalf("through topics: %v, want a refusal naming the key and the join", err)
+	built, err := fkTopology(true, "").Topology().Build(config.New(c))
+	if err != nil {
+		t.Fatalf("through topics: %v", err)
+	}
+	var topics []string
+	for _, rp := range built.Repartitions {
+		topics = append(topics, rp.Topic)
+	}
+	want := []string{"fk-KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-0000000006-topic", "fk-KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-0000000014-topic"}
+	if !slices.Equal(topics, want) {
+		t.Fatalf("repartition topics %v, want %v", topics, want)
+	}
+	resp := built.Repartitions[1]
+	if len(resp.SinkNodes) != 2 {
+		t.Fatalf("response topic written by %v, want the response sink and the copy's", resp.SinkNodes)
+	}
+	subs := map[int]bool{}
+	for _, s := range resp.SinkNodes {
+		n := built.Nodes[s]
+		if n.Sink.Topic != resp.Topic || n.Boundary != nil {
+			t.Errorf("sink %s writes %q (boundary %v), want %s", s, n.Sink.Topic, n.Boundary, resp.Topic)
+		}
+		subs[n.Subtopology] = true
+	}
+	if len(subs) != 2 {
+		t.Errorf("the response topic's writers sit in sub-topologies %v, want two", subs)
+	}
+	if got := built.SourceTopics[resp.Topic]; got != resp.SourceNode {
+		t.Errorf("response topic read by %q, want %s", got, resp.SourceNode)
+	}
+	for name, n := range built.Nodes {
+		if n.Kind == topology.SourceNode && strings.HasSuffix(name, "-primary-source") && len(n.Source.Topics) != 0 {
+			t.Errorf("the copy's source %s reads %v, want nothing", name, n.Source.Topics)
+		}
 	}
 }
 

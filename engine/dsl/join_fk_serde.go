@@ -7,19 +7,31 @@ import (
 	"github.com/stoatflow/stoatctl/engine/serde"
 )
 
-// The serdes of what crosses a foreign-key join's boundaries. The live
-// engine hands the values over in memory; the test driver captures them
-// serialized (under the boundaries' topic names) and reads them back, so
-// they round-trip. The layouts are this engine's own: Kafka Streams'
+// The serdes of what crosses a foreign-key join's boundaries. In memory
+// the live engine hands the values over as they are; the test driver
+// captures them serialized (under the boundaries' topic names) and reads
+// them back, so they round-trip; through repartition topics they are
+// these bytes. The layouts are this engine's own: Kafka Streams'
 // subscription and response topics carry its SubscriptionWrapper and
 // SubscriptionResponseWrapper, and no Kafka Streams application reads
-// ours. Every layout starts with a version byte, 1.
+// ours (migrate requires Kafka Streams' to be drained). Every layout
+// starts with a version byte, 1; the response and primary layouts share
+// a topic, told apart by a kind byte after it.
 //
 //	subscription  version, instruction, hash length (0 or 16), hash, left key bytes
-//	response      version, hash length, hash, 0 (no right value) or 1 and the right value
-//	primary       version, answer-null (0 or 1), 0 (no left value) or 1 and the left value
+//	response      version, 0, hash length, hash, 0 (no right value) or 1 and the right value
+//	primary       version, 1, answer-null (0 or 1), 0 (no left value) or 1 and the left value
+//	clear         version, 2, hash length, hash
 
 const fkLayoutV1 byte = 1
+
+// The kinds of record in the response topic: an answer, the left
+// table's copy, and an answer that only clears (fkResponse.clears).
+const (
+	fkKindResponse byte = 0
+	fkKindPrimary  byte = 1
+	fkKindClear    byte = 2
+)
 
 var errFKLayout = errors.New("malformed foreign-key join record")
 
@@ -49,61 +61,77 @@ func (s fkSubscriptionSerde) DeserializeAny(_ string, data []byte) (any, error) 
 	return sub, nil
 }
 
-type fkResponseSerde struct{ inner serde.Any }
+// fkAnswerSerde is the value serde of the response and primary
+// boundaries: through topics both cross in the response topic
+// (topology.Boundary.Joins), so either reads the other's records.
+type fkAnswerSerde struct{ values, foreignValues serde.Any }
 
-func (s fkResponseSerde) Name() string { return "fk-response(" + s.inner.Name() + ")" }
-
-func (s fkResponseSerde) SerializeAny(topic string, v any) ([]byte, error) {
-	r, ok := v.(fkResponse)
-	if !ok {
-		return nil, fmt.Errorf("%w %s: got %T", serde.ErrWrongType, s.Name(), v)
-	}
-	out := append([]byte{fkLayoutV1, byte(len(r.hash))}, r.hash...)
-	return fkAppendValue(out, s.inner, topic, r.foreign)
+func (s fkAnswerSerde) Name() string {
+	return "fk-answer(" + s.values.Name() + ", " + s.foreignValues.Name() + ")"
 }
 
-func (s fkResponseSerde) DeserializeAny(topic string, data []byte) (any, error) {
-	if len(data) < 2 || data[0] != fkLayoutV1 || len(data) < 2+int(data[1]) {
+func (s fkAnswerSerde) SerializeAny(topic string, v any) ([]byte, error) {
+	switch v := v.(type) {
+	case fkResponse:
+		if v.clears {
+			if v.foreign != nil {
+				return nil, fmt.Errorf("%s: a response that clears carries no right value", s.Name())
+			}
+			return append([]byte{fkLayoutV1, fkKindClear, byte(len(v.hash))}, v.hash...), nil
+		}
+		out := append([]byte{fkLayoutV1, fkKindResponse, byte(len(v.hash))}, v.hash...)
+		return fkAppendValue(out, s.foreignValues, topic, v.foreign)
+	case fkPrimary:
+		flag := byte(0)
+		if v.answerNull {
+			flag = 1
+		}
+		return fkAppendValue([]byte{fkLayoutV1, fkKindPrimary, flag}, s.values, topic, v.value)
+	}
+	return nil, fmt.Errorf("%w %s: got %T", serde.ErrWrongType, s.Name(), v)
+}
+
+func (s fkAnswerSerde) DeserializeAny(topic string, data []byte) (any, error) {
+	if len(data) < 3 || data[0] != fkLayoutV1 {
 		return nil, fmt.Errorf("deserialize with serde %s: %w", s.Name(), errFKLayout)
 	}
-	n := int(data[1])
-	var r fkResponse
-	if n > 0 {
-		r.hash = append([]byte{}, data[2:2+n]...)
+	switch data[1] {
+	case fkKindClear:
+		n := int(data[2])
+		if len(data) != 3+n {
+			return nil, fmt.Errorf("deserialize with serde %s: %w", s.Name(), errFKLayout)
+		}
+		r := fkResponse{clears: true}
+		if n > 0 {
+			r.hash = append([]byte{}, data[3:]...)
+		}
+		return r, nil
+	case fkKindResponse:
+		n := int(data[2])
+		if len(data) < 3+n {
+			return nil, fmt.Errorf("deserialize with serde %s: %w", s.Name(), errFKLayout)
+		}
+		var r fkResponse
+		if n > 0 {
+			r.hash = append([]byte{}, data[3:3+n]...)
+		}
+		v, err := fkReadValue(s.foreignValues, topic, data[3+n:])
+		if err != nil {
+			return nil, fmt.Errorf("deserialize with serde %s: %w", s.Name(), err)
+		}
+		r.foreign = v
+		return r, nil
+	case fkKindPrimary:
+		if data[2] > 1 {
+			return nil, fmt.Errorf("deserialize with serde %s: %w", s.Name(), errFKLayout)
+		}
+		v, err := fkReadValue(s.values, topic, data[3:])
+		if err != nil {
+			return nil, fmt.Errorf("deserialize with serde %s: %w", s.Name(), err)
+		}
+		return fkPrimary{value: v, answerNull: data[2] == 1}, nil
 	}
-	v, err := fkReadValue(s.inner, topic, data[2+n:])
-	if err != nil {
-		return nil, fmt.Errorf("deserialize with serde %s: %w", s.Name(), err)
-	}
-	r.foreign = v
-	return r, nil
-}
-
-type fkPrimarySerde struct{ inner serde.Any }
-
-func (s fkPrimarySerde) Name() string { return "fk-primary(" + s.inner.Name() + ")" }
-
-func (s fkPrimarySerde) SerializeAny(topic string, v any) ([]byte, error) {
-	p, ok := v.(fkPrimary)
-	if !ok {
-		return nil, fmt.Errorf("%w %s: got %T", serde.ErrWrongType, s.Name(), v)
-	}
-	flag := byte(0)
-	if p.answerNull {
-		flag = 1
-	}
-	return fkAppendValue([]byte{fkLayoutV1, flag}, s.inner, topic, p.value)
-}
-
-func (s fkPrimarySerde) DeserializeAny(topic string, data []byte) (any, error) {
-	if len(data) < 2 || data[0] != fkLayoutV1 || data[1] > 1 {
-		return nil, fmt.Errorf("deserialize with serde %s: %w", s.Name(), errFKLayout)
-	}
-	v, err := fkReadValue(s.inner, topic, data[2:])
-	if err != nil {
-		return nil, fmt.Errorf("deserialize with serde %s: %w", s.Name(), err)
-	}
-	return fkPrimary{value: v, answerNull: data[1] == 1}, nil
+	return nil, fmt.Errorf("deserialize with serde %s: %w", s.Name(), errFKLayout)
 }
 
 // fkAppendValue appends 0 for a null value, else 1 and its bytes.

@@ -29,7 +29,7 @@ func TestRekeyThroughTopicBuild(t *testing.T) {
 	if rp.Topic != "wc-words-repartition" {
 		t.Fatalf("repartition topic %q, want wc-words-repartition", rp.Topic)
 	}
-	sink, src := built.Nodes[rp.SinkNode], built.Nodes[rp.SourceNode]
+	sink, src := built.Nodes[rp.SinkNodes[0]], built.Nodes[rp.SourceNode]
 	if sink.Sink.Topic != rp.Topic || !slices.Equal(src.Source.Topics, []string{rp.Topic}) || sink.Boundary != nil || src.Boundary != nil {
 		t.Fatalf("sink writes %q, source reads %v (boundaries %v, %v)", sink.Sink.Topic, src.Source.Topics, sink.Boundary, src.Boundary)
 	}

@@ -271,15 +271,16 @@ func (t *Topology) Build(cfg config.Config) (*Built, error) {
 	if len(errs) > 0 {
 		return nil, joinErrors(errs)
 	}
+	checkJoins(boundaries, nodes, fail)
 	if rekey == config.RekeyTopic {
 		for _, name := range slices.Sorted(maps.Keys(boundaries)) {
 			if why := boundaries[name].InMemoryOnly; why != "" {
 				fail(boundaries[name].SinkNode, "%s=%s cannot be used: %s; run one instance with %s", config.TopologyRekey, config.RekeyTopic, why, config.RekeyMemory)
 			}
 		}
-		if len(errs) > 0 {
-			return nil, joinErrors(errs)
-		}
+	}
+	if len(errs) > 0 {
+		return nil, joinErrors(errs)
 	}
 	var repartitions []Repartition
 	if rekey == config.RekeyTopic {
@@ -308,11 +309,38 @@ func (t *Topology) Build(cfg config.Config) (*Built, error) {
 // reads it, like any sink and source.
 type Repartition struct {
 	// Topic is <application.id>-<name>-repartition, Kafka Streams' name.
-	Topic                string
-	SinkNode, SourceNode string
+	Topic string
+	// SinkNodes write the topic: one, or more when other boundaries join
+	// this one's topic (Boundary.Joins); they may sit in different
+	// sub-topologies.
+	SinkNodes  []string
+	SourceNode string
 	// Partitions is the declared count (Repartitioned.withNumberOfPartitions),
 	// or 0: the runtime then takes its upstream's.
 	Partitions int32
+}
+
+// checkJoins checks every Boundary.Joins: the boundary it names exists,
+// joins none itself, feeds the same sub-topology and carries keys the
+// same way, so that its source can read both boundaries' records.
+func checkJoins(boundaries map[string]*Boundary, nodes map[string]*Node, fail func(string, string, ...any)) {
+	for _, name := range slices.Sorted(maps.Keys(boundaries)) {
+		b := boundaries[name]
+		if b.Joins == "" {
+			continue
+		}
+		to := boundaries[b.Joins]
+		switch {
+		case to == nil:
+			fail(b.SinkNode, "boundary %s joins boundary %s, which the topology does not have", b.Topic, b.Joins)
+		case to.Joins != "":
+			fail(b.SinkNode, "boundary %s joins boundary %s, which joins %s itself", b.Topic, b.Joins, to.Joins)
+		case nodes[b.SourceNode].Subtopology != nodes[to.SourceNode].Subtopology:
+			fail(b.SinkNode, "boundary %s joins boundary %s, which feeds another sub-topology", b.Topic, b.Joins)
+		case b.Partitions != to.Partitions || b.Partitioner != nil || to.Partitioner != nil || !serde.Same(b.KeySerde, to.KeySerde):
+			fail(b.SinkNode, "boundary %s joins boundary %s, which places keys differently (partitions, partitioner or key serde)", b.Topic, b.Joins)
+		}
+	}
 }
 
 // throughTopics turns every boundary into a sink and a source of a
@@ -324,8 +352,12 @@ type Repartition struct {
 // instances.
 func throughTopics(appID string, boundaries map[string]*Boundary, nodes map[string]*Node, sourceTopics map[string]string) []Repartition {
 	var out []Repartition
+	at := map[string]int{}
 	for _, name := range slices.Sorted(maps.Keys(boundaries)) {
 		b := boundaries[name]
+		if b.Joins != "" {
+			continue
+		}
 		topic := appID + "-" + b.Topic
 		sink, src := nodes[b.SinkNode], nodes[b.SourceNode]
 		sink.Sink.Topic = topic
@@ -334,7 +366,24 @@ func throughTopics(appID string, boundaries map[string]*Boundary, nodes map[stri
 		sink.Boundary, src.Boundary = nil, nil
 		delete(sourceTopics, b.Topic)
 		sourceTopics[topic] = src.Name
-		out = append(out, Repartition{Topic: topic, SinkNode: sink.Name, SourceNode: src.Name, Partitions: b.Partitions})
+		at[b.Topic] = len(out)
+		out = append(out, Repartition{Topic: topic, SinkNodes: []string{sink.Name}, SourceNode: src.Name, Partitions: b.Partitions})
+	}
+	// A boundary that joins another writes that one's topic; its own
+	// source reads nothing (checkJoins made sure the other's can read
+	// its records).
+	for _, name := range slices.Sorted(maps.Keys(boundaries)) {
+		b := boundaries[name]
+		if b.Joins == "" {
+			continue
+		}
+		rp := &out[at[b.Joins]]
+		sink, src := nodes[b.SinkNode], nodes[b.SourceNode]
+		sink.Sink.Topic = rp.Topic
+		src.Source.Topics = nil
+		sink.Boundary, src.Boundary = nil, nil
+		delete(sourceTopics, b.Topic)
+		rp.SinkNodes = append(rp.SinkNodes, sink.Name)
 	}
 	return out
 }

@@ -78,6 +78,15 @@ type Boundary struct {
 	// through a repartition topic: Build refuses
 	// stoatflow.topology.rekey=topic with it.
 	InMemoryOnly string
+	// Joins, when set, is the Topic of another boundary into the same
+	// sub-topology whose repartition topic this one's records travel
+	// in under stoatflow.topology.rekey=topic: the other boundary's
+	// source reads both, so that records of one key from the two keep
+	// the order they were written in (Kafka's order within a
+	// partition), and this boundary's source reads nothing. Both must
+	// have one key serde, one partitioner and one value serde that
+	// reads the other's records. In memory it changes nothing.
+	Joins string
 }
 
 type storeEntry struct {
