@@ -43,8 +43,11 @@ type Result struct {
 // could duplicate records but never lose them.
 //
 // The output topic must exist. Baseline blocks until ctx is done if the
-// input never holds n records.
-func Baseline(ctx context.Context, seeds []string, in, out, group string, exactlyOnce bool, n int) (Result, error) {
+// input never holds n records. extra is laid over the loop's client
+// options (a later option of a kind replaces an earlier one): a
+// comparison against an engine configured otherwise, e.g. with
+// compression.type=snappy, gives the loop the same codec.
+func Baseline(ctx context.Context, seeds []string, in, out, group string, exactlyOnce bool, n int, extra ...kgo.Opt) (Result, error) {
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(seeds...),
 		kgo.ConsumerGroup(group),
@@ -63,6 +66,7 @@ func Baseline(ctx context.Context, seeds []string, in, out, group string, exactl
 		// so that the ratio compares the same bytes on the wire.
 		kgo.ProducerBatchCompression(kgo.NoCompression()),
 	}
+	opts = append(opts, extra...)
 	l := &loop{start: time.Now(), n: n}
 	opts = append(opts, kgo.OnPartitionsAssigned(func(context.Context, *kgo.Client, map[string][]int32) {
 		l.mu.Lock()

@@ -44,6 +44,9 @@ type Options struct {
 	Lanes      int
 	// Store is stoatctl's default.dsl.store.
 	Store string
+	// Compression is the compression.type of stoatctl's producers and
+	// the bare loop's; empty is none.
+	Compression string
 	// Root is the repository root (for the Java runner and scripts/kafka.sh).
 	Root string
 	// KStreams runs Kafka Streams beside the others.
@@ -80,7 +83,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}}
 	// The load average at the end, on every way out.
 	defer func() { rep.Meta.LoadEnd = loadAverage() }()
-	env := Env{Lanes: o.Lanes, Store: o.Store, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Timeout: o.Timeout, LogDir: o.LogDir}
+	env := Env{Lanes: o.Lanes, Store: o.Store, Compression: o.Compression, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Timeout: o.Timeout, LogDir: o.LogDir}
 	if o.KStreams {
 		j, err := interop.Build(o.Root)
 		if err != nil {

@@ -3,6 +3,7 @@ package benchcompare
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -33,8 +34,11 @@ type Env struct {
 	// Lanes is stoatctl's num.stream.threads and Kafka Streams'.
 	Lanes int
 	// Store is stoatctl's default.dsl.store (in_memory or rocksDB).
-	Store  string
-	Logger *slog.Logger
+	Store string
+	// Compression is the producers' compression.type, stoatctl's and
+	// the bare loop's: none (Kafka Streams' default) unless set.
+	Compression string
+	Logger      *slog.Logger
 	// Timeout bounds one system's run.
 	Timeout time.Duration
 	// LogDir, when set, gets each Kafka Streams run's stderr as
@@ -63,7 +67,11 @@ func (env Env) stderrOf(prefix string, tail *tailBuffer) (w io.Writer, close fun
 func runBareLoop(ctx context.Context, env Env, t Topics, n int) (float64, error) {
 	ctx, cancel := context.WithTimeout(ctx, env.Timeout)
 	defer cancel()
-	res, err := benchbase.Baseline(ctx, env.Seeds, t.In(), t.Out(), t.Prefix, true, n)
+	codec, err := compressionCodec(env.Compression)
+	if err != nil {
+		return 0, err
+	}
+	res, err := benchbase.Baseline(ctx, env.Seeds, t.In(), t.Out(), t.Prefix, true, n, kgo.ProducerBatchCompression(codec))
 	if err != nil {
 		return 0, err
 	}
@@ -83,7 +91,25 @@ func stoatConfig(env Env, t Topics) map[string]string {
 		"num.stream.threads":                strconv.Itoa(env.Lanes),
 		config.DefaultDSLStore:              env.Store,
 		config.WatermarkMaxOutOfOrdernessMs: "0",
+		"compression.type":                  cmp.Or(env.Compression, "none"),
 	}
+}
+
+// compressionCodec is the bare loop's codec for a compression.type.
+func compressionCodec(name string) (kgo.CompressionCodec, error) {
+	switch name {
+	case "", "none":
+		return kgo.NoCompression(), nil
+	case "gzip":
+		return kgo.GzipCompression(), nil
+	case "snappy":
+		return kgo.SnappyCompression(), nil
+	case "lz4":
+		return kgo.Lz4Compression(), nil
+	case "zstd":
+		return kgo.ZstdCompression(), nil
+	}
+	return kgo.CompressionCodec{}, fmt.Errorf("compression %q is not one of none, gzip, snappy, lz4, zstd", name)
 }
 
 // runStoat runs topo through the engine until n source records are

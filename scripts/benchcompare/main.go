@@ -68,6 +68,7 @@ func run() int {
 	topos := fs.String("topologies", strings.Join(benchcompare.Topologies, ","), "topologies to run")
 	lanes := fs.Int("lanes", runtime.NumCPU(), "stoatctl lanes (num.stream.threads), and Kafka Streams' stream threads")
 	store := fs.String("store", "in_memory", "stoatctl's default.dsl.store: in_memory or rocksDB (Kafka Streams keeps its default, RocksDB)")
+	compression := fs.String("compression", "none", "compression.type of stoatctl's producers and the bare loop's (none, gzip, snappy, lz4, zstd); Kafka Streams keeps its default, none")
 	kstreams := fs.Bool("kstreams", true, "run Kafka Streams too (needs a JDK and Maven)")
 	inProcess := fs.Bool("embedded-inprocess", false, "run the embedded broker inside this process, not in a child process per run (decision 0019)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole comparison to `file`; each run carries the pprof labels system and topology")
@@ -149,18 +150,19 @@ func run() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	rep, err := benchcompare.Run(ctx, benchcompare.Options{
-		Input:      benchcompare.Input{Records: *records, Keys: *keys, ValueBytes: *valueBytes, Partitions: int32(*partitions)},
-		Rounds:     *rounds,
-		Brokers:    strings.Split(*brokers, ","),
-		Topologies: topoList,
-		Lanes:      *lanes,
-		Store:      *store,
-		Root:       root,
-		KStreams:   *kstreams,
-		LatencyFor: *latency,
-		MemoryKeys: mem,
-		Timeout:    *timeout,
-		LogDir:     filepath.Join(*out, "logs"),
+		Input:       benchcompare.Input{Records: *records, Keys: *keys, ValueBytes: *valueBytes, Partitions: int32(*partitions)},
+		Rounds:      *rounds,
+		Brokers:     strings.Split(*brokers, ","),
+		Topologies:  topoList,
+		Lanes:       *lanes,
+		Store:       *store,
+		Compression: *compression,
+		Root:        root,
+		KStreams:    *kstreams,
+		LatencyFor:  *latency,
+		MemoryKeys:  mem,
+		Timeout:     *timeout,
+		LogDir:      filepath.Join(*out, "logs"),
 
 		EmbeddedInProcess: *inProcess,
 		Progress:          os.Stderr,
