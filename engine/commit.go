@@ -441,19 +441,23 @@ func (r *runner) commit(c *committer, cut *epochCut, partTimes map[watermark.Par
 		if produceErr != nil {
 			try = kgo.TryAbort
 		}
-		// An epoch cut before a rebalance never commits after it. The
-		// group may have handed some of its partitions to another
-		// instance, which reads their offsets and state as of the last
-		// commit and processes from there; committing the epoch now would
-		// count its records a second time. franz-go aborts a transaction
-		// that a revocation overlaps, but forgets the revocation once any
-		// End returns: one that lands between the previous commit and
-		// this one would be lost (found on Apache Kafka by
-		// TestRebalanceExactlyOnce). onAssign records every change
-		// before the group may move on, so this check covers what
-		// franz-go's does not, and franz-go's covers a revocation that
-		// arrives after it.
-		end := epochs.End{Rebalanced: r.rebalanced.Load(), ProduceFailed: produceErr != nil,
+		// An epoch of a generation that lost a partition never commits.
+		// The group may have handed it to another instance, which reads
+		// its offsets and state as of the last commit and processes from
+		// there; committing the epoch now would count its records a
+		// second time. franz-go aborts a transaction that a revocation
+		// overlaps, but forgets the revocation once any End returns: one
+		// that lands between the previous commit and this one would be
+		// lost (found on Apache Kafka by TestRebalanceExactlyOnce).
+		// onAssign counts every revocation and loss before the group may
+		// move on, so this check covers what franz-go's does not, and
+		// franz-go's covers a revocation that arrives after it. A
+		// rebalance that only gave the instance more partitions takes
+		// nothing from it (the cooperative protocol revokes a partition
+		// from its owner, and tells it, before any other member is given
+		// it): the epoch commits, and the stores it wrote may be kept
+		// (keep.go).
+		end := epochs.End{Rebalanced: r.revokes.Load() != c.g.revokes, ProduceFailed: produceErr != nil,
 			ProduceFatal: produceErr != nil && fatalProduceError(produceErr)}
 		if !end.Try() {
 			try = kgo.TryAbort

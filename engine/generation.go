@@ -55,6 +55,13 @@ type generation struct {
 	local *localState
 	// sinkParts is a sink topic's partition count (runner.partitionCount).
 	sinkParts func(topic string) (int32, error)
+	// kept is the in-memory state the last generation left this one
+	// (keep.go); nil when every store is restored.
+	kept *keptMemory
+	// revokes is runner.revokes when the generation began: once it
+	// differs, a partition was revoked or lost, and no epoch of the
+	// generation commits.
+	revokes int64
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -87,6 +94,10 @@ type subRun struct {
 	// task for every partition instead (stateless).
 	tasks     []int32
 	stateless bool
+	// kept are, per store, the partitions whose tasks kept the store
+	// in memory from the last generation (every lane's shard of it):
+	// their changelog partitions are not restored.
+	kept map[string]map[int32]bool
 }
 
 // laneRun is a lane as the generation runs it: the lane (package lanes),
@@ -100,17 +111,27 @@ type laneRun struct {
 	// its tasks' stores, each task's under its own prefix
 	// (rocks.TaskSupplier); nil when its stores are in memory.
 	local *laneState
+	// memory are the lane's shards of its tasks' default stores when
+	// those are in memory, by task partition: each task's state.Retained,
+	// which the next generation may keep (keep.go).
+	memory map[int32]*state.Retained
 }
 
 // backend is the supplier of the default.dsl.store stores of the lane's
 // task of partition p: the task's part of the lane's database under
-// default.dsl.store=rocksDB, else nil (in memory).
+// default.dsl.store=rocksDB, else its shard in memory (memory).
 func (l *laneRun) backend(p int32) state.BytesSupplier {
 	if l.local == nil || !l.local.defaults {
+		if r := l.memory[p]; r != nil {
+			return r
+		}
 		return nil
 	}
 	return l.local.db.TaskSupplier(p)
 }
+
+// inMemory says the lane's default stores are in memory.
+func (l *laneRun) inMemory() bool { return l.local == nil || !l.local.defaults }
 
 // persistent is the supplier of the state.RocksDB stores of the lane's
 // task of partition p: the task's part of the lane's database; in memory
@@ -157,8 +178,8 @@ type changelogRecord struct {
 //
 // sinkParts is a sink topic's partition count, which a custom partitioner
 // is given (Kafka Streams gives its StreamPartitioner the topic's).
-func newGeneration(ctx context.Context, e *Engine, built *topology.Built, s settings, partitions func(sub *topology.Subtopology) int32, tasks func(sub *topology.Subtopology, partitions int32) []int32, sinkParts func(topic string) (int32, error), floor int64, subFloors []int64, restore restoreSource, global map[string]state.Store, local *localState) (*generation, error) {
-	g := &generation{e: e, built: built, global: global, local: local, sinkParts: sinkParts, batchMax: min(lanes.BatchSize, max(s.queue, 1)), warmOnly: s.warmOnly}
+func newGeneration(ctx context.Context, e *Engine, built *topology.Built, s settings, partitions func(sub *topology.Subtopology) int32, tasks func(sub *topology.Subtopology, partitions int32) []int32, sinkParts func(topic string) (int32, error), floor int64, subFloors []int64, restore restoreSource, global map[string]state.Store, local *localState, kept *keptMemory) (*generation, error) {
+	g := &generation{e: e, built: built, global: global, local: local, sinkParts: sinkParts, batchMax: min(lanes.BatchSize, max(s.queue, 1)), warmOnly: s.warmOnly, kept: kept}
 	g.watermark.Store(max(floor, task.Unknown))
 	// Shutdown outlives the caller's context: the final barrier still has
 	// to travel and commit after it is cancelled.
@@ -269,6 +290,19 @@ func (g *generation) initTasks(ctx context.Context, sr *subRun, s settings, rest
 			parts = []int32{0}
 		}
 		for _, p := range parts {
+			if !sr.stateless && l.inMemory() {
+				// The task's shard in memory: the one the last
+				// generation kept, or a new one.
+				r := g.kept.shard(sr.id, sr.changelogPartitions, len(sr.lanes), p, l.idx)
+				if r == nil {
+					r = state.NewRetained()
+				}
+				r.Begin()
+				if l.memory == nil {
+					l.memory = map[int32]*state.Retained{}
+				}
+				l.memory[p] = r
+			}
 			t, err := task.New(g.built, st, task.Options{
 				ID:        taskName(st.ID, p, sr.stateless, l.idx),
 				Partition: p,
@@ -311,6 +345,10 @@ func (g *generation) initTasks(ctx context.Context, sr *subRun, s settings, rest
 			l.local.db.SetRestoreBatchBytes(s.restoreBatchBytes)
 			l.local.db.BeginRestore()
 		}
+	}
+	sr.kept = keptStores(sr, st.Stores)
+	if len(sr.kept) > 0 {
+		g.e.log.Info("state kept in memory across the rebalance", "sub_topology", sr.id, "stores", sr.kept)
 	}
 	began, total := time.Now(), 0
 	if restore != nil {
@@ -371,6 +409,35 @@ func (g *generation) initTasks(ctx context.Context, sr *subRun, s settings, rest
 		g.e.log.Info("state restored", "sub_topology", sr.id, "records", total, "took", time.Since(began))
 	}
 	return nil
+}
+
+// keptStores are, per store of sr, the partitions of the tasks whose
+// every lane reopened the store with the entries the last generation left
+// in it (state.Retained.Reopened).
+func keptStores(sr *subRun, stores []string) map[string]map[int32]bool {
+	var kept map[string]map[int32]bool
+	for _, name := range stores {
+		for _, p := range sr.tasks {
+			all := len(sr.lanes) > 0
+			for _, l := range sr.lanes {
+				if r := l.memory[p]; r == nil || !r.Reopened(name) {
+					all = false
+					break
+				}
+			}
+			if !all {
+				continue
+			}
+			if kept == nil {
+				kept = map[string]map[int32]bool{}
+			}
+			if kept[name] == nil {
+				kept[name] = map[int32]bool{}
+			}
+			kept[name][p] = true
+		}
+	}
+	return kept
 }
 
 // restoreEntry is a changelog record on its way to the lanes' stores:

@@ -97,6 +97,14 @@ type runner struct {
 	// closing says the runner is closing: leaving the group revokes the
 	// partitions, which is the end, not a rebalance.
 	closing atomic.Bool
+	// revokes counts the revocations and losses of partitions (and the
+	// ends of sessions); genRevokes is its value when the last reset
+	// read the assignment (generation.revokes, the committer's), and
+	// keep what the last generation left the next one of its in-memory
+	// state (keep.go).
+	revokes    atomic.Int64
+	genRevokes int64
+	keep       *keptMemory
 
 	gen       *generation
 	global    *globalRunner
@@ -580,6 +588,11 @@ func (r *runner) onAssign(how string, m map[string][]int32, add bool) {
 		}
 	}
 	r.assignMu.Unlock()
+	if !add && (len(m) > 0 || how == "lost") && !r.closing.Load() {
+		// Leaving the group at close revokes everything after the
+		// final commit: that is the end, not a revocation.
+		r.revokes.Add(1)
+	}
 	r.joining.Store(!add)
 	switch {
 	case add && !r.joined.Swap(true):
@@ -670,6 +683,14 @@ func (r *runner) loop(ctx context.Context) error {
 			continue
 		}
 		if r.rebalanced.Load() {
+			r.keep = r.drainForKeep(ctx)
+			if ctx.Err() != nil || r.commitFailed.Load() != nil || (r.gen != nil && r.gen.failure() != nil) {
+				// The drain met a stop, or a commit or a lane failed:
+				// the top of the loop acts on it (a commit whose
+				// outcome is unknown needs a new client, not a reset).
+				r.keep = nil
+				continue
+			}
 			if err := r.reset(ctx); err != nil {
 				switch {
 				case ctx.Err() != nil:
@@ -738,6 +759,8 @@ func (r *runner) recoverSession(ctx context.Context, cause error) error {
 				ErrFenced, times, fencedWindow, id, holder, kafka.InstanceID, cause)
 		}
 	}
+	// The session ends: whatever it was assigned may be another's now.
+	r.revokes.Add(1)
 	r.uncertain++
 	if r.uncertain > maxUncertainCommits {
 		r.e.log.Error("commit failed too many times in a row; stopping", "attempts", r.uncertain-1, "err", cause)
@@ -1416,6 +1439,10 @@ func transient(err error) bool {
 
 func (r *runner) resetOnce(ctx context.Context) error {
 	r.e.setState(Rebalancing)
+	// What the last generation left in memory goes to this one only, and
+	// only if nothing was revoked since it committed (drainForKeep).
+	keep := r.keep
+	r.keep = nil
 	// The standbys' warm-up holds the databases the next generation
 	// opens.
 	r.stopWarmUp()
@@ -1437,6 +1464,12 @@ func (r *runner) resetOnce(ctx context.Context) error {
 	r.commitFailed.Store(nil)
 	r.rebalanced.Store(false)
 	r.held = nil // the reset rewinds to the committed offsets
+	// Before the assignment too: a revocation after it is one the next
+	// generation's drain sees.
+	r.genRevokes = r.revokes.Load()
+	if keep != nil && keep.revokes != r.genRevokes {
+		keep = nil
+	}
 	// Read before the assignment: onAssign records the assignment before
 	// it says joined, so a joined read here goes with what it assigned.
 	joined := r.joined.Load()
@@ -1570,13 +1603,14 @@ func (r *runner) resetOnce(ctx context.Context) error {
 	r.e.obs.restoring.Store(true)
 	r.e.log.Info("restoring state from the changelogs", "stores", len(r.built.Stores), "partitions", assigned)
 	sinkParts := func(topic string) (int32, error) { return r.partitionCount(ctx, topic) }
-	gen, err := newGeneration(ctx, r.e, r.built, r.s, r.changelogPartitions, taskPartitions(assigned), sinkParts, floor, subFloors, r.restorer(), r.global.stores(), r.localState())
+	gen, err := newGeneration(ctx, r.e, r.built, r.s, r.changelogPartitions, taskPartitions(assigned), sinkParts, floor, subFloors, r.restorer(), r.global.stores(), r.localState(), keep)
 	r.e.obs.restoring.Store(false)
 	if err != nil {
 		return err
 	}
 	r.e.log.Info("state restored", "records", r.e.obs.restored.Load()-restoredBefore, "took", time.Since(restoreStart).Round(time.Millisecond))
 	r.gen = gen
+	gen.revokes = r.genRevokes
 	if p := r.e.opts.probe; p != nil && p.generation != nil {
 		p.generation(gen)
 	}
@@ -1813,6 +1847,14 @@ func (r *runner) restorer() restoreSource {
 			if _, ok := start[p]; ok {
 				start[p] = off
 			}
+		}
+		// A task that kept the store in memory has its state
+		// (keep.go): nothing of its partition is read.
+		for p := range sub.kept[store] {
+			delete(start, p)
+		}
+		if len(start) == 0 {
+			return nil, nil
 		}
 		r.addRestoreTarget(ctx, topic)
 		// One partition at a time: what the read fetches ahead is one

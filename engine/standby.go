@@ -184,7 +184,7 @@ func (r *runner) warmOnce(ctx context.Context, ts []assign.Task, busy bool) {
 	if busy {
 		local.dir, local.standbyDir = local.standbyDir, ""
 	}
-	gen, err := newGeneration(ctx, r.e, r.built, s, r.changelogPartitions, tasks, sinkParts, task.Unknown, nil, r.restorer(), r.global.stores(), local)
+	gen, err := newGeneration(ctx, r.e, r.built, s, r.changelogPartitions, tasks, sinkParts, task.Unknown, nil, r.restorer(), r.global.stores(), local, nil)
 	if err != nil {
 		if ctx.Err() == nil {
 			r.e.log.Warn("standby tasks not brought up to date; trying again", "tasks", ts, "err", err, "in", r.s.standbyEvery)

@@ -246,12 +246,7 @@ func TestRebalanceRestoresOnlyMovedTasks(t *testing.T) {
 	perPartition := changelogRecords(t, addr, "moved-counts-changelog", parts)
 
 	b, stopB := runEngine(t, counts(), storeCfg(addr, "moved", "rocksDB", t.TempDir(), "num.stream.threads", "2"))
-	var psA, psB []int32
-	eventually(t, 60*time.Second, func() string { return fmt.Sprintf("instances run %v and %v, want 4 partitions each", psA, psB) },
-		func() bool {
-			psA, psB = a.Assignment()["in"], b.Assignment()["in"]
-			return len(psA) == parts/2 && len(psB) == parts/2
-		})
+	psA, psB := halves(t, a, b, parts)
 	// Both run: the next records are counted on from the state each has.
 	produce(t, addr, "in", in)
 	got := readCommitted(t, addr, "out", 2*keys, 60*time.Second)
@@ -277,6 +272,18 @@ func TestRebalanceRestoresOnlyMovedTasks(t *testing.T) {
 			b.Stats().StandbyRecords, b.Stats().Restored, moved, psB, perPartition)
 	}
 	t.Logf("tasks moved %v: %d changelog records of %d, %d of them warmed up before the move; kept %v: none", psB, moved, keys, b.Stats().StandbyRecords, psA)
+}
+
+// halves waits until a and b run half of the parts partitions of "in"
+// each, and returns them.
+func halves(t *testing.T, a, b *engine.Engine, parts int) (psA, psB []int32) {
+	t.Helper()
+	eventually(t, 60*time.Second, func() string { return fmt.Sprintf("instances run %v and %v, want %d partitions each", psA, psB, parts/2) },
+		func() bool {
+			psA, psB = a.Assignment()["in"], b.Assignment()["in"]
+			return len(psA) == parts/2 && len(psB) == parts/2
+		})
+	return psA, psB
 }
 
 // streamTableJoin joins "in" with the table of "tbl".
@@ -459,4 +466,69 @@ func TestOlderMemberInGroupRefused(t *testing.T) {
 	if !strings.Contains(err.Error(), "stop every instance") {
 		t.Fatalf("error %q does not say what to do", err)
 	}
+}
+
+// TestPeerLeavingKeepsInMemoryState: with its stores in memory, an
+// instance that revokes nothing at a rebalance (here its peer leaves and
+// it takes the peer's tasks over) commits what it processed before the
+// rebalance goes on, and its tasks that stay keep their state: it
+// restores the changelog partitions of the tasks it took over and
+// nothing of its own (decision 0049). Before, every rebalance rebuilt
+// every in-memory store from its changelog. The counts stay exact
+// through both rebalances, the peer's arrival (which revokes: that one
+// still restores what stays) and its leaving, with input between them.
+func TestPeerLeavingKeepsInMemoryState(t *testing.T) {
+	const parts, keys = 8, 20000
+	addr := startKafka(t, map[string]int32{"in": parts, "out": parts})
+	var in []kv
+	for i := range keys {
+		in = append(in, kv{Key: "key-" + strconv.Itoa(i), Value: "x"})
+	}
+	conf := func() map[string]string {
+		return storeCfg(addr, "kept", "in_memory", t.TempDir(), "num.stream.threads", "2")
+	}
+	a, stopA := runEngine(t, counts(), conf())
+	eventually(t, 60*time.Second, func() string { return "the first instance does not run every partition" },
+		func() bool { return len(a.Assignment()["in"]) == parts })
+	produce(t, addr, "in", in)
+	readCommitted(t, addr, "out", keys, 60*time.Second)
+
+	b, stopB := runEngine(t, counts(), conf())
+	psA, psB := halves(t, a, b, parts)
+	produce(t, addr, "in", in)
+	readCommitted(t, addr, "out", 2*keys, 60*time.Second)
+	eventually(t, 30*time.Second, func() string { return "the second round is not all committed" },
+		func() bool { return a.Stats().Records+b.Stats().Records >= 2*keys })
+	perPartition := changelogRecords(t, addr, "kept-counts-changelog", parts)
+	before, aborted := a.Stats().Restored, a.Stats().Aborted
+
+	// The peer leaves: its final epoch commits, and the first instance
+	// is assigned its tasks, revoking none of its own.
+	if err := stopB(); err != nil {
+		t.Fatalf("second instance: %v", err)
+	}
+	eventually(t, 60*time.Second, func() string { return "the first instance did not take every partition back" },
+		func() bool { return len(a.Assignment()["in"]) == parts && a.State() == engine.Running })
+	produce(t, addr, "in", in)
+	got := readCommitted(t, addr, "out", 3*keys, 60*time.Second)
+	if err := stopA(); err != nil {
+		t.Fatalf("first instance: %v", err)
+	}
+	checkCounts(t, got, keys, 3)
+	var taken, own int64
+	for _, p := range psB {
+		taken += perPartition[p]
+	}
+	for _, p := range psA {
+		own += perPartition[p]
+	}
+	if n := a.Stats().Restored - before; n != taken {
+		t.Errorf("taking over tasks %v the first instance restored %d records, want %d: those of the tasks it took (%v per partition), none of its own %v (%d records)",
+			psB, n, taken, perPartition, psA, own)
+	}
+	// Taking tasks over revokes nothing: the epochs in flight commit.
+	if n := a.Stats().Aborted - aborted; n != 0 {
+		t.Errorf("the first instance aborted %d epochs taking tasks over, want none", n)
+	}
+	t.Logf("took over %v: %d changelog records restored; kept %v in memory: %d records not restored", psB, taken, psA, own)
 }

@@ -1,14 +1,16 @@
 package epochs
 
 // End is what is known when the epoch being produced ends: whether the
-// group rebalanced since it began (the instance's partitions may be
-// another's now), whether every record reached the broker, and what the
-// transaction's end answered.
+// group took a partition from the instance since its generation began
+// (the partition may be another's now), whether every record reached the
+// broker, and what the transaction's end answered.
 type End struct {
-	// Rebalanced says the group's assignment changed since the epoch
-	// began: an epoch cut before a rebalance never commits after it, as
-	// the partitions it read may be another instance's now, which starts
-	// from the offsets committed before.
+	// Rebalanced says a rebalance revoked a partition of the instance,
+	// or the instance lost them, since the epoch's generation began: such
+	// an epoch never commits, as the partition may be another instance's
+	// now, which starts from the offsets committed before. A rebalance
+	// that only gave the instance more takes nothing from it, and is not
+	// counted (decision 0049).
 	Rebalanced bool
 	// ProduceFailed says a record of the epoch did not reach the broker;
 	// ProduceFatal that the failure would recur on every replay (a record
@@ -16,8 +18,8 @@ type End struct {
 	ProduceFailed, ProduceFatal bool
 }
 
-// Try is how the epoch's transaction is to end: a commit, unless the group
-// rebalanced or a record failed.
+// Try is how the epoch's transaction is to end: a commit, unless a
+// partition was revoked or a record failed.
 func (e End) Try() (commit bool) { return !e.Rebalanced && !e.ProduceFailed }
 
 // Outcome is how an epoch ended, as the runtime acts on it.
@@ -82,7 +84,7 @@ func Decide(e End, got Ended) (Outcome, string) {
 	case e.ProduceFailed:
 		return Aborted, "a record of the epoch did not reach the broker"
 	case e.Rebalanced:
-		return Aborted, "the group rebalanced"
+		return Aborted, "the group revoked a partition"
 	case !got.Committed:
 		return Aborted, "the group rebalanced or the broker refused the commit"
 	}

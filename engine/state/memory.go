@@ -168,6 +168,8 @@ type memoryStore struct {
 	// read-modify-write of a key finds it once.
 	recent entry
 	closed atomic.Bool
+	// retained keeps the entries at Close, for a Retained to reopen.
+	retained bool
 }
 
 func newMemoryStore(name string) *memoryStore {
@@ -187,7 +189,9 @@ func (s *memoryStore) Flush() error { return s.checkOpen() }
 func (s *memoryStore) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed.Swap(true) {
+	if s.closed.Swap(true) || s.retained {
+		// A retained store keeps its entries for the next task
+		// (Retained); its open iterators fail on their next Next too.
 		return nil
 	}
 	// Drop the entries now rather than when the last reference goes; open
