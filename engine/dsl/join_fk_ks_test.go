@@ -583,3 +583,43 @@ func TestForeignKeyJoinVersionedKafkaStreams(t *testing.T) {
 		}
 	}
 }
+
+// TestDescribeThroughRepartitionTopics: under rekey=topic the description
+// shows each boundary as Kafka Streams' TopologyDescription does, a sink
+// and a source of its topic (named without the application id), the
+// copy's sink writing the response topic; in memory it shows the
+// boundaries. A value of the key that is neither is an error.
+func TestDescribeThroughRepartitionTopics(t *testing.T) {
+	top := fkTopology(true, "").Topology()
+	d, err := top.DescribeWith(config.New(map[string]string{config.TopologyRekey: config.RekeyTopic}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const resp = "KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-0000000014-topic"
+	writers, readers := 0, 0
+	for _, st := range d.Data().Subtopologies {
+		for _, n := range st.Nodes {
+			if n.Boundary != nil {
+				t.Errorf("node %s described with an in-memory boundary under rekey=topic", n.Name)
+			}
+			if n.Topic == resp {
+				writers++
+			}
+			if slices.Contains(n.Topics, resp) {
+				readers++
+			}
+		}
+	}
+	if writers != 2 || readers != 1 {
+		t.Errorf("%s written by %d sinks and read by %d sources, want 2 and 1:\n%s", resp, writers, readers, d)
+	}
+	if !strings.Contains(d.String(), "(topic: KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-0000000006-topic)") {
+		t.Errorf("no sink of the subscription topic:\n%s", d)
+	}
+	if mem := top.Describe(); !strings.Contains(mem.String(), "in-memory boundary") {
+		t.Errorf("the default description lost its boundaries:\n%s", mem)
+	}
+	if _, err := top.DescribeWith(config.New(map[string]string{config.TopologyRekey: "kafka"})); err == nil || !strings.Contains(err.Error(), config.TopologyRekey) {
+		t.Errorf("rekey=kafka: %v, want an error naming %s", err, config.TopologyRekey)
+	}
+}

@@ -349,7 +349,8 @@ func checkJoins(boundaries map[string]*Boundary, nodes map[string]*Node, fail fu
 // Kafka's default). The sub-topologies do not change: a boundary already
 // splits them where a topic would. Sources reading the topic are then
 // ordinary sources, whose partitions the consumer group spreads over the
-// instances.
+// instances. An empty appID leaves the application id out of the names,
+// as Kafka Streams' TopologyDescription does (Topology.DescribeWith).
 func throughTopics(appID string, boundaries map[string]*Boundary, nodes map[string]*Node, sourceTopics map[string]string) []Repartition {
 	var out []Repartition
 	at := map[string]int{}
@@ -358,7 +359,10 @@ func throughTopics(appID string, boundaries map[string]*Boundary, nodes map[stri
 		if b.Joins != "" {
 			continue
 		}
-		topic := appID + "-" + b.Topic
+		topic := b.Topic
+		if appID != "" {
+			topic = appID + "-" + b.Topic
+		}
 		sink, src := nodes[b.SinkNode], nodes[b.SourceNode]
 		sink.Sink.Topic = topic
 		sink.Sink.Partitioner = b.Partitioner

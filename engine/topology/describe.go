@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/stoatflow/stoatctl/engine/config"
 )
 
 // Description is a printable summary of a topology in the layout of Kafka
@@ -68,16 +70,43 @@ type StoreDescription struct {
 	Changelog string `json:"changelog,omitempty"`
 }
 
-// Describe summarises t. It needs no configuration, so serdes left to the
-// defaults print as "default".
-func (t *Topology) Describe() Description {
-	nodes, stores := t.shape("<application.id>", func(string, string, ...any) {})
-	for _, b := range t.boundaries {
-		if n := nodes[b.SinkNode]; n != nil {
-			n.Boundary = b
+// Describe summarises t with its re-key boundaries in memory
+// (stoatflow.topology.rekey=memory, the default). It needs no
+// configuration, so serdes left to the defaults print as "default".
+func (t *Topology) Describe() Description { return t.describe(false) }
+
+// DescribeWith summarises t as cfg runs it: under
+// stoatflow.topology.rekey=topic each re-key boundary is a sink writing a
+// repartition topic and a source reading it, named as Kafka Streams'
+// TopologyDescription names them: without the application id, which
+// Build puts before them. An invalid value of the key is an error.
+func (t *Topology) DescribeWith(cfg config.Config) (Description, error) {
+	rekey, err := cfg.OneOf(config.TopologyRekey, config.RekeyMemory, config.RekeyTopic)
+	if err != nil {
+		return Description{}, fmt.Errorf("topology: %w", err)
+	}
+	return t.describe(rekey == config.RekeyTopic), nil
+}
+
+func (t *Topology) describe(throughTopic bool) Description {
+	const appID = "<application.id>"
+	nodes, stores := t.shape(appID, func(string, string, ...any) {})
+	if throughTopic {
+		boundaries := map[string]*Boundary{}
+		for _, b := range t.boundaries {
+			if nodes[b.SinkNode] != nil && nodes[b.SourceNode] != nil {
+				boundaries[b.Topic] = b
+			}
 		}
-		if n := nodes[b.SourceNode]; n != nil {
-			n.Boundary = b
+		throughTopics("", boundaries, nodes, map[string]string{})
+	} else {
+		for _, b := range t.boundaries {
+			if n := nodes[b.SinkNode]; n != nil {
+				n.Boundary = b
+			}
+			if n := nodes[b.SourceNode]; n != nil {
+				n.Boundary = b
+			}
 		}
 	}
 	subs, global := group(t.order, nodes, stores)
