@@ -278,7 +278,9 @@ func TestRebalanceRestoresOnlyMovedTasks(t *testing.T) {
 // each, and returns them.
 func halves(t *testing.T, a, b *engine.Engine, parts int) (psA, psB []int32) {
 	t.Helper()
-	eventually(t, 60*time.Second, func() string { return fmt.Sprintf("instances run %v and %v, want %d partitions each", psA, psB, parts/2) },
+	eventually(t, 60*time.Second, func() string {
+		return fmt.Sprintf("instances run %v and %v, want %d partitions each", psA, psB, parts/2)
+	},
 		func() bool {
 			psA, psB = a.Assignment()["in"], b.Assignment()["in"]
 			return len(psA) == parts/2 && len(psB) == parts/2
