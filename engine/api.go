@@ -310,7 +310,13 @@ type StoreDocument struct {
 }
 
 func (a apiBackend) Topology() (string, any) {
-	text := a.e.topo.Describe().String()
+	// As the engine runs it: under stoatflow.topology.rekey=topic its
+	// boundaries are repartition topics.
+	d, err := a.e.topo.DescribeWith(a.e.cfg)
+	if err != nil {
+		d = a.e.topo.Describe()
+	}
+	text := d.String()
 	b := a.e.Built()
 	if b == nil {
 		return text, TopologyDocument{Text: text, Subtopologies: []SubtopologyDocument{}, Stores: []StoreDocument{}}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 
 	"github.com/stoatflow/stoatctl/engine"
 	"github.com/stoatflow/stoatctl/engine/config"
+	"github.com/stoatflow/stoatctl/inspect"
 )
 
 // TestRekeyThroughTopicOnTwoInstances: with stoatflow.topology.rekey=topic
@@ -100,5 +102,27 @@ func TestRekeyThroughTopicOnTwoInstances(t *testing.T) {
 	})
 	if err := stopA(); err != nil {
 		t.Fatalf("instance a: %v", err)
+	}
+}
+
+// TestTopologyEndpointThroughTopics: under rekey=topic the running
+// engine's /topology text describes its boundaries as it runs them, a
+// sink and a source of a repartition topic, not as in-memory boundaries.
+func TestTopologyEndpointThroughTopics(t *testing.T) {
+	addr := startBroker(t, map[string]int32{"in": 2, "out": 2})
+	e := engine.New(rekeyedCounts(), cfg(addr, "describe-topic", config.TopologyRekey, config.RekeyTopic),
+		engine.WithLogger(testLogger(t)), engine.WithHTTP(engine.HTTP{Addr: "127.0.0.1:0"}))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	eventually(t, 20*time.Second, func() string { return "never running" }, func() bool { return e.State() == engine.Running })
+	text, err := inspect.NewClient("http://"+e.HTTPAddr()).Topology(context.Background(), "text")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := string(text); !strings.Contains(s, "(topic: by-value-repartition)") || !strings.Contains(s, "(topics: [by-value-repartition])") ||
+		strings.Contains(s, "in-memory boundary") {
+		t.Fatalf("/topology under rekey=topic:\n%s\nwant the sink and the source of by-value-repartition, no in-memory boundary", s)
 	}
 }
