@@ -298,6 +298,11 @@ func (g *generation) initTasks(ctx context.Context, sr *subRun, s settings, rest
 					r = state.NewRetained()
 				}
 				r.Begin()
+				for _, name := range st.Stores {
+					if !state.Keepable(g.built.Stores[name].Builder) {
+						r.Forget(name)
+					}
+				}
 				if l.memory == nil {
 					l.memory = map[int32]*state.Retained{}
 				}

@@ -44,6 +44,28 @@ func (r *Retained) Get(name string) KeyValueBytesStore {
 // Begin readies r for its next task: Reopened is empty again.
 func (r *Retained) Begin() { clear(r.reopened) }
 
+// Forget drops the store of name: the next Get makes a new, empty one,
+// for a store whose state is more than its entries (Keepable).
+func (r *Retained) Forget(name string) { delete(r.stores, name) }
+
+// Keepable says a store built by b is its entries and nothing else, so
+// that one reopened as its last task left it is the store a restore
+// from its changelog would make: key-value, window and session stores.
+// Not a versioned store, whose stream time (the history it keeps) its
+// restore rebuilds from the versions, nor a window store that retains
+// duplicates (a stream-stream join's), whose next sequence number its
+// restore takes from the records; nor a kind it does not know.
+func Keepable(b StoreBuilder) bool {
+	switch b.Kind() {
+	case KindKeyValue, KindTimestampedKeyValue, KindSession:
+		return true
+	case KindWindow, KindTimestampedWindow:
+		d, ok := b.(interface{ RetainDuplicates() bool })
+		return ok && !d.RetainDuplicates()
+	}
+	return false
+}
+
 // Reopened says Get returned the store of name with the entries an
 // earlier task left in it.
 func (r *Retained) Reopened(name string) bool { return r.reopened[name] }

@@ -1,6 +1,11 @@
 package state
 
-import "testing"
+import (
+	"testing"
+	"time"
+
+	"github.com/stoatflow/stoatctl/engine/serde"
+)
 
 func TestRetainedReopensWhatItsTaskLeft(t *testing.T) {
 	r := NewRetained()
@@ -58,5 +63,28 @@ func TestInMemoryDropsItsEntriesAtClose(t *testing.T) {
 	s.closed.Store(false)
 	if v, _ := s.Get([]byte("k")); v != nil {
 		t.Fatalf("an InMemory store kept %q past its close", v)
+	}
+}
+
+func TestKeepable(t *testing.T) {
+	str, mem := serde.String(), InMemory()
+	for _, tc := range []struct {
+		b    StoreBuilder
+		want bool
+	}{
+		{KeyValueStoreBuilder("kv", str, str, mem), true},
+		{TimestampedKeyValueStoreBuilder("tkv", str, str, mem), true},
+		{SessionStoreBuilder("sessions", str, str, time.Minute, mem), true},
+		{WindowStoreBuilder("windows", str, str, time.Minute, time.Second, false, mem), true},
+		{TimestampedWindowStoreBuilder("twindows", str, str, time.Minute, time.Second, false, mem), true},
+		// Its restore takes the next sequence number from the records.
+		{WindowStoreBuilder("join", str, str, time.Minute, time.Second, true, mem), false},
+		{TimestampedWindowStoreBuilder("tjoin", str, str, time.Minute, time.Second, true, mem), false},
+		// Its restore rebuilds its stream time from the versions.
+		{VersionedKeyValueStoreBuilder("versions", str, str, VersionedKeyValueStoreOver(mem, time.Hour)), false},
+	} {
+		if got := Keepable(tc.b); got != tc.want {
+			t.Errorf("Keepable(%s, %s) = %v, want %v", tc.b.Name(), tc.b.Kind(), got, tc.want)
+		}
 	}
 }
