@@ -534,3 +534,68 @@ func TestPeerLeavingKeepsInMemoryState(t *testing.T) {
 	}
 	t.Logf("took over %v: %d changelog records restored; kept %v in memory: %d records not restored", psB, taken, psA, own)
 }
+
+// TestChurnInMemoryExactlyOnce: three instances of a count in memory join
+// and leave while batches arrive, each change right after a batch was
+// written, so that rebalances meet epochs in flight: ones that give an
+// instance tasks (which keeps its stores and commits its epochs in
+// flight, decision 0049) and ones that take some (which abort and
+// restore). Every count of every key is committed once.
+func TestChurnInMemoryExactlyOnce(t *testing.T) {
+	const parts, keys, per = 6, 60, 40
+	addr := startKafka(t, map[string]int32{"in": parts, "out": parts})
+	round := 0
+	batch := func() {
+		var in []kv
+		for i := range keys * per / 10 {
+			in = append(in, kv{Key: "k" + strconv.Itoa((round*keys*per/10+i)%keys), Value: "x"})
+		}
+		round++
+		produce(t, addr, "in", in)
+	}
+	type instance struct {
+		e    *engine.Engine
+		stop func() error
+		dir  string
+	}
+	insts := map[string]*instance{}
+	start := func(name string) {
+		in := insts[name]
+		if in == nil {
+			in = &instance{dir: t.TempDir()}
+			insts[name] = in
+		}
+		in.e, in.stop = runEngine(t, counts(), cfg(addr, "churn", "state.dir", in.dir, "num.stream.threads", "2"))
+		// Joined: it runs a share of the tasks.
+		eventually(t, 60*time.Second, func() string { return "instance " + name + " was given no task" },
+			func() bool { return len(in.e.Assignment()["in"]) > 0 && in.e.State() == engine.Running })
+	}
+	stop := func(name string) {
+		if err := insts[name].stop(); err != nil {
+			t.Fatalf("instance %s: %v", name, err)
+		}
+		insts[name].stop = nil
+	}
+	start("a")
+	for _, step := range []func(){
+		func() { start("b") }, func() { start("c") }, func() { stop("a") }, func() { stop("b") },
+		func() { start("a") }, func() { stop("c") }, func() { start("b") }, func() { stop("a") },
+	} {
+		batch()
+		step()
+	}
+	for round < 10 {
+		batch()
+	}
+	got := readCommitted(t, addr, "out", keys*per, 90*time.Second)
+	var aborted, restored int64
+	for name, in := range insts {
+		if in.stop != nil {
+			stop(name)
+		}
+		aborted += in.e.Stats().Aborted
+		restored += in.e.Stats().Restored
+	}
+	checkCounts(t, got, keys, per)
+	t.Logf("%d records out; the last incarnations aborted %d epochs and restored %d records", len(got), aborted, restored)
+}
