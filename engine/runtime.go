@@ -587,12 +587,16 @@ func (r *runner) onAssign(how string, m map[string][]int32, add bool) {
 			}
 		}
 	}
-	r.assignMu.Unlock()
-	if !add && (len(m) > 0 || how == "lost") && !r.closing.Load() {
-		// Leaving the group at close revokes everything after the
-		// final commit: that is the end, not a revocation.
+	// A partition the instance held was revoked or lost. Only those
+	// count: a callback of a session already ended (recoverSession
+	// counted its end and emptied the assignment) takes nothing the
+	// generations since were given. Leaving the group at close revokes
+	// everything after the final commit: that is the end, not a
+	// revocation.
+	if !add && changed && !r.closing.Load() {
 		r.revokes.Add(1)
 	}
+	r.assignMu.Unlock()
 	r.joining.Store(!add)
 	switch {
 	case add && !r.joined.Swap(true):

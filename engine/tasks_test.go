@@ -536,23 +536,50 @@ func TestPeerLeavingKeepsInMemoryState(t *testing.T) {
 }
 
 // TestChurnInMemoryExactlyOnce: three instances of a count in memory join
-// and leave while batches arrive, each change right after a batch was
-// written, so that rebalances meet epochs in flight: ones that give an
-// instance tasks (which keeps its stores and commits its epochs in
-// flight, decision 0049) and ones that take some (which abort and
-// restore). Every count of every key is committed once.
+// and leave while a producer writes without pause, so that every
+// rebalance meets epochs in flight and records processed after the last
+// barrier: ones that give an instance tasks (it commits what it
+// processed and keeps its stores, decision 0049) and ones that take some
+// (the epoch in flight aborts, the stores are restored). Every count of
+// every key is committed once. Keeping the stores at every rebalance
+// without the drain counts records twice here.
 func TestChurnInMemoryExactlyOnce(t *testing.T) {
-	const parts, keys, per = 6, 60, 40
+	const parts, keys, each = 6, 60, 1
 	addr := startKafka(t, map[string]int32{"in": parts, "out": parts})
-	round := 0
-	batch := func() {
-		var in []kv
-		for i := range keys * per / 10 {
-			in = append(in, kv{Key: "k" + strconv.Itoa((round*keys*per/10+i)%keys), Value: "x"})
-		}
-		round++
-		produce(t, addr, "in", in)
+	// The producer writes every key each times a batch until told to
+	// stop; rounds counts the batches written.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic("in"))
+	if err != nil {
+		t.Fatal(err)
 	}
+	defer cl.Close()
+	done, stopped := make(chan struct{}), make(chan error, 1)
+	rounds := 0
+	// A batch every 2 ms, about 30 k records/s: load all along, and a
+	// run of a few seconds a -race build still reads back.
+	pace := time.NewTicker(2 * time.Millisecond)
+	defer pace.Stop()
+	go func() {
+		for {
+			select {
+			case <-done:
+				stopped <- nil
+				return
+			case <-pace.C:
+			}
+			var recs []*kgo.Record
+			for range each {
+				for k := range keys {
+					recs = append(recs, &kgo.Record{Key: []byte("k" + strconv.Itoa(k)), Value: []byte("x")})
+				}
+			}
+			if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+				stopped <- err
+				return
+			}
+			rounds++
+		}
+	}()
 	type instance struct {
 		e    *engine.Engine
 		stop func() error
@@ -581,12 +608,13 @@ func TestChurnInMemoryExactlyOnce(t *testing.T) {
 		func() { start("b") }, func() { start("c") }, func() { stop("a") }, func() { stop("b") },
 		func() { start("a") }, func() { stop("c") }, func() { start("b") }, func() { stop("a") },
 	} {
-		batch()
 		step()
 	}
-	for round < 10 {
-		batch()
+	close(done)
+	if err := <-stopped; err != nil {
+		t.Fatalf("produce: %v", err)
 	}
+	per := rounds * each
 	got := readCommitted(t, addr, "out", keys*per, 90*time.Second)
 	var aborted, restored int64
 	for name, in := range insts {
@@ -597,5 +625,5 @@ func TestChurnInMemoryExactlyOnce(t *testing.T) {
 		restored += in.e.Stats().Restored
 	}
 	checkCounts(t, got, keys, per)
-	t.Logf("%d records out; the last incarnations aborted %d epochs and restored %d records", len(got), aborted, restored)
+	t.Logf("%d records in and out; the last incarnations aborted %d epochs and restored %d records", len(got), aborted, restored)
 }
