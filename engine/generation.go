@@ -121,7 +121,7 @@ type laneRun struct {
 // task of partition p: the task's part of the lane's database under
 // default.dsl.store=rocksDB, else its shard in memory (memory).
 func (l *laneRun) backend(p int32) state.BytesSupplier {
-	if l.local == nil || !l.local.defaults {
+	if l.inMemory() {
 		if r := l.memory[p]; r != nil {
 			return r
 		}

@@ -86,7 +86,7 @@ func (r *runner) drainForKeep(ctx context.Context) *keptMemory {
 	// aborted, the generation failed, a partition was revoked, or the
 	// deadline or a stop came first.
 	settled := func() bool {
-		for r.cutter.Commit(r.committedEpoch.Load()); r.cutter.InFlight(); r.cutter.Commit(r.committedEpoch.Load()) {
+		for r.inFlight() {
 			if r.commitFailed.Load() != nil || g.failure() != nil || r.revokes.Load() != g.revokes ||
 				ctx.Err() != nil || time.Now().After(deadline) {
 				return false

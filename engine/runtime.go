@@ -1172,12 +1172,18 @@ func (r *runner) interval() time.Duration {
 	return r.s.nextInterval(time.Duration(r.commitTook.Load()))
 }
 
+// inFlight catches the cutter up with what the committer committed and
+// says whether an epoch is still in flight.
+func (r *runner) inFlight() bool {
+	r.cutter.Commit(r.committedEpoch.Load())
+	return r.cutter.InFlight()
+}
+
 // maybeBarrier cuts the next barrier when it is due: the previous
 // transaction committed, the interval passed, and the idle rule says the
 // epoch has work (barrier.Cutter). final forces the shutdown barrier.
 func (r *runner) maybeBarrier(final bool) error {
-	r.cutter.Commit(r.committedEpoch.Load())
-	if r.cutter.InFlight() {
+	if r.inFlight() {
 		return nil
 	}
 	forced := r.settleForces()
@@ -1279,7 +1285,7 @@ func (r *runner) shutdown() error {
 	defer cancel()
 	r.gen.dispatch = dctx
 	wait := func() error {
-		for r.cutter.Commit(r.committedEpoch.Load()); r.cutter.InFlight(); r.cutter.Commit(r.committedEpoch.Load()) {
+		for r.inFlight() {
 			if err := r.shutdownWait(deadline); err != nil {
 				return err
 			}

@@ -64,6 +64,26 @@ func MaxRequestBytes(cfg config.Config) (int, error) {
 	return int(n), nil
 }
 
+// CompressionCodec is the codec of a compression.type value: none (also
+// when empty), gzip, snappy, lz4 or zstd, any case; another is refused
+// naming the key.
+func CompressionCodec(name string) (kgo.CompressionCodec, error) {
+	switch c := strings.ToLower(strings.TrimSpace(name)); c {
+	case "", "none":
+		return kgo.NoCompression(), nil
+	case "gzip":
+		return kgo.GzipCompression(), nil
+	case "snappy":
+		return kgo.SnappyCompression(), nil
+	case "lz4":
+		return kgo.Lz4Compression(), nil
+	case "zstd":
+		return kgo.ZstdCompression(), nil
+	default:
+		return kgo.CompressionCodec{}, refuse(CompressionType, "%q is not one of none, gzip, snappy, lz4, zstd", c)
+	}
+}
+
 // ProducerOptions are the producer's settings: compression.type (none,
 // Kafka Streams' default, where franz-go's own would be snappy),
 // max.request.size, acks and enable.idempotence (all and true under
@@ -71,19 +91,9 @@ func MaxRequestBytes(cfg config.Config) (int, error) {
 func ProducerOptions(cfg config.Config) ([]kgo.Opt, error) {
 	p := cfg.ForClient(config.Producer)
 	var opts []kgo.Opt
-	codec := kgo.NoCompression()
-	switch c := strings.ToLower(strings.TrimSpace(p.String(CompressionType))); c {
-	case "", "none":
-	case "gzip":
-		codec = kgo.GzipCompression()
-	case "snappy":
-		codec = kgo.SnappyCompression()
-	case "lz4":
-		codec = kgo.Lz4Compression()
-	case "zstd":
-		codec = kgo.ZstdCompression()
-	default:
-		return nil, refuse(CompressionType, "%q is not one of none, gzip, snappy, lz4, zstd", c)
+	codec, err := CompressionCodec(p.String(CompressionType))
+	if err != nil {
+		return nil, err
 	}
 	opts = append(opts, kgo.ProducerBatchCompression(codec))
 

@@ -102,3 +102,14 @@ func TestLargeMaxRequestSize(t *testing.T) {
 		cl.Close()
 	}
 }
+
+func TestCompressionCodec(t *testing.T) {
+	for _, name := range []string{"", "none", "gzip", "snappy", "lz4", "zstd", " LZ4 "} {
+		if _, err := CompressionCodec(name); err != nil {
+			t.Errorf("compression %q: %v", name, err)
+		}
+	}
+	if _, err := CompressionCodec("brotli"); err == nil || !strings.Contains(err.Error(), `"brotli"`) {
+		t.Errorf("compression brotli: %v, want an error naming it", err)
+	}
+}

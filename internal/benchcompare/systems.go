@@ -23,6 +23,7 @@ import (
 	"github.com/stoatflow/stoatctl/engine"
 	"github.com/stoatflow/stoatctl/engine/benchbase"
 	"github.com/stoatflow/stoatctl/engine/config"
+	"github.com/stoatflow/stoatctl/engine/kafka"
 	"github.com/stoatflow/stoatctl/interop"
 )
 
@@ -67,7 +68,7 @@ func (env Env) stderrOf(prefix string, tail *tailBuffer) (w io.Writer, close fun
 func runBareLoop(ctx context.Context, env Env, t Topics, n int) (float64, error) {
 	ctx, cancel := context.WithTimeout(ctx, env.Timeout)
 	defer cancel()
-	codec, err := compressionCodec(env.Compression)
+	codec, err := kafka.CompressionCodec(env.Compression)
 	if err != nil {
 		return 0, err
 	}
@@ -93,23 +94,6 @@ func stoatConfig(env Env, t Topics) map[string]string {
 		config.WatermarkMaxOutOfOrdernessMs: "0",
 		"compression.type":                  cmp.Or(env.Compression, "none"),
 	}
-}
-
-// compressionCodec is the bare loop's codec for a compression.type.
-func compressionCodec(name string) (kgo.CompressionCodec, error) {
-	switch name {
-	case "", "none":
-		return kgo.NoCompression(), nil
-	case "gzip":
-		return kgo.GzipCompression(), nil
-	case "snappy":
-		return kgo.SnappyCompression(), nil
-	case "lz4":
-		return kgo.Lz4Compression(), nil
-	case "zstd":
-		return kgo.ZstdCompression(), nil
-	}
-	return kgo.CompressionCodec{}, fmt.Errorf("compression %q is not one of none, gzip, snappy, lz4, zstd", name)
 }
 
 // runStoat runs topo through the engine until n source records are

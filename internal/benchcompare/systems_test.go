@@ -2,7 +2,6 @@ package benchcompare
 
 import (
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/stoatflow/stoatctl/engine/config"
@@ -43,16 +42,5 @@ func TestInputRecords(t *testing.T) {
 	}
 	if got := inputRecords(TopoCount, in); got != 1001 {
 		t.Errorf("count input = %d, want 1001", got)
-	}
-}
-
-func TestCompressionCodec(t *testing.T) {
-	for _, name := range []string{"", "none", "gzip", "snappy", "lz4", "zstd"} {
-		if _, err := compressionCodec(name); err != nil {
-			t.Errorf("compression %q: %v", name, err)
-		}
-	}
-	if _, err := compressionCodec("brotli"); err == nil || !strings.Contains(err.Error(), `"brotli"`) {
-		t.Errorf("compression brotli: %v, want an error naming it", err)
 	}
 }
