@@ -361,7 +361,9 @@ func streamJoinWindowStore[K, V any](name string, ks serde.Serde[K], vs serde.Se
 	if supplier == nil {
 		supplier = state.Default()
 	}
-	sb := state.WindowStoreBuilder(name, ks, vs, retention, size, true, supplier)
+	// The join reads its stores key by key (FetchRange) and expires them;
+	// nothing scans them by time, so they keep no time index.
+	sb := state.WindowStoreBuilder(name, ks, vs, retention, size, true, supplier).WithoutTimeIndex()
 	switch {
 	case lg.set && lg.enabled:
 		return sb.WithLoggingEnabled(lg.cfg)

@@ -272,7 +272,7 @@ func (w windowedBuild[K, VA]) build() KTable[window.Windowed[K], VA] {
 		b.t.Copartition(listener, sources...)
 		connected = append(connected, listener)
 	}
-	b.t.AddStateStore(windowedStore(w.def, store, storeKeys, storeValues, retention, w.m), connected...)
+	b.t.AddStateStore(windowedStore(w.def, store, storeKeys, storeValues, retention, w.m, w.emit.onClose), connected...)
 	if w.emit.onClose {
 		b.t.AddStateStore(emitFrontierStore(store, w.m), listener)
 	}
@@ -308,8 +308,10 @@ func windowKeySuffix(d windowDef) int {
 
 // windowedStore describes the store of a windowed aggregation: a
 // timestamped window store (the timestamp is what a final result carries)
-// or a session store, with Materialized's backend and logging.
-func windowedStore[K, VA any](d windowDef, name string, ks serde.Serde[K], vs serde.Serde[VA], retention int64, m Materialized[K, VA]) state.StoreBuilder {
+// or a session store, with Materialized's backend and logging. Only the
+// emit pass of an aggregation that emits on close scans it by time; the
+// others read it key by key, and it keeps no time index.
+func windowedStore[K, VA any](d windowDef, name string, ks serde.Serde[K], vs serde.Serde[VA], retention int64, m Materialized[K, VA], scannedByTime bool) state.StoreBuilder {
 	supplier := m.supplier
 	if supplier == nil {
 		supplier = state.Default()
@@ -317,6 +319,9 @@ func windowedStore[K, VA any](d windowDef, name string, ks serde.Serde[K], vs se
 	keep := millisDuration(max(retention, 0))
 	if d.kind == sessionWindowKind {
 		sb := state.SessionStoreBuilder(name, ks, vs, keep, supplier)
+		if !scannedByTime {
+			sb = sb.WithoutTimeIndex()
+		}
 		if m.loggingSet {
 			if m.logging {
 				sb = sb.WithLoggingEnabled(m.logConfig)
@@ -327,6 +332,9 @@ func windowedStore[K, VA any](d windowDef, name string, ks serde.Serde[K], vs se
 		return sessionWindowStore[K, VA]{sb, d.spec(retention)}
 	}
 	sb := state.TimestampedWindowStoreBuilder(name, ks, vs, keep, millisDuration(max(d.storeWindowSize(), 0)), false, supplier)
+	if !scannedByTime {
+		sb = sb.WithoutTimeIndex()
+	}
 	if m.loggingSet {
 		if m.logging {
 			sb = sb.WithLoggingEnabled(m.logConfig)

@@ -61,6 +61,15 @@ func keyFirstPrefix(s int64) []byte {
 	return appendOrderedTime(make([]byte, 1, 1+timestampSize), s)
 }
 
+// segmentBounds are the bounds of segment seg's key-first entries, for
+// scanSegments: all of them.
+func segmentBounds(seg int64) (from, to []byte) {
+	if seg == math.MaxInt64 {
+		return keyFirstPrefix(seg), []byte{indexTimeFirst}
+	}
+	return keyFirstPrefix(seg), keyFirstPrefix(seg + 1)
+}
+
 // segmentSet is the segments a store holds data in, as far as it knows:
 // those found in the byte store on first use, and those written since,
 // less those expired. A segment listed may have lost its entries to
@@ -228,6 +237,36 @@ func (c *concatIterator) Close() error {
 	}
 	return first
 }
+
+// sliceIterator walks entries read beforehand.
+type sliceIterator struct {
+	entries []KeyValue[[]byte, []byte]
+	i       int
+}
+
+func (s *sliceIterator) Next() bool {
+	if s.i < len(s.entries) {
+		s.i++
+	}
+	return s.i < len(s.entries)
+}
+
+func (s *sliceIterator) Key() []byte {
+	if s.i < 0 || s.i >= len(s.entries) {
+		return nil
+	}
+	return s.entries[s.i].Key
+}
+
+func (s *sliceIterator) Value() []byte {
+	if s.i < 0 || s.i >= len(s.entries) {
+		return nil
+	}
+	return s.entries[s.i].Value
+}
+
+func (s *sliceIterator) Err() error   { return nil }
+func (s *sliceIterator) Close() error { s.entries = nil; return nil }
 
 // emptyIterator has nothing.
 type emptyIterator struct{}

@@ -31,8 +31,10 @@ func keyFirstSegments(t *testing.T, bs KeyValueBytesStore) (segs []int64, timeFi
 	defer it.Close()
 	for it.Next() {
 		k := it.Key()
-		if k[0] == indexTimeFirst {
-			timeFirst++
+		if k[0] != indexKeyFirst {
+			if k[0] == indexTimeFirst {
+				timeFirst++
+			}
 			continue
 		}
 		seg := readOrderedTime(k[1:])

@@ -41,6 +41,13 @@ const KindSession Kind = "session"
 // for emitting closed sessions and expiring old ones without reading every
 // key.
 //
+// # Without the time index
+//
+// A store built WithoutTimeIndex keeps the key-first index alone, as a
+// window store can (see WindowStore): a put or a remove writes one entry.
+// FindSessionsAll then reads the segments from earliestSessionEnd's on
+// whole and sorts what it keeps, in the order above.
+//
 // # Retention
 //
 // Expire(frontier) hides every session whose end <= frontier - retention,
@@ -85,6 +92,8 @@ type SessionBuilder[K, V any] struct {
 	retention  int64
 	// segmentInterval is 0 for DefaultSegmentInterval.
 	segmentInterval int64
+	// keyIndexOnly leaves the time-first index out (WithoutTimeIndex).
+	keyIndexOnly bool
 }
 
 // SessionStoreBuilder describes a session store named name that keeps
@@ -126,6 +135,20 @@ func (b *SessionBuilder[K, V]) WithSegmentInterval(d time.Duration) *SessionBuil
 	return b
 }
 
+// WithoutTimeIndex keeps the key-first index alone (see SessionStore,
+// "Without the time index"): for a store its processor reads key by key
+// and expires, never scanning it by end, as a session aggregation that
+// emits on every update does. A put or a remove then writes one entry
+// instead of two.
+func (b *SessionBuilder[K, V]) WithoutTimeIndex() *SessionBuilder[K, V] {
+	b.keyIndexOnly = true
+	return b
+}
+
+// KeyIndexOnly tells whether the store keeps no time index
+// (WithoutTimeIndex).
+func (b *SessionBuilder[K, V]) KeyIndexOnly() bool { return b.keyIndexOnly }
+
 // SegmentInterval is the store's segment interval in milliseconds: what
 // WithSegmentInterval set, else DefaultSegmentInterval of the retention.
 func (b *SessionBuilder[K, V]) SegmentInterval() int64 {
@@ -150,6 +173,7 @@ func (b *SessionBuilder[K, V]) Build() (Store, error) {
 	}
 	s := &sessionStore[K, V]{valuedCore[K, V]{codec: plainCodec[V]{serde: b.valueSerde, null: nullCheckFor[V]()}}}
 	s.setup(b.name, b.kind, inner, b.keySerde, b.logging, b.retention, b.segmentInterval)
+	s.keyIndexOnly, s.timeFirstOf = b.keyIndexOnly, sessionTimeFirstOf
 	return s, nil
 }
 
@@ -182,6 +206,15 @@ func decodeSessionKeyFirst(b []byte) (seg int64, key []byte, start, end int64, o
 		return 0, nil, 0, 0, false
 	}
 	return readOrderedTime(b[1:]), b[1+timestampSize : n : n], readOrderedTime(b[n+timestampSize:]), readOrderedTime(b[n:]), true
+}
+
+// sessionTimeFirstOf is the time-first entry of a key-first session entry.
+func sessionTimeFirstOf(keyFirst []byte) ([]byte, bool) {
+	_, key, start, end, ok := decodeSessionKeyFirst(keyFirst)
+	if !ok {
+		return nil, false
+	}
+	return sessionTimeFirst(key, start, end), true
 }
 
 // decodeSessionTimeFirst splits a time-first session entry; key aliases b.
@@ -229,10 +262,11 @@ func (s *sessionStore[K, V]) Put(session window.Windowed[K], agg V) error {
 	if err != nil {
 		return s.errorf(op, "%w", err)
 	}
-	if err := s.inner.PutAll([]KeyValue[[]byte, []byte]{
-		{Key: sessionKeyFirst(seg, kb, w.Start, w.End), Value: stored},
-		{Key: sessionTimeFirst(kb, w.Start, w.End), Value: timeIndexValue},
-	}); err != nil {
+	if err := s.inner.PutAll(s.entries(
+		KeyValue[[]byte, []byte]{Key: sessionKeyFirst(seg, kb, w.Start, w.End), Value: stored},
+		func() KeyValue[[]byte, []byte] {
+			return KeyValue[[]byte, []byte]{Key: sessionTimeFirst(kb, w.Start, w.End), Value: timeIndexValue}
+		})); err != nil {
 		return err
 	}
 	return s.log(op, EncodeSessionKey(kb, w.Start, w.End), logged, ts)
@@ -251,10 +285,11 @@ func (s *sessionStore[K, V]) Remove(session window.Windowed[K]) error {
 }
 
 func (s *sessionStore[K, V]) remove(op string, kb []byte, w window.Window, ts int64) error {
-	if err := s.inner.PutAll([]KeyValue[[]byte, []byte]{
-		{Key: s.keyFirst(kb, w.Start, w.End)},
-		{Key: sessionTimeFirst(kb, w.Start, w.End)},
-	}); err != nil {
+	if err := s.inner.PutAll(s.entries(
+		KeyValue[[]byte, []byte]{Key: s.keyFirst(kb, w.Start, w.End)},
+		func() KeyValue[[]byte, []byte] {
+			return KeyValue[[]byte, []byte]{Key: sessionTimeFirst(kb, w.Start, w.End)}
+		})); err != nil {
 		return err
 	}
 	return s.log(op, EncodeSessionKey(kb, w.Start, w.End), nil, ts)
@@ -328,7 +363,11 @@ func (s *sessionStore[K, V]) FindSessionsAll(earliestSessionEnd, latestSessionSt
 	if err := s.ready(op); err != nil {
 		return nil, err
 	}
-	lo, hi := timeFirstBounds(max(earliestSessionEnd, s.liveFrom.Load()), math.MaxInt64)
+	earliestSessionEnd = max(earliestSessionEnd, s.liveFrom.Load())
+	if s.keyIndexOnly {
+		return s.findSessionsAllByKey(earliestSessionEnd, latestSessionStart)
+	}
+	lo, hi := timeFirstBounds(earliestSessionEnd, math.MaxInt64)
 	inner, err := s.inner.Range(lo, hi)
 	if err != nil {
 		return nil, err
@@ -355,6 +394,14 @@ func (s *sessionStore[K, V]) FindSessionsAll(earliestSessionEnd, latestSessionSt
 	}, nil
 }
 
+// findSessionsAllByKey is FindSessionsAll without the time-first index.
+func (s *sessionStore[K, V]) findSessionsAllByKey(earliestSessionEnd, latestSessionStart int64) (KeyValueIterator[window.Windowed[K], V], error) {
+	return s.scanByTime(segmentOf(earliestSessionEnd, s.segs.interval), math.MaxInt64, func(k []byte) (windowedEntry, bool) {
+		_, key, start, end, ok := decodeSessionKeyFirst(k)
+		return windowedEntry{key: key, start: start, end: end}, ok && end >= earliestSessionEnd && start <= latestSessionStart
+	})
+}
+
 func (s *sessionStore[K, V]) Expire(frontier int64) error { return s.expire(frontier) }
 
 // Restore applies changelog records in Kafka Streams' layout (see
@@ -377,12 +424,14 @@ func (s *sessionStore[K, V]) Restore(records []ChangelogRecord) error {
 		if err != nil {
 			return s.errorf("restore", "%w", err)
 		}
-		kf, tf := sessionKeyFirst(seg, key, start, end), sessionTimeFirst(key, start, end)
-		if stored == nil {
-			entries = append(entries, KeyValue[[]byte, []byte]{Key: kf}, KeyValue[[]byte, []byte]{Key: tf})
-		} else {
-			entries = append(entries, KeyValue[[]byte, []byte]{Key: kf, Value: stored}, KeyValue[[]byte, []byte]{Key: tf, Value: timeIndexValue})
+		kf := sessionKeyFirst(seg, key, start, end)
+		tf := func() KeyValue[[]byte, []byte] {
+			if stored == nil {
+				return KeyValue[[]byte, []byte]{Key: sessionTimeFirst(key, start, end)}
+			}
+			return KeyValue[[]byte, []byte]{Key: sessionTimeFirst(key, start, end), Value: timeIndexValue}
 		}
+		entries = append(entries, s.entries(KeyValue[[]byte, []byte]{Key: kf, Value: stored}, tf)...)
 	}
-	return s.inner.PutAll(entries)
+	return s.inner.PutAll(s.withMark(entries))
 }

@@ -402,13 +402,28 @@ type sessionModelKey struct {
 	start, end int64
 }
 
-// TestSessionStoreModel compares random operations against a map.
+// TestSessionStoreModel compares random operations against a map, with
+// the time index and without it (which must hold no time-first entry and
+// give FindSessionsAll in the same order).
 func TestSessionStoreModel(t *testing.T) {
+	for _, keyOnly := range []bool{false, true} {
+		t.Run(fmt.Sprintf("key-index-only=%v", keyOnly), func(t *testing.T) { testSessionStoreModel(t, keyOnly) })
+	}
+}
+
+func testSessionStoreModel(t *testing.T, keyOnly bool) {
 	keys := []string{"", "a", "aa", "a\x00", "a\x80", "\xff", "a\x80\x00\x00\x00\x00\x00\x00"}
 	times := []int64{math.MinInt64, -7, -1, 0, 1, 5, 10, 256, 1 << 40, math.MaxInt64}
 	rng := rand.New(rand.NewPCG(2, 3))
 	ctx := &recordingContext{}
-	s := newSS(t, ctx, sessionRetention)
+	build := func(ctx Context) SessionStore[string, int64] {
+		b := SessionStoreBuilder("sess", serde.Serde[string](stringSerde{}), serde.Serde[int64](int64Serde{}), sessionRetention, InMemory())
+		if keyOnly {
+			b.WithoutTimeIndex()
+		}
+		return buildInit[SessionStore[string, int64]](t, b, ctx)
+	}
+	s := build(ctx)
 	model := map[sessionModelKey]int64{}
 	pick := func() int64 { return times[rng.IntN(len(times))] }
 	for step := range 3000 {
@@ -467,7 +482,7 @@ func TestSessionStoreModel(t *testing.T) {
 	for _, c := range ctx.take() {
 		records = append(records, ChangelogRecord{Key: c.Key, Value: c.Value, Timestamp: c.Timestamp})
 	}
-	r := newSS(t, &recordingContext{}, sessionRetention)
+	r := build(&recordingContext{})
 	if err := r.(Restorer).Restore(records); err != nil {
 		t.Fatal(err)
 	}
@@ -475,6 +490,10 @@ func TestSessionStoreModel(t *testing.T) {
 	want := collect(t, must(s.(BytesBacked).Bytes().All()))
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("restored store differs: %d entries, want %d", len(got), len(want))
+	}
+	segs, timeFirst := keyFirstSegments(t, s.(BytesBacked).Bytes())
+	if keyOnly && timeFirst != 0 || !keyOnly && len(model) > 0 && timeFirst == 0 {
+		t.Fatalf("%d time-first entries beside %d segments of key-first ones", timeFirst, len(segs))
 	}
 }
 

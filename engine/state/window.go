@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -76,6 +77,24 @@ const (
 // matches the key, which between bounds sharing the key's bytes means the key
 // itself. The time-first index orders by start, then by key bytes and
 // sequence number: exactly key order when duplicates are not retained.
+//
+// # Without the time index
+//
+// A store built WithoutTimeIndex keeps the key-first index alone: a put or
+// a delete writes one entry, not two, which on RocksDB halves what the
+// epoch's layer holds and its commit writes. Fetch, FetchRange and Expire
+// are as above. FetchAll and All read every segment their times cover,
+// whole, and come in key-first order (segment, key bytes, start,
+// sequence number: the order of Kafka Streams' default RocksDB window
+// store) rather than in start order. It suits a store read key by key, as
+// a stream-stream join's two stores are; a processor that scans by time
+// (emitting windows on close) needs the index. Expire drops the
+// time-first range as well, so that entries an index kept by an earlier
+// build of the store left behind go with their segments.
+//
+// Such a store keeps a mark, a key past both indexes, and a store with the
+// index that finds it at Init (its state was written without the index)
+// rebuilds the index from the key-first entries (decision 0050).
 //
 // # Retention
 //
@@ -154,6 +173,8 @@ type windowBuilderBase struct {
 	retainDuplicates      bool
 	// segmentInterval is 0 for DefaultSegmentInterval.
 	segmentInterval int64
+	// keyIndexOnly leaves the time-first index out (WithoutTimeIndex).
+	keyIndexOnly bool
 }
 
 func newWindowBuilderBase[K, V any](name string, kind Kind, keySerde serde.Serde[K], valueSerde serde.Serde[V], retention, windowSize time.Duration, retainDuplicates bool, supplier BytesSupplier) windowBuilderBase {
@@ -186,6 +207,10 @@ func (b *windowBuilderBase) WindowSize() int64 { return b.windowSize }
 // RetainDuplicates tells whether every put is kept, as for stream-stream
 // joins, rather than replacing the value of its key and window.
 func (b *windowBuilderBase) RetainDuplicates() bool { return b.retainDuplicates }
+
+// KeyIndexOnly tells whether the store keeps no time index
+// (WithoutTimeIndex).
+func (b *windowBuilderBase) KeyIndexOnly() bool { return b.keyIndexOnly }
 
 // check applies Kafka Streams' Stores checks for window stores.
 func (b *windowBuilderBase) check() error {
@@ -244,6 +269,15 @@ func (b *WindowBuilder[K, V]) WithSegmentInterval(d time.Duration) *WindowBuilde
 	return b
 }
 
+// WithoutTimeIndex keeps the key-first index alone (see WindowStore,
+// "Without the time index"): for a store its processor reads key by key
+// and expires, never scanning it by time, as a stream-stream join's. A
+// put or a delete then writes one entry instead of two.
+func (b *WindowBuilder[K, V]) WithoutTimeIndex() *WindowBuilder[K, V] {
+	b.keyIndexOnly = true
+	return b
+}
+
 // Build returns a store that implements WindowStore[K, V], Restorer and
 // BytesBacked.
 func (b *WindowBuilder[K, V]) Build() (Store, error) {
@@ -291,6 +325,13 @@ func (b *TimestampedWindowBuilder[K, V]) WithLoggingDisabled() *TimestampedWindo
 }
 
 // WithSegmentInterval sets the segment interval, in whole milliseconds.
+// WithoutTimeIndex keeps the key-first index alone, as
+// WindowBuilder.WithoutTimeIndex does.
+func (b *TimestampedWindowBuilder[K, V]) WithoutTimeIndex() *TimestampedWindowBuilder[K, V] {
+	b.keyIndexOnly = true
+	return b
+}
+
 func (b *TimestampedWindowBuilder[K, V]) WithSegmentInterval(d time.Duration) *TimestampedWindowBuilder[K, V] {
 	b.segmentInterval = d.Milliseconds()
 	return b
@@ -316,6 +357,16 @@ const (
 	// indexEnd bounds scans of the time-first index; no entry is this one
 	// byte.
 	indexEnd byte = 0x02
+	// indexMark begins the key of the mark of a missing time index.
+	indexMark byte = 0x03
+)
+
+// timeIndexMissing is the key of the mark a store without the time index
+// keeps (see windowedCore.checkTimeIndex), past both indexes;
+// timeIndexMissingValue is its value.
+var (
+	timeIndexMissing      = []byte{indexMark}
+	timeIndexMissingValue = []byte{1}
 )
 
 // timeIndexValue is what time-first entries hold. It is not nil: nil would
@@ -420,6 +471,11 @@ type windowedCore[K any] struct {
 	segs segmentSet
 	// closed says Close ran.
 	closed atomic.Bool
+	// keyIndexOnly says the store keeps no time-first index
+	// (WithoutTimeIndex); timeFirstOf turns a key-first entry into its
+	// time-first one, to rebuild the index (see checkTimeIndex).
+	keyIndexOnly bool
+	timeFirstOf  func(keyFirst []byte) ([]byte, bool)
 }
 
 func (c *windowedCore[K]) setup(name string, kind Kind, inner KeyValueBytesStore, keySerde serde.Serde[K], logging bool, retention, segmentInterval int64) {
@@ -454,8 +510,117 @@ func (c *windowedCore[K]) Init(ctx Context) error {
 	if err := c.segs.discover(c.inner); err != nil {
 		return c.errorf("init", "list segments: %w", err)
 	}
+	if err := c.checkTimeIndex(); err != nil {
+		return c.errorf("init", "%w", err)
+	}
 	c.ctx, c.topic = ctx, topic
 	return nil
+}
+
+// checkTimeIndex keeps the mark of a store whose time index is missing
+// entries (timeIndexMissing) true. A store without the index sets the
+// mark before it writes. A store with it finds the mark where an earlier
+// build of the same store (a topology that emitted on update, say, and
+// now emits on close) kept no index: it rebuilds the index from the
+// key-first entries and clears the mark, in the same epoch, so that a
+// failure before that epoch commits leaves the mark for the next start.
+func (c *windowedCore[K]) checkTimeIndex() error {
+	mark, err := c.inner.Get(timeIndexMissing)
+	if err != nil {
+		return fmt.Errorf("read the time index mark: %w", err)
+	}
+	switch {
+	case c.keyIndexOnly && mark == nil:
+		if err := c.inner.Put(timeIndexMissing, timeIndexMissingValue); err != nil {
+			return fmt.Errorf("mark the time index missing: %w", err)
+		}
+	case !c.keyIndexOnly && mark != nil:
+		if err := c.rebuildTimeIndex(); err != nil {
+			return fmt.Errorf("rebuild the time index: %w", err)
+		}
+	}
+	return nil
+}
+
+// rebuildTimeIndex writes the time-first entry of every key-first one,
+// then clears the mark.
+func (c *windowedCore[K]) rebuildTimeIndex() error {
+	it, err := c.inner.Range([]byte{indexKeyFirst}, []byte{indexTimeFirst})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	const batch = 4096
+	entries := make([]KeyValue[[]byte, []byte], 0, batch)
+	for it.Next() {
+		tf, ok := c.timeFirstOf(it.Key())
+		if !ok {
+			return fmt.Errorf("malformed entry %x", it.Key())
+		}
+		entries = append(entries, KeyValue[[]byte, []byte]{Key: tf, Value: timeIndexValue})
+		if len(entries) == batch {
+			if err := c.inner.PutAll(entries); err != nil {
+				return err
+			}
+			entries = entries[:0]
+		}
+	}
+	if err := it.Err(); err != nil {
+		return err
+	}
+	entries = append(entries, KeyValue[[]byte, []byte]{Key: timeIndexMissing})
+	return c.inner.PutAll(entries)
+}
+
+// withMark adds the time index mark to a restore's entries when the
+// store keeps no index: Restore needs no Init, and may fill a store whose
+// Init comes after it.
+func (c *windowedCore[K]) withMark(entries []KeyValue[[]byte, []byte]) []KeyValue[[]byte, []byte] {
+	if c.keyIndexOnly {
+		entries = append(entries, KeyValue[[]byte, []byte]{Key: timeIndexMissing, Value: timeIndexMissingValue})
+	}
+	return entries
+}
+
+// scanByTime is a scan by time of a store without the time index: it
+// reads the key-first entries of segments lo..hi whole, keeps those entry
+// accepts (entry splits a key-first entry, its value aside), and returns
+// them in the order of their time-first entries, as the index would have,
+// at the cost of the segments it covers.
+func (s *valuedCore[K, V]) scanByTime(lo, hi int64, entry func(keyFirst []byte) (windowedEntry, bool)) (KeyValueIterator[window.Windowed[K], V], error) {
+	it, err := s.scanSegments(lo, hi, segmentBounds)
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	type found struct{ timeFirst, keyFirst, value []byte }
+	var all []found
+	for it.Next() {
+		k := it.Key()
+		if _, ok := entry(k); !ok {
+			continue
+		}
+		tf, _ := s.timeFirstOf(k)
+		all = append(all, found{tf, bytes.Clone(k), bytes.Clone(it.Value())})
+	}
+	if err := it.Err(); err != nil {
+		return nil, err
+	}
+	slices.SortFunc(all, func(a, b found) int { return bytes.Compare(a.timeFirst, b.timeFirst) })
+	entries := make([]KeyValue[[]byte, []byte], len(all))
+	for i, f := range all {
+		entries[i] = KeyValue[[]byte, []byte]{Key: f.keyFirst, Value: f.value}
+	}
+	return &entryIterator[window.Windowed[K], V]{
+		inner: &sliceIterator{entries: entries, i: -1},
+		accept: func(k, v []byte) (windowedEntry, bool, error) {
+			e, _ := entry(k)
+			e.value = v
+			return e, true, nil
+		},
+		key:   s.windowedKey,
+		value: s.decodeValue,
+	}, nil
 }
 
 func (c *windowedCore[K]) Flush() error { return c.inner.Flush() }
@@ -516,6 +681,16 @@ func (c *windowedCore[K]) logHeld(op string, key, value []byte, ts int64, held *
 }
 
 // expired reports whether time t is past retention.
+// entries is what a write of one window or session puts into the byte
+// store: its key-first entry, and its time-first one unless the store has
+// no time index.
+func (c *windowedCore[K]) entries(keyFirst KeyValue[[]byte, []byte], timeFirst func() KeyValue[[]byte, []byte]) []KeyValue[[]byte, []byte] {
+	if c.keyIndexOnly {
+		return []KeyValue[[]byte, []byte]{keyFirst}
+	}
+	return []KeyValue[[]byte, []byte]{keyFirst, timeFirst()}
+}
+
 func (c *windowedCore[K]) expired(t int64) bool { return t < c.liveFrom.Load() }
 
 // expire raises the horizon to frontier - retention + 1 and drops the
@@ -589,6 +764,7 @@ func (s *windowStore[K, V]) forget() { s.writes.Add(1) }
 func newWindowStore[K, V any](b *windowBuilderBase, inner KeyValueBytesStore, keySerde serde.Serde[K], codec valueCodec[V]) *windowStore[K, V] {
 	s := &windowStore[K, V]{valuedCore: valuedCore[K, V]{codec: codec}, size: b.windowSize, dups: b.retainDuplicates}
 	s.setup(b.name, b.kind, inner, keySerde, b.logging, b.retention, b.segmentInterval)
+	s.keyIndexOnly, s.timeFirstOf = b.keyIndexOnly, windowTimeFirstOf
 	return s
 }
 
@@ -650,10 +826,11 @@ func (s *windowStore[K, V]) Put(key K, value V, windowStart int64) error {
 		return s.logHeld(op, EncodeWindowKey(kb, windowStart, int32(seq)), logged, ts, held)
 	}
 	kf := windowKeyFirst(seg, kb, windowStart, seq)
-	if err := s.inner.PutAll([]KeyValue[[]byte, []byte]{
-		{Key: kf, Value: stored},
-		{Key: windowTimeFirst(kb, windowStart, seq), Value: timeIndexValue},
-	}); err != nil {
+	if err := s.inner.PutAll(s.entries(
+		KeyValue[[]byte, []byte]{Key: kf, Value: stored},
+		func() KeyValue[[]byte, []byte] {
+			return KeyValue[[]byte, []byte]{Key: windowTimeFirst(kb, windowStart, seq), Value: timeIndexValue}
+		})); err != nil {
 		return err
 	}
 	return s.log(op, EncodeWindowKey(kb, windowStart, int32(seq)), logged, ts)
@@ -663,10 +840,9 @@ func (s *windowStore[K, V]) Put(key K, value V, windowStart int64) error {
 // tombstone.
 func (s *windowStore[K, V]) deleteOne(op string, kb []byte, start, ts int64) error {
 	s.forget()
-	if err := s.inner.PutAll([]KeyValue[[]byte, []byte]{
-		{Key: s.keyFirst(kb, start, 0)},
-		{Key: windowTimeFirst(kb, start, 0)},
-	}); err != nil {
+	if err := s.inner.PutAll(s.entries(
+		KeyValue[[]byte, []byte]{Key: s.keyFirst(kb, start, 0)},
+		func() KeyValue[[]byte, []byte] { return KeyValue[[]byte, []byte]{Key: windowTimeFirst(kb, start, 0)} })); err != nil {
 		return err
 	}
 	return s.log(op, EncodeWindowKey(kb, start, 0), nil, ts)
@@ -691,8 +867,10 @@ func (s *windowStore[K, V]) Delete(key K, windowStart int64) error {
 	}
 	dels := make([]KeyValue[[]byte, []byte], 0, 2*len(seqs))
 	for _, seq := range seqs {
-		dels = append(dels, KeyValue[[]byte, []byte]{Key: s.keyFirst(kb, windowStart, seq)},
-			KeyValue[[]byte, []byte]{Key: windowTimeFirst(kb, windowStart, seq)})
+		dels = append(dels, KeyValue[[]byte, []byte]{Key: s.keyFirst(kb, windowStart, seq)})
+		if !s.keyIndexOnly {
+			dels = append(dels, KeyValue[[]byte, []byte]{Key: windowTimeFirst(kb, windowStart, seq)})
+		}
 	}
 	if err := s.inner.PutAll(dels); err != nil {
 		return err
@@ -825,6 +1003,9 @@ func (s *windowStore[K, V]) FetchAll(timeFrom, timeTo int64) (KeyValueIterator[w
 	if timeFrom > timeTo {
 		return &entryIterator[window.Windowed[K], V]{inner: emptyIterator{}}, nil
 	}
+	if s.keyIndexOnly {
+		return s.fetchAllByKey(timeFrom, timeTo)
+	}
 	lo, hi := timeFirstBounds(timeFrom, timeTo)
 	inner, err := s.inner.Range(lo, hi)
 	if err != nil {
@@ -847,6 +1028,24 @@ func (s *windowStore[K, V]) FetchAll(timeFrom, timeTo int64) (KeyValueIterator[w
 		key:   s.windowedKey,
 		value: s.decodeValue,
 	}, nil
+}
+
+// fetchAllByKey is FetchAll without the time-first index.
+func (s *windowStore[K, V]) fetchAllByKey(timeFrom, timeTo int64) (KeyValueIterator[window.Windowed[K], V], error) {
+	iv := s.segs.interval
+	return s.scanByTime(segmentOf(timeFrom, iv), segmentOf(timeTo, iv), func(k []byte) (windowedEntry, bool) {
+		_, key, start, _, ok := decodeWindowKeyFirst(k)
+		return windowedEntry{key: key, start: start, end: addSat(start, s.size)}, ok && start >= timeFrom && start <= timeTo
+	})
+}
+
+// windowTimeFirstOf is the time-first entry of a key-first window entry.
+func windowTimeFirstOf(keyFirst []byte) ([]byte, bool) {
+	_, key, start, seq, ok := decodeWindowKeyFirst(keyFirst)
+	if !ok {
+		return nil, false
+	}
+	return windowTimeFirst(key, start, seq), true
 }
 
 func (s *windowStore[K, V]) All() (KeyValueIterator[window.Windowed[K], V], error) {
@@ -908,14 +1107,16 @@ func (s *windowStore[K, V]) Restore(records []ChangelogRecord) error {
 		if err != nil {
 			return s.errorf("restore", "%w", err)
 		}
-		kf, tf := windowKeyFirst(seg, key, start, useq), windowTimeFirst(key, start, useq)
-		if stored == nil {
-			entries = append(entries, KeyValue[[]byte, []byte]{Key: kf}, KeyValue[[]byte, []byte]{Key: tf})
-		} else {
-			entries = append(entries, KeyValue[[]byte, []byte]{Key: kf, Value: stored}, KeyValue[[]byte, []byte]{Key: tf, Value: timeIndexValue})
+		kf := windowKeyFirst(seg, key, start, useq)
+		tf := func() KeyValue[[]byte, []byte] {
+			if stored == nil {
+				return KeyValue[[]byte, []byte]{Key: windowTimeFirst(key, start, useq)}
+			}
+			return KeyValue[[]byte, []byte]{Key: windowTimeFirst(key, start, useq), Value: timeIndexValue}
 		}
+		entries = append(entries, s.entries(KeyValue[[]byte, []byte]{Key: kf, Value: stored}, tf)...)
 	}
-	if err := s.inner.PutAll(entries); err != nil {
+	if err := s.inner.PutAll(s.withMark(entries)); err != nil {
 		return err
 	}
 	if s.dups {

@@ -646,15 +646,25 @@ func (k windowModelKey) timeOrder(o windowModelKey) int {
 // TestWindowStoreModel runs random operations against a store and a map,
 // with keys chosen so that their bytes interleave in the key-first index,
 // and compares every read. Then it restores a second store from the logged
-// changes and requires the same bytes in both indexes.
+// changes and requires the same bytes in both indexes. A store without the
+// time index must hold no time-first entry and give FetchAll in the same
+// order.
 func TestWindowStoreModel(t *testing.T) {
 	keys := []string{"", "a", "aa", "a\x00", "a\x80", "a\xff", "\x00", "\xff", "a\x80\x00\x00\x00\x00\x00\x00"}
 	starts := []int64{math.MinInt64, -300, -1, 0, 1, 10, 20, 255, 256, 1 << 40, math.MaxInt64}
-	for _, dups := range []bool{false, true} {
-		t.Run(fmt.Sprintf("dups=%v", dups), func(t *testing.T) {
+	for _, c := range []struct{ dups, keyOnly bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
+		dups := c.dups
+		build := func(ctx Context) WindowStore[string, int64] {
+			b := windowBuilder(dups)
+			if c.keyOnly {
+				b.WithoutTimeIndex()
+			}
+			return buildInit[WindowStore[string, int64]](t, b, ctx)
+		}
+		t.Run(fmt.Sprintf("dups=%v/key-index-only=%v", dups, c.keyOnly), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(1, uint64(len(keys))))
 			ctx := &recordingContext{}
-			s := newWS(t, ctx, dups)
+			s := build(ctx)
 			model := windowModel{}
 			var seq uint32
 			for step := range 3000 {
@@ -718,7 +728,7 @@ func TestWindowStoreModel(t *testing.T) {
 			for _, c := range ctx.take() {
 				records = append(records, ChangelogRecord{Key: c.Key, Value: c.Value, Timestamp: c.Timestamp})
 			}
-			r := newWS(t, &recordingContext{}, dups)
+			r := build(&recordingContext{})
 			if err := r.(Restorer).Restore(records); err != nil {
 				t.Fatal(err)
 			}
@@ -726,6 +736,10 @@ func TestWindowStoreModel(t *testing.T) {
 			want := collect(t, must(s.(BytesBacked).Bytes().All()))
 			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("restored store differs: %d entries, want %d", len(got), len(want))
+			}
+			segs, timeFirst := keyFirstSegments(t, s.(BytesBacked).Bytes())
+			if c.keyOnly && timeFirst != 0 || !c.keyOnly && len(model) > 0 && timeFirst == 0 {
+				t.Fatalf("%d time-first entries beside %d segments of key-first ones", timeFirst, len(segs))
 			}
 		})
 	}

@@ -41,8 +41,10 @@ func rawSegments(t *testing.T, d *DB) (segs []int64, timeFirst int) {
 	defer it.Close()
 	for it.Next() {
 		k := it.Key()
-		if k[0] == 1 {
-			timeFirst++
+		if k[0] != 0 {
+			if k[0] == 1 {
+				timeFirst++
+			}
 			continue
 		}
 		seg := int64(uint64(k[1])<<56|uint64(k[2])<<48|uint64(k[3])<<40|uint64(k[4])<<32|uint64(k[5])<<24|uint64(k[6])<<16|uint64(k[7])<<8|uint64(k[8])) ^ -1<<63
