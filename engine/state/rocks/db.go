@@ -68,8 +68,14 @@ type DB struct {
 	// the database.
 	spares []*native
 	gen    uint64
-	closed atomic.Bool
-	freed  bool
+	// absent is the last key a scan read from a layer that the database
+	// did not hold, as of absentGen: a session store removes the session
+	// its lookup just found, and the delete's look below (visibleBelow)
+	// then needs no RocksDB read while the database is as it was.
+	absent    []byte
+	absentGen uint64
+	closed    atomic.Bool
+	freed     bool
 
 	// restoring says writes go to bulk instead of to a layer
 	// (BeginRestore): the index in bulkVals of the last restored write of
@@ -698,6 +704,9 @@ func (d *DB) visibleBelow(l *layer, name, key string) (bool, error) {
 				return false, nil
 			}
 		}
+	}
+	if d.absentGen == d.gen && string(d.absent) == key {
+		return false, nil
 	}
 	s, err := d.db.Get(d.ro, kb)
 	if err != nil {

@@ -7,7 +7,6 @@ import (
 	"unsafe"
 
 	"github.com/google/btree"
-	"github.com/linxGnu/grocksdb"
 )
 
 // write is a layer's last write of one key (prefixed): value nil is a
@@ -315,56 +314,42 @@ func (c *treeCursor) deleted() bool { return c.buf[c.i].value == nil }
 
 // nativeCursor walks a RocksDB iterator over the database.
 type nativeCursor struct {
-	n       *grocksdb.Iterator
+	n       stepper
 	reverse bool
 	k       []byte
 	ok      bool
 }
 
-// load reads the key the iterator is at: one native call per step, and
-// the comparisons of the merge read the copy.
-func (c *nativeCursor) load() {
-	c.ok = c.n.Valid()
-	if c.ok {
-		c.k = append(c.k[:0], c.n.Key().Data()...)
-	}
-}
-
 func (c *nativeCursor) seek(k []byte) {
+	op := stepSeek
 	if c.reverse {
-		c.n.SeekForPrev(k)
-	} else {
-		c.n.Seek(k)
+		op = stepSeekForPrev
 	}
-	c.load()
+	c.k, c.ok = c.n.step(op, k, c.k)
 }
 
 func (c *nativeCursor) skip(r keyRange) {
 	if !c.reverse {
-		c.n.Seek(r.to)
-		c.load()
+		c.k, c.ok = c.n.step(stepSeek, r.to, c.k)
 		return
 	}
-	c.n.SeekForPrev(r.from)
-	c.load()
+	c.k, c.ok = c.n.step(stepSeekForPrev, r.from, c.k)
 	if c.ok && bytes.Equal(c.k, r.from) {
-		c.n.Prev()
-		c.load()
+		c.k, c.ok = c.n.step(stepPrev, nil, c.k)
 	}
 }
 
 func (c *nativeCursor) next() {
+	op := stepNext
 	if c.reverse {
-		c.n.Prev()
-	} else {
-		c.n.Next()
+		op = stepPrev
 	}
-	c.load()
+	c.k, c.ok = c.n.step(op, nil, c.k)
 }
 
 func (c *nativeCursor) valid() bool   { return c.ok }
 func (c *nativeCursor) key() []byte   { return c.k }
-func (c *nativeCursor) value() []byte { return c.n.Value().Data() }
+func (c *nativeCursor) value() []byte { return c.n.value() }
 func (c *nativeCursor) deleted() bool { return false }
 
 // merger merges sources, newest first: the newest write of a key wins, a

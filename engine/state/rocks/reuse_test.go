@@ -58,30 +58,68 @@ func TestDeleteOfAKeyOnlyTheEpochWrote(t *testing.T) {
 			must(0, s.(state.RangeDeleter).DeleteRange([]byte("a"), []byte("z")))
 		}, tombstones: 0},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			d := must(Open(filepath.Join(t.TempDir(), "lane0")))
-			defer d.Close()
-			s := d.Store("s")
-			tc.setup(d, s)
-			before := memDeletes(t, d)
-			must(0, s.Put([]byte("k"), []byte("new")))
-			must(0, s.PutAll([]state.KeyValue[[]byte, []byte]{{Key: []byte("k")}}))
-			if v := must(s.Get([]byte("k"))); v != nil {
-				t.Fatalf("k reads %q after its delete, want nothing", v)
-			}
-			e := d.Epoch()
-			d.Seal(e)
-			must(0, d.Commit(e, Checkpoint{Lanes: 1}))
-			if v := must(s.Get([]byte("k"))); v != nil {
-				t.Fatalf("k reads %q after the commit, want nothing", v)
-			}
-			if got := collect(t, must(s.All())); slices.Contains(got, "k=old") || slices.Contains(got, "k=new") {
-				t.Fatalf("a scan reads %v", got)
-			}
-			if got := memDeletes(t, d) - before; got != tc.tombstones {
-				t.Fatalf("the commits wrote %d tombstones, want %d", got, tc.tombstones)
-			}
-		})
+		// scanned: a scan reads "k" between its put and its delete, as a
+		// session store's lookup does before it removes what it found.
+		for _, scanned := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/scanned=%v", tc.name, scanned), func(t *testing.T) {
+				d := must(Open(filepath.Join(t.TempDir(), "lane0")))
+				defer d.Close()
+				s := d.Store("s")
+				tc.setup(d, s)
+				before := memDeletes(t, d)
+				must(0, s.Put([]byte("k"), []byte("new")))
+				if scanned {
+					if got := collect(t, must(s.Range([]byte("a"), []byte("z")))); !slices.Contains(got, "k=new") {
+						t.Fatalf("the scan read %v", got)
+					}
+				}
+				must(0, s.PutAll([]state.KeyValue[[]byte, []byte]{{Key: []byte("k")}}))
+				if v := must(s.Get([]byte("k"))); v != nil {
+					t.Fatalf("k reads %q after its delete, want nothing", v)
+				}
+				e := d.Epoch()
+				d.Seal(e)
+				must(0, d.Commit(e, Checkpoint{Lanes: 1}))
+				if v := must(s.Get([]byte("k"))); v != nil {
+					t.Fatalf("k reads %q after the commit, want nothing", v)
+				}
+				if got := collect(t, must(s.All())); slices.Contains(got, "k=old") || slices.Contains(got, "k=new") {
+					t.Fatalf("a scan reads %v", got)
+				}
+				if got := memDeletes(t, d) - before; got != tc.tombstones {
+					t.Fatalf("the commits wrote %d tombstones, want %d", got, tc.tombstones)
+				}
+			})
+		}
+	}
+}
+
+// TestDeleteAfterAScanOfAnOlderDatabase: a scan read "k" from the epoch's
+// layer when the database did not hold it; then the sealed epoch below,
+// which put "k" too, commits. The delete that follows must look into
+// RocksDB again, find the committed "k", and leave a tombstone.
+func TestDeleteAfterAScanOfAnOlderDatabase(t *testing.T) {
+	d := must(Open(filepath.Join(t.TempDir(), "lane0")))
+	defer d.Close()
+	s := d.Store("s")
+	must(0, s.Put([]byte("k"), []byte("old")))
+	sealed := d.Epoch()
+	d.Seal(sealed)
+	must(0, s.Put([]byte("k"), []byte("new")))
+	if got := collect(t, must(s.Range([]byte("a"), []byte("z")))); !slices.Equal(got, []string{"k=new"}) {
+		t.Fatalf("the scan read %v", got)
+	}
+	must(0, d.Commit(sealed, Checkpoint{Lanes: 1}))
+	before := memDeletes(t, d)
+	must(0, s.PutAll([]state.KeyValue[[]byte, []byte]{{Key: []byte("k")}}))
+	e := d.Epoch()
+	d.Seal(e)
+	must(0, d.Commit(e, Checkpoint{Lanes: 1}))
+	if v := must(s.Get([]byte("k"))); v != nil {
+		t.Fatalf("k reads %q after the commit, want nothing", v)
+	}
+	if got := memDeletes(t, d) - before; got != 1 {
+		t.Fatalf("the commit wrote %d tombstones, want 1", got)
 	}
 }
 

@@ -269,7 +269,8 @@ func (s *store) scan(from, to, prefix []byte, reverse bool) (state.BytesIterator
 	}
 	it.nat = d.openNative(it.sc.bounds())
 	it.native = it.nat.it
-	it.m.srcs = append(it.m.srcs, &nativeCursor{n: it.native, reverse: reverse})
+	it.nc = &nativeCursor{n: newStepper(it.native), reverse: reverse}
+	it.m.srcs = append(it.m.srcs, it.nc)
 	it.m.ranges = append(it.m.ranges, nil)
 	d.iters[it] = struct{}{}
 	return it, nil
@@ -286,7 +287,9 @@ type iterator struct {
 	// versions are the layers' trees the iterator reads (see version).
 	versions []*version
 	m        merger
-	sc       scope
+	// nc is the merger's last source, the database's.
+	nc *nativeCursor
+	sc scope
 
 	started bool
 	done    bool
@@ -346,6 +349,12 @@ func (it *iterator) Next() bool {
 		it.releaseLocked()
 		return false
 	}
+	if src != len(it.m.srcs)-1 && (!it.nc.ok || !bytes.Equal(it.nc.k, it.m.cur)) {
+		// A layer's write the database does not hold: the merger has not
+		// moved the database's source past the key yet, so it would be
+		// at the key if the database held it.
+		d.absent, d.absentGen = append(d.absent[:0], it.m.cur...), it.nat.gen
+	}
 	it.key = append(it.key[:0], it.m.cur[len(it.s.prefix):]...)
 	it.value = append(it.value[:0], it.m.srcs[src].value()...)
 	it.valid = true
@@ -395,7 +404,7 @@ func (it *iterator) releaseLocked() {
 	}
 	d := it.s.d
 	d.closeNative(it.nat)
-	it.native, it.nat = nil, nil
+	it.native, it.nat, it.nc = nil, nil, nil
 	it.m = merger{}
 	for _, v := range it.versions {
 		v.done()
