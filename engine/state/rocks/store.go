@@ -257,6 +257,11 @@ func (s *store) scan(from, to, prefix []byte, reverse bool) (state.BytesIterator
 	}
 	d.flushBulk()
 	it.m = merger{sc: &it.sc, reverse: reverse}
+	// Sized once: a scan per record (a window fetch, a session lookup)
+	// should not grow them layer by layer.
+	it.versions = make([]*version, 0, len(d.layers))
+	it.m.srcs = make([]cursor, 0, len(d.layers)+1)
+	it.m.ranges = make([][]keyRange, 0, len(d.layers)+1)
 	for i := len(d.layers) - 1; i >= 0; i-- {
 		w := d.layers[i].stores[s.name]
 		if w == nil || w.empty() {
@@ -269,7 +274,8 @@ func (s *store) scan(from, to, prefix []byte, reverse bool) (state.BytesIterator
 	}
 	it.nat = d.openNative(it.sc.bounds())
 	it.native = it.nat.it
-	it.nc = &nativeCursor{n: newStepper(it.native), reverse: reverse}
+	it.ncv = nativeCursor{n: newStepper(it.native), reverse: reverse}
+	it.nc = &it.ncv
 	it.m.srcs = append(it.m.srcs, it.nc)
 	it.m.ranges = append(it.m.ranges, nil)
 	d.iters[it] = struct{}{}
@@ -287,9 +293,11 @@ type iterator struct {
 	// versions are the layers' trees the iterator reads (see version).
 	versions []*version
 	m        merger
-	// nc is the merger's last source, the database's.
-	nc *nativeCursor
-	sc scope
+	// nc is the merger's last source, the database's: ncv, allocated with
+	// the iterator.
+	nc  *nativeCursor
+	ncv nativeCursor
+	sc  scope
 
 	started bool
 	done    bool
