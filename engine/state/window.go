@@ -84,11 +84,10 @@ const (
 // a delete writes one entry, not two, which on RocksDB halves what the
 // epoch's layer holds and its commit writes. Fetch, FetchRange and Expire
 // are as above. FetchAll and All read every segment their times cover,
-// whole, and come in key-first order (segment, key bytes, start,
-// sequence number: the order of Kafka Streams' default RocksDB window
-// store) rather than in start order. It suits a store read key by key, as
-// a stream-stream join's two stores are; a processor that scans by time
-// (emitting windows on close) needs the index. Expire drops the
+// whole, and sort what they keep in memory: the same entries in the same
+// order, at the cost of the segments. It suits a store read key by key,
+// as a stream-stream join's two stores are; a processor that scans by
+// time (emitting windows on close) needs the index. Expire drops the
 // time-first range as well, so that entries an index kept by an earlier
 // build of the store left behind go with their segments.
 //
@@ -324,7 +323,6 @@ func (b *TimestampedWindowBuilder[K, V]) WithLoggingDisabled() *TimestampedWindo
 	return b
 }
 
-// WithSegmentInterval sets the segment interval, in whole milliseconds.
 // WithoutTimeIndex keeps the key-first index alone, as
 // WindowBuilder.WithoutTimeIndex does.
 func (b *TimestampedWindowBuilder[K, V]) WithoutTimeIndex() *TimestampedWindowBuilder[K, V] {
@@ -332,6 +330,7 @@ func (b *TimestampedWindowBuilder[K, V]) WithoutTimeIndex() *TimestampedWindowBu
 	return b
 }
 
+// WithSegmentInterval sets the segment interval, in whole milliseconds.
 func (b *TimestampedWindowBuilder[K, V]) WithSegmentInterval(d time.Duration) *TimestampedWindowBuilder[K, V] {
 	b.segmentInterval = d.Milliseconds()
 	return b
@@ -517,11 +516,11 @@ func (c *windowedCore[K]) Init(ctx Context) error {
 	return nil
 }
 
-// checkTimeIndex keeps the mark of a store whose time index is missing
-// entries (timeIndexMissing) true. A store without the index sets the
-// mark before it writes. A store with it finds the mark where an earlier
-// build of the same store (a topology that emitted on update, say, and
-// now emits on close) kept no index: it rebuilds the index from the
+// checkTimeIndex keeps the mark (timeIndexMissing) on every store whose
+// time index may lack entries. A store without the index sets the mark
+// before it writes. A store with the index finds the mark where an
+// earlier build of the same store (a topology that emitted on update,
+// say, and now emits on close) kept none: it rebuilds the index from the
 // key-first entries and clears the mark, in the same epoch, so that a
 // failure before that epoch commits leaves the mark for the next start.
 func (c *windowedCore[K]) checkTimeIndex() error {
@@ -680,7 +679,6 @@ func (c *windowedCore[K]) logHeld(op string, key, value []byte, ts int64, held *
 	return nil
 }
 
-// expired reports whether time t is past retention.
 // entries is what a write of one window or session puts into the byte
 // store: its key-first entry, and its time-first one unless the store has
 // no time index.
@@ -691,6 +689,7 @@ func (c *windowedCore[K]) entries(keyFirst KeyValue[[]byte, []byte], timeFirst f
 	return []KeyValue[[]byte, []byte]{keyFirst, timeFirst()}
 }
 
+// expired reports whether time t is past retention.
 func (c *windowedCore[K]) expired(t int64) bool { return t < c.liveFrom.Load() }
 
 // expire raises the horizon to frontier - retention + 1 and drops the
