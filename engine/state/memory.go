@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/stoatflow/stoatctl/engine/state/internal/keyorder"
 )
 
 // iteratorBatch is how many entries an iterator reads from the tree per
@@ -71,26 +73,9 @@ type entry struct {
 	key string
 }
 
-// keyLess is a < b in unsigned byte order. It compares 8 bytes at a time
-// first: store keys share long prefixes (an index byte, a record key, a
-// timestamp), which word compares skip faster than the runtime's string
-// compare, a call away.
-func keyLess(a, b string) bool {
-	for len(a) >= 8 && len(b) >= 8 {
-		if x, y := word(a), word(b); x != y {
-			return x < y
-		}
-		a, b = a[8:], b[8:]
-	}
-	return a < b
-}
-
-// word reads the first 8 bytes of s big-endian (one load and a byte swap).
-func word(s string) uint64 {
-	_ = s[7]
-	return uint64(s[7]) | uint64(s[6])<<8 | uint64(s[5])<<16 | uint64(s[4])<<24 |
-		uint64(s[3])<<32 | uint64(s[2])<<40 | uint64(s[1])<<48 | uint64(s[0])<<56
-}
+// keyLess is a < b in unsigned byte order (keyorder.Less: a word at a
+// time).
+func keyLess(a, b string) bool { return keyorder.Less(a, b) }
 
 // searchKey views a caller's key as a search entry. The entry must not
 // outlive the call nor be stored.

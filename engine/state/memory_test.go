@@ -713,27 +713,6 @@ func BenchmarkMemoryStoreGet(b *testing.B) {
 	}
 }
 
-func TestKeyLess(t *testing.T) {
-	rng := rand.New(rand.NewPCG(1, 1))
-	alphabet := []byte{0x00, 0x01, 0x7f, 0x80, 0xfe, 0xff}
-	key := func() string {
-		k := make([]byte, rng.IntN(20))
-		for i := range k {
-			k[i] = alphabet[rng.IntN(len(alphabet))]
-		}
-		return string(k)
-	}
-	for range 100_000 {
-		a, c := key(), key()
-		if rng.IntN(4) == 0 { // a long shared prefix
-			c = a[:rng.IntN(len(a)+1)] + c
-		}
-		if got, want := keyLess(a, c), bytes.Compare([]byte(a), []byte(c)) < 0; got != want {
-			t.Fatalf("keyLess(%x, %x) = %v, want %v", a, c, got, want)
-		}
-	}
-}
-
 // check verifies the tree's invariants: keys in order and within their
 // separators, every leaf at the same depth, node sizes within bounds, no
 // references past a node's length, and len.

@@ -63,6 +63,8 @@ type DB struct {
 	epoch int64
 	// iters are the open native iterators, which Close frees.
 	iters map[*iterator]struct{}
+	// batch is the last commit's write batch bytes, for the next one.
+	batch []byte
 	// spares are native iterators no scan reads, kept for the next scans
 	// until the database changes (openNative); gen counts the writes to
 	// the database.
@@ -144,18 +146,20 @@ func options() (*grocksdb.Options, *grocksdb.BlockBasedTableOptions) {
 // bound. A spare iterator's bounds are moved for its next scan (set).
 type boundedReads struct {
 	ro *grocksdb.ReadOptions
-	// lo and hi hold the bounds; loCap and hiCap are their sizes.
+	// lo and hi hold the bounds; loCap and hiCap are their sizes, loLen
+	// and hiLen the bounds' lengths.
 	lo, hi       unsafe.Pointer
 	loCap, hiCap int
+	loLen, hiLen int
 }
 
 func newBoundedReads(lo, hi []byte) *boundedReads {
 	b := &boundedReads{ro: grocksdb.NewDefaultReadOptions()}
 	if len(lo) > 0 {
-		b.lo, b.loCap = setBound(b.lo, b.loCap, lo, b.ro.SetIterateLowerBound)
+		b.lo, b.loCap, b.loLen = setBound(b.lo, b.loCap, b.loLen, lo, b.ro.SetIterateLowerBound)
 	}
 	if len(hi) > 0 {
-		b.hi, b.hiCap = setBound(b.hi, b.hiCap, hi, b.ro.SetIterateUpperBound)
+		b.hi, b.hiCap, b.hiLen = setBound(b.hi, b.hiCap, b.hiLen, hi, b.ro.SetIterateUpperBound)
 	}
 	return b
 }
@@ -173,24 +177,31 @@ func (b *boundedReads) bounded() bool { return b.lo != nil && b.hi != nil }
 // of the old bounds can only let keys outside the new ones through,
 // which the merge drops (scope.past).
 func (b *boundedReads) set(lo, hi []byte) {
-	b.lo, b.loCap = setBound(b.lo, b.loCap, lo, b.ro.SetIterateLowerBound)
-	b.hi, b.hiCap = setBound(b.hi, b.hiCap, hi, b.ro.SetIterateUpperBound)
+	b.lo, b.loCap, b.loLen = setBound(b.lo, b.loCap, b.loLen, lo, b.ro.SetIterateLowerBound)
+	b.hi, b.hiCap, b.hiLen = setBound(b.hi, b.hiCap, b.hiLen, hi, b.ro.SetIterateUpperBound)
 }
 
 // setBound copies k into the C buffer p of size n, replaced by a larger
-// one when k does not fit, and points the bound at it with apply.
-func setBound(p unsafe.Pointer, n int, k []byte, apply func([]byte)) (unsafe.Pointer, int) {
+// one when k does not fit, and points the bound at it with apply unless
+// it points there already with k's length (cur): the options keep a
+// pointer and a length, and a bound of one length moved within its
+// buffer (a window fetch's, key after key of one length) needs no native
+// call.
+func setBound(p unsafe.Pointer, n, cur int, k []byte, apply func([]byte)) (unsafe.Pointer, int, int) {
 	if len(k) > n {
 		// The options point at the old buffer until apply: free it after.
 		old := p
 		n = max(len(k), 2*n, 64)
 		p = C.malloc(C.size_t(n))
 		defer C.free(old)
+		cur = -1
 	}
 	b := unsafe.Slice((*byte)(p), len(k))
 	copy(b, k)
-	apply(b)
-	return p, n
+	if cur != len(k) {
+		apply(b)
+	}
+	return p, n, len(k)
 }
 
 // free frees the options once their iterator is closed.
@@ -207,6 +218,19 @@ type native struct {
 	// gen is the database's gen when it opened: it reads the database as
 	// it was then.
 	gen uint64
+	// checked says err holds the iterator's status (failed).
+	checked bool
+	err     error
+}
+
+// failed is the iterator's error, nil when it has none, asked of RocksDB
+// once a scan: a native call costs as much as a step. A scan asks at its
+// end; one closed before that is asked when it is.
+func (n *native) failed() error {
+	if !n.checked {
+		n.checked, n.err = true, n.it.Err()
+	}
+	return n.err
 }
 
 func (n *native) free() {
@@ -235,6 +259,7 @@ func (d *DB) openNative(lo, hi []byte) *native {
 		d.spares[n-1] = nil
 		d.spares = d.spares[:n-1]
 		nat.reads.set(lo, hi)
+		nat.checked = false
 		return nat
 	}
 	r := newBoundedReads(lo, hi)
@@ -245,7 +270,7 @@ func (d *DB) openNative(lo, hi []byte) *native {
 // reads the database as it is, else freed. The lock must be held.
 func (d *DB) closeNative(nat *native) {
 	if nat.gen != d.gen || len(d.spares) >= maxSpares || !nat.reads.bounded() ||
-		d.closed.Load() || nat.it.Err() != nil {
+		d.closed.Load() || nat.failed() != nil {
 		nat.free()
 		return
 	}
@@ -327,7 +352,13 @@ func (d *DB) Commit(epoch int64, cp Checkpoint) error {
 	for n < len(d.layers) && d.layers[n].epoch <= epoch {
 		n++
 	}
-	rep := encodeBatch(d.layers[:n])
+	rep := encodeBatch(d.batch[:0], d.layers[:n])
+	// RocksDB copies the batch: its bytes serve the next commit, unless
+	// a large one would keep its memory for good.
+	d.batch = nil
+	if cap(rep) <= keptBatchBytes {
+		d.batch = rep[:0]
+	}
 	if err := checkRoom(d.path, len(rep)); err != nil {
 		return fmt.Errorf("commit epoch %d: %w", epoch, err)
 	}
@@ -342,6 +373,10 @@ func (d *DB) Commit(epoch int64, cp Checkpoint) error {
 	return nil
 }
 
+// keptBatchBytes bounds the commit batch bytes a database keeps for the
+// next commit.
+const keptBatchBytes = 8 << 20
+
 // batchHeader is a write batch's sequence number (8 bytes) and record
 // count (4 bytes, little-endian), before its records.
 const batchHeader = 12
@@ -353,7 +388,7 @@ const batchHeader = 12
 // last one went, rather than from its head). A write of a layer below a
 // range delete that covers it is left out: written after the range
 // deletes, it would bring back what the range removed.
-func encodeBatch(layers []*layer) []byte {
+func encodeBatch(buf []byte, layers []*layer) []byte {
 	size := batchHeader
 	var names []string
 	for _, l := range layers {
@@ -370,7 +405,11 @@ func encodeBatch(layers []*layer) []byte {
 	// Store by store, in the order of their key prefixes (name 0x00): in
 	// key order over the whole batch.
 	slices.SortFunc(names, func(a, b string) int { return strings.Compare(a+"\x00", b+"\x00") })
-	out := make([]byte, batchHeader, size)
+	out := buf[:0]
+	if cap(out) < size {
+		out = make([]byte, 0, size)
+	}
+	out = append(out, make([]byte, batchHeader)...)
 	count := 0
 	for _, name := range names {
 		var ws []*storeWrites
@@ -642,16 +681,17 @@ func (d *DB) writable() *layer {
 	return l
 }
 
-// put writes key of store name (prefixed, as a string: the layer's tree
-// takes it without another copy) in the writable layer, or the restore's
-// bulk.
-func (d *DB) put(name, key string, value []byte) {
-	v := append(make([]byte, 0, len(value)), value...)
-	if d.restoring {
-		d.bulkAdd(key, v)
-		return
-	}
-	d.writable().of(name).set(key, v)
+// putEntry writes key of store name, prefixed by prefix, with a copy of
+// value (not nil) in the writable layer: the prefixed key and the value
+// in one allocation, which the layer's tree holds as they are (neither
+// changes once written). Not for a restore (bulkPut).
+func (d *DB) putEntry(name string, prefix, key, value []byte) {
+	n := len(prefix) + len(key)
+	b := make([]byte, n+len(value))
+	copy(b, prefix)
+	copy(b[len(prefix):], key)
+	copy(b[n:], value)
+	d.writable().of(name).set(unsafe.String(&b[0], n), b[n:len(b):len(b)])
 }
 
 // del deletes key of store name (prefixed). The lock must be held.

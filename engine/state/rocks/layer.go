@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/google/btree"
+	"github.com/stoatflow/stoatctl/engine/state/internal/keyorder"
 )
 
 // write is a layer's last write of one key (prefixed): value nil is a
@@ -18,7 +19,7 @@ type write struct {
 	value []byte
 }
 
-func writeLess(a, b write) bool { return a.key < b.key }
+func writeLess(a, b write) bool { return keyorder.Less(a.key, b.key) }
 
 // layerDegree is the degree of a layer's B-tree. A write after a clone
 // copies the nodes on its path (up to 2*degree-1 writes each), and a
@@ -284,7 +285,12 @@ func (c *treeCursor) fill(pivot string, incl bool) {
 	}
 }
 
-func (c *treeCursor) seek(k []byte) { c.batch = 0; c.fill(string(k), true) }
+// seek reads from k, which fill keeps none of: the string over its bytes
+// needs no copy.
+func (c *treeCursor) seek(k []byte) {
+	c.batch = 0
+	c.fill(unsafe.String(unsafe.SliceData(k), len(k)), true)
+}
 
 func (c *treeCursor) skip(r keyRange) {
 	if c.reverse {

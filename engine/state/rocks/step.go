@@ -5,9 +5,10 @@ package rocks
 // #include <rocksdb/c.h>
 //
 // // stoat_iter_step moves it (0: seek to k, 1: seek for prev to k, 2: next,
-// // 3: prev) and, when it is then valid, returns 1 with its key: one call
-// // into C where the C API's own functions take three (move, valid, key).
-// static int stoat_iter_step(rocksdb_iterator_t* it, int op, const char* k, size_t klen, const char** key, size_t* keylen) {
+// // 3: prev) and, when it is then valid, returns 1 with its key and value:
+// // one call into C where the C API's own functions take four (move,
+// // valid, key, value).
+// static int stoat_iter_step(rocksdb_iterator_t* it, int op, const char* k, size_t klen, const char** key, size_t* keylen, const char** val, size_t* vallen) {
 // 	switch (op) {
 // 	case 0: rocksdb_iter_seek(it, k, klen); break;
 // 	case 1: rocksdb_iter_seek_for_prev(it, k, klen); break;
@@ -16,6 +17,7 @@ package rocks
 // 	}
 // 	if (!rocksdb_iter_valid(it)) return 0;
 // 	*key = rocksdb_iter_key(it, keylen);
+// 	*val = rocksdb_iter_value(it, vallen);
 // 	return 1;
 // }
 import "C"
@@ -36,6 +38,9 @@ var _ = [1]struct{}{}[unsafe.Sizeof(grocksdb.Iterator{})-unsafe.Sizeof(unsafe.Po
 // times, and each native call has a fixed cost.
 type stepper struct {
 	p *C.rocksdb_iterator_t
+	// val is the value the iterator is at, in RocksDB's memory: valid
+	// until it moves.
+	val []byte
 }
 
 func newStepper(it *grocksdb.Iterator) stepper {
@@ -50,27 +55,22 @@ const (
 )
 
 // step moves the iterator by op (to k for the seeks) and appends its key
-// to buf[:0] when it is valid.
-func (s stepper) step(op C.int, k []byte, buf []byte) ([]byte, bool) {
+// to buf[:0] when it is valid; value then reads its value.
+func (s *stepper) step(op C.int, k []byte, buf []byte) ([]byte, bool) {
 	var kp *C.char
 	if len(k) > 0 {
 		kp = (*C.char)(unsafe.Pointer(&k[0]))
 	}
-	var key *C.char
-	var n C.size_t
-	if C.stoat_iter_step(s.p, op, kp, C.size_t(len(k)), &key, &n) == 0 {
+	var key, val *C.char
+	var n, vn C.size_t
+	if C.stoat_iter_step(s.p, op, kp, C.size_t(len(k)), &key, &n, &val, &vn) == 0 {
+		s.val = nil
 		return buf[:0], false
 	}
+	s.val = unsafe.Slice((*byte)(unsafe.Pointer(val)), int(vn))
 	return append(buf[:0], unsafe.Slice((*byte)(unsafe.Pointer(key)), int(n))...), true
 }
 
 // value is the value the iterator is at, in RocksDB's memory: valid until
 // it moves.
-func (s stepper) value() []byte {
-	var n C.size_t
-	v := C.rocksdb_iter_value(s.p, &n)
-	if v == nil {
-		return nil
-	}
-	return unsafe.Slice((*byte)(unsafe.Pointer(v)), int(n))
-}
+func (s *stepper) value() []byte { return s.val }

@@ -125,7 +125,7 @@ func (s *store) putLocked(key, value []byte) {
 		s.d.del(s.name, s.skey(key))
 		return
 	}
-	s.d.put(s.name, s.skey(key), value)
+	s.d.putEntry(s.name, s.prefix, key, value)
 }
 
 func (s *store) PutIfAbsent(key, value []byte) ([]byte, error) {
@@ -243,8 +243,16 @@ func (s *store) scan(from, to, prefix []byte, reverse bool) (state.BytesIterator
 	if err := s.check(nil, false); err != nil {
 		return nil, err
 	}
+	// The three keys share one allocation, each capped so that no append
+	// runs into the next.
+	keys := make([]byte, 0, 3*len(s.prefix)+len(from)+len(to)+len(prefix))
+	cut := func(k []byte) []byte {
+		n := len(keys)
+		keys = append(append(keys, s.prefix...), k...)
+		return keys[n:len(keys):len(keys)]
+	}
 	it := &iterator{s: s, sc: scope{reverse: reverse, hasFrom: from != nil, hasTo: to != nil,
-		from: s.key(from), to: s.key(to), prefix: s.key(prefix)}}
+		from: cut(from), to: cut(to), prefix: cut(prefix)}}
 	if from != nil && to != nil && bytes.Compare(from, to) > 0 {
 		it.done = true
 		return it, nil
@@ -351,7 +359,7 @@ func (it *iterator) Next() bool {
 	}
 	src := it.m.next()
 	if src < 0 {
-		if err := it.native.Err(); err != nil {
+		if err := it.nat.failed(); err != nil {
 			it.err = it.s.wrap("iterate", err)
 		}
 		it.releaseLocked()
