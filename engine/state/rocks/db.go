@@ -65,6 +65,8 @@ type DB struct {
 	iters map[*iterator]struct{}
 	// batch is the last commit's write batch bytes, for the next one.
 	batch []byte
+	// scans are ended scans, for the next ones (takeScan).
+	scans []*scanState
 	// spares are native iterators no scan reads, kept for the next scans
 	// until the database changes (openNative); gen counts the writes to
 	// the database.

@@ -188,30 +188,27 @@ func (s *scope) past(k []byte) bool {
 }
 
 // bounds are the scan's keys as RocksDB's iterate bounds: lo <= key < hi,
-// nil for none.
-func (s *scope) bounds() (lo, hi []byte) {
+// hi nil for none. hi is appended to buf, so that a caller can build it
+// in room it has.
+func (s *scope) bounds(buf []byte) (lo, hi []byte) {
 	lo = s.prefix
 	if s.hasFrom {
 		lo = s.from
 	}
 	if s.hasTo {
 		// The smallest key after to.
-		return lo, append(bytes.Clone(s.to), 0)
+		return lo, append(append(buf, s.to...), 0)
 	}
-	return lo, successor(s.prefix)
-}
-
-// successor is the smallest key above every key that starts with p, nil
-// when there is none (p is all 0xff).
-func successor(p []byte) []byte {
-	for i := len(p) - 1; i >= 0; i-- {
-		if p[i] != 0xff {
-			s := bytes.Clone(p[:i+1])
-			s[i]++
-			return s
+	// The smallest key above every key that starts with the prefix, none
+	// when it is all 0xff.
+	for i := len(s.prefix) - 1; i >= 0; i-- {
+		if s.prefix[i] != 0xff {
+			hi = append(buf, s.prefix[:i+1]...)
+			hi[i]++
+			return lo, hi
 		}
 	}
-	return nil
+	return lo, nil
 }
 
 // cursor walks one source of a merge in the merge's direction.

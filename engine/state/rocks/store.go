@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"sync/atomic"
 
-	"github.com/linxGnu/grocksdb"
 	"github.com/stoatflow/stoatctl/engine/state"
 )
 
@@ -243,16 +242,7 @@ func (s *store) scan(from, to, prefix []byte, reverse bool) (state.BytesIterator
 	if err := s.check(nil, false); err != nil {
 		return nil, err
 	}
-	// The three keys share one allocation, each capped so that no append
-	// runs into the next.
-	keys := make([]byte, 0, 3*len(s.prefix)+len(from)+len(to)+len(prefix))
-	cut := func(k []byte) []byte {
-		n := len(keys)
-		keys = append(append(keys, s.prefix...), k...)
-		return keys[n:len(keys):len(keys)]
-	}
-	it := &iterator{s: s, sc: scope{reverse: reverse, hasFrom: from != nil, hasTo: to != nil,
-		from: cut(from), to: cut(to), prefix: cut(prefix)}}
+	it := &iterator{s: s}
 	if from != nil && to != nil && bytes.Compare(from, to) > 0 {
 		it.done = true
 		return it, nil
@@ -264,56 +254,120 @@ func (s *store) scan(from, to, prefix []byte, reverse bool) (state.BytesIterator
 		return nil, fmt.Errorf("store %q: %w", s.name, err)
 	}
 	d.flushBulk()
-	it.m = merger{sc: &it.sc, reverse: reverse}
-	// Sized once: a scan per record (a window fetch, a session lookup)
-	// should not grow them layer by layer.
-	it.versions = make([]*version, 0, len(d.layers))
-	it.m.srcs = make([]cursor, 0, len(d.layers)+1)
-	it.m.ranges = make([][]keyRange, 0, len(d.layers)+1)
+	st := d.takeScan()
+	it.st = st
+	st.sc = scope{reverse: reverse, hasFrom: from != nil, hasTo: to != nil}
+	// The scope's keys and the upper bound share one buffer, sized first,
+	// each capped so that no append runs into the next.
+	need := 4*len(s.prefix) + len(from) + 2*len(to) + 2*len(prefix) + 1
+	if cap(st.keys) < need {
+		st.keys = make([]byte, 0, need)
+	}
+	keys := st.keys[:0]
+	cut := func(k []byte) []byte {
+		n := len(keys)
+		keys = append(append(keys, s.prefix...), k...)
+		return keys[n:len(keys):len(keys)]
+	}
+	st.sc.from, st.sc.to, st.sc.prefix = cut(from), cut(to), cut(prefix)
+	lo, hi := st.sc.bounds(keys[len(keys):])
+	st.m = merger{sc: &st.sc, reverse: reverse, srcs: st.m.srcs[:0], ranges: st.m.ranges[:0], cur: st.m.cur[:0]}
+	if cap(st.trees) < len(d.layers) {
+		st.trees = make([]treeCursor, 0, len(d.layers))
+	}
+	st.trees = st.trees[:0]
 	for i := len(d.layers) - 1; i >= 0; i-- {
 		w := d.layers[i].stores[s.name]
 		if w == nil || w.empty() {
 			continue
 		}
 		v, ranges := w.read()
-		it.versions = append(it.versions, v)
-		it.m.srcs = append(it.m.srcs, newTreeCursor(v.t, &it.sc, reverse))
-		it.m.ranges = append(it.m.ranges, ranges)
+		st.versions = append(st.versions, v)
+		n := len(st.trees)
+		st.trees = st.trees[:n+1]
+		c := &st.trees[n]
+		*c = treeCursor{t: v.t, sc: &st.sc, reverse: reverse, buf: c.buf[:0]}
+		st.m.srcs = append(st.m.srcs, c)
+		st.m.ranges = append(st.m.ranges, ranges)
 	}
-	it.nat = d.openNative(it.sc.bounds())
-	it.native = it.nat.it
-	it.ncv = nativeCursor{n: newStepper(it.native), reverse: reverse}
-	it.nc = &it.ncv
-	it.m.srcs = append(it.m.srcs, it.nc)
-	it.m.ranges = append(it.m.ranges, nil)
+	st.nat = d.openNative(lo, hi)
+	st.ncv = nativeCursor{n: newStepper(st.nat.it), reverse: reverse, k: st.ncv.k[:0]}
+	st.m.srcs = append(st.m.srcs, &st.ncv)
+	st.m.ranges = append(st.m.ranges, nil)
 	d.iters[it] = struct{}{}
 	return it, nil
 }
 
-// iterator walks one store's keys: a merge of the layers' versions over
-// a RocksDB iterator.
+// iterator is a scan's handle, what the caller holds: the scan itself
+// (scanState) goes back to its database once it ends, exhausted, failed
+// or closed, for the next scan (a window fetch or a session lookup per
+// record would otherwise allocate its buffers each time), and the
+// handle keeps what the caller may still ask.
 type iterator struct {
-	s      *store
-	native *grocksdb.Iterator
-	// nat is native with the read options that bound it to the scan's
-	// keys.
+	s *store
+	// st is the scan, nil once it ended.
+	st     *scanState
+	done   bool
+	closed bool
+	valid  bool
+	err    error
+}
+
+// scanState is one scan: a merge of the layers' versions over a RocksDB
+// iterator, with the buffers it fills.
+type scanState struct {
+	// nat is the RocksDB iterator, with the read options that bound it
+	// to the scan's keys.
 	nat *native
-	// versions are the layers' trees the iterator reads (see version).
+	// versions are the layers' trees the scan reads (see version).
 	versions []*version
 	m        merger
-	// nc is the merger's last source, the database's: ncv, allocated with
-	// the iterator.
-	nc  *nativeCursor
+	// ncv is the merger's last source, the database's.
 	ncv nativeCursor
-	sc  scope
-
+	// trees are the merger's other sources, the layers'.
+	trees []treeCursor
+	sc    scope
+	// keys holds sc's keys and the RocksDB bounds.
+	keys    []byte
 	started bool
-	done    bool
-	closed  bool
 	key     []byte // unprefixed copy
 	value   []byte
-	valid   bool
-	err     error
+}
+
+// maxPooledScans bounds the ended scans a database keeps for reuse: a
+// join fetches one store while the other's is read.
+const maxPooledScans = 4
+
+// takeScan returns an ended scan to reuse, or a new one. The lock must be
+// held.
+func (d *DB) takeScan() *scanState {
+	if n := len(d.scans); n > 0 {
+		st := d.scans[n-1]
+		d.scans[n-1] = nil
+		d.scans = d.scans[:n-1]
+		return st
+	}
+	return &scanState{}
+}
+
+// endScan takes an ended scan back, its references to the layers' trees
+// and to RocksDB dropped. The lock must be held.
+func (d *DB) endScan(st *scanState) {
+	for _, v := range st.versions {
+		v.done()
+	}
+	clear(st.versions)
+	st.versions = st.versions[:0]
+	for i := range st.trees {
+		st.trees[i].t = nil
+		clear(st.trees[i].buf)
+	}
+	clear(st.m.srcs)
+	clear(st.m.ranges)
+	st.nat, st.ncv.n, st.started = nil, stepper{}, false
+	if len(d.scans) < maxPooledScans && !d.closed.Load() {
+		d.scans = append(d.scans, st)
+	}
 }
 
 func (it *iterator) Next() bool {
@@ -336,43 +390,44 @@ func (it *iterator) Next() bool {
 	d := it.s.d
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if it.native == nil {
+	st := it.st
+	if st == nil {
 		// Freed by the database's Close.
 		it.err = fmt.Errorf("store %q: %w", it.s.name, d.checkOpen())
 		it.done = true
 		return false
 	}
-	if !it.started {
-		it.started = true
-		start := it.sc.prefix
+	if !st.started {
+		st.started = true
+		start := st.sc.prefix
 		switch {
-		case it.sc.reverse && it.sc.hasTo:
-			start = it.sc.to
-		case it.sc.reverse:
+		case st.sc.reverse && st.sc.hasTo:
+			start = st.sc.to
+		case st.sc.reverse:
 			start = it.s.end
-		case it.sc.hasFrom:
-			start = it.sc.from
+		case st.sc.hasFrom:
+			start = st.sc.from
 		}
-		for _, c := range it.m.srcs {
+		for _, c := range st.m.srcs {
 			c.seek(start)
 		}
 	}
-	src := it.m.next()
+	src := st.m.next()
 	if src < 0 {
-		if err := it.nat.failed(); err != nil {
+		if err := st.nat.failed(); err != nil {
 			it.err = it.s.wrap("iterate", err)
 		}
 		it.releaseLocked()
 		return false
 	}
-	if src != len(it.m.srcs)-1 && (!it.nc.ok || !bytes.Equal(it.nc.k, it.m.cur)) {
+	if src != len(st.m.srcs)-1 && (!st.ncv.ok || !bytes.Equal(st.ncv.k, st.m.cur)) {
 		// A layer's write the database does not hold: the merger has not
 		// moved the database's source past the key yet, so it would be
 		// at the key if the database held it.
-		d.absent, d.absentGen = append(d.absent[:0], it.m.cur...), it.nat.gen
+		d.absent, d.absentGen = append(d.absent[:0], st.m.cur...), st.nat.gen
 	}
-	it.key = append(it.key[:0], it.m.cur[len(it.s.prefix):]...)
-	it.value = append(it.value[:0], it.m.srcs[src].value()...)
+	st.key = append(st.key[:0], st.m.cur[len(it.s.prefix):]...)
+	st.value = append(st.value[:0], st.m.srcs[src].value()...)
 	it.valid = true
 	return true
 }
@@ -382,7 +437,7 @@ func (it *iterator) Key() []byte {
 	if !it.valid {
 		return nil
 	}
-	return append([]byte(nil), it.key...)
+	return append([]byte(nil), it.st.key...)
 }
 
 // Value returns a copy, non-nil even when empty.
@@ -390,7 +445,7 @@ func (it *iterator) Value() []byte {
 	if !it.valid {
 		return nil
 	}
-	return append(make([]byte, 0, len(it.value)), it.value...)
+	return append(make([]byte, 0, len(it.st.value)), it.st.value...)
 }
 
 func (it *iterator) Err() error { return it.err }
@@ -414,18 +469,15 @@ func (it *iterator) release() {
 
 // releaseLocked is release with the database's lock held.
 func (it *iterator) releaseLocked() {
-	it.done = true
-	if it.native == nil {
+	it.done, it.valid = true, false
+	st := it.st
+	if st == nil {
 		return
 	}
+	it.st = nil
 	d := it.s.d
-	d.closeNative(it.nat)
-	it.native, it.nat, it.nc = nil, nil, nil
-	it.m = merger{}
-	for _, v := range it.versions {
-		v.done()
-	}
-	it.versions = nil
+	d.closeNative(st.nat)
+	d.endScan(st)
 	delete(d.iters, it)
 	d.freeLocked()
 }
