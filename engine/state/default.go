@@ -113,6 +113,14 @@ func (s *deferredStore) putHeld(key, value []byte) (*uint64, error) {
 func (s *deferredStore) appendValue(dst, key []byte) ([]byte, error) {
 	return getAppending(s.store(), dst, key)
 }
+
+// WriteEpoch and RangeOfEpoch pass the backend's epochs on (EpochLayered).
+func (s *deferredStore) WriteEpoch() (int64, bool) { return writeEpoch(s.store()) }
+
+func (s *deferredStore) RangeOfEpoch(epoch int64, from, to []byte) (BytesIterator, error) {
+	return rangeOfEpoch(s.store(), epoch, from, to)
+}
+
 func (s *deferredStore) DeleteRange(from, to []byte) error {
 	return DeleteRange(s.store(), from, to)
 }

@@ -129,6 +129,14 @@ func (s *meteredStore) appendValue(dst, key []byte) ([]byte, error) {
 	return v, err
 }
 
+// WriteEpoch and RangeOfEpoch pass the backend's epochs on (EpochLayered);
+// a range of one epoch is metered as the range it stands for.
+func (s *meteredStore) WriteEpoch() (int64, bool) { return writeEpoch(s.inner) }
+
+func (s *meteredStore) RangeOfEpoch(epoch int64, from, to []byte) (BytesIterator, error) {
+	return s.scan(metrics.OpRange, func() (BytesIterator, error) { return rangeOfEpoch(s.inner, epoch, from, to) })
+}
+
 func (s *meteredStore) DeleteRange(from, to []byte) error {
 	start := s.begin(metrics.OpDelete)
 	err := DeleteRange(s.inner, from, to)

@@ -278,8 +278,12 @@ func (emptyIterator) Err() error    { return nil }
 func (emptyIterator) Close() error  { return nil }
 
 // scanSegments opens, for each listed segment lo..hi, the range bounds
-// returns for it, and walks them in segment order.
-func (c *windowedCore[K]) scanSegments(lo, hi int64, bounds func(seg int64) (from, to []byte)) (BytesIterator, error) {
+// returns for it with open (nil: the byte store's Range), and walks them
+// in segment order.
+func (c *windowedCore[K]) scanSegments(lo, hi int64, open func(from, to []byte) (BytesIterator, error), bounds func(seg int64) (from, to []byte)) (BytesIterator, error) {
+	if open == nil {
+		open = c.inner.Range
+	}
 	if err := c.segs.discover(c.inner); err != nil {
 		return nil, err
 	}
@@ -289,12 +293,12 @@ func (c *windowedCore[K]) scanSegments(lo, hi int64, bounds func(seg int64) (fro
 		return emptyIterator{}, nil
 	case 1:
 		from, to := bounds(segs[0])
-		return c.inner.Range(from, to)
+		return open(from, to)
 	}
 	its := make([]BytesIterator, 0, len(segs))
 	for _, seg := range segs {
 		from, to := bounds(seg)
-		it, err := c.inner.Range(from, to)
+		it, err := open(from, to)
 		if err != nil {
 			for _, o := range its {
 				o.Close()
@@ -311,6 +315,17 @@ func (c *windowedCore[K]) Segments() int { return c.segs.count() }
 
 // SegmentInterval is the store's segment interval in milliseconds.
 func (c *windowedCore[K]) SegmentInterval() int64 { return c.segs.interval }
+
+// rangeFrom is how a scan of entries starting at t or later opens its
+// ranges: over the epoch being written alone when no entry from t on
+// predates it (epochTimes), nil (the byte store's Range) otherwise.
+func (c *windowedCore[K]) rangeFrom(t int64) func(from, to []byte) (BytesIterator, error) {
+	epoch, ok := writeEpoch(c.inner)
+	if !c.times.onlyEpoch(epoch, ok, t) {
+		return nil
+	}
+	return func(from, to []byte) (BytesIterator, error) { return rangeOfEpoch(c.inner, epoch, from, to) }
+}
 
 // noteSegment lists the segment of time t before a write to it.
 func (c *windowedCore[K]) noteSegment(t int64) (int64, error) {

@@ -332,7 +332,7 @@ func (s *sessionStore[K, V]) FindSessions(key K, earliestSessionEnd, latestSessi
 	// their start; the start bound is a filter, as in Kafka Streams. Each
 	// segment from earliestSessionEnd's on is scanned, in end order.
 	earliestSessionEnd = max(earliestSessionEnd, s.liveFrom.Load())
-	inner, err := s.scanSegments(segmentOf(earliestSessionEnd, s.segs.interval), math.MaxInt64, func(seg int64) ([]byte, []byte) {
+	inner, err := s.scanSegments(segmentOf(earliestSessionEnd, s.segs.interval), math.MaxInt64, nil, func(seg int64) ([]byte, []byte) {
 		return sessionKeyFirst(seg, kb, math.MinInt64, earliestSessionEnd), sessionKeyFirst(seg, kb, math.MaxInt64, math.MaxInt64)
 	})
 	if err != nil {

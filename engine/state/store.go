@@ -238,3 +238,37 @@ func DeleteRange(s KeyValueBytesStore, from, to []byte) error {
 	}
 	return s.PutAll(dels)
 }
+
+// EpochLayered is a byte store that keeps the writes of each epoch apart
+// until they commit (the RocksDB backend's layers, decision 0032). A
+// window store that knows none of its entries from a time on predates
+// the epoch being written reads them from that epoch's writes alone,
+// never from the database below: in a catch-up a window fetch mostly
+// finds its partners among the records of the same epoch, and a read of
+// RocksDB for nothing costs more than the rest of the fetch.
+type EpochLayered interface {
+	// WriteEpoch is the epoch the store's next writes belong to; ok is
+	// false when writes do not go to epochs (a restore's).
+	WriteEpoch() (epoch int64, ok bool)
+	// RangeOfEpoch is Range over the writes of epoch alone, or over the
+	// whole store once epoch is no longer the one writes go to.
+	RangeOfEpoch(epoch int64, from, to []byte) (BytesIterator, error)
+}
+
+// writeEpoch is s's WriteEpoch where s is EpochLayered; ok false
+// elsewhere.
+func writeEpoch(s KeyValueBytesStore) (int64, bool) {
+	if l, ok := s.(EpochLayered); ok {
+		return l.WriteEpoch()
+	}
+	return 0, false
+}
+
+// rangeOfEpoch is s's RangeOfEpoch where s is EpochLayered, its Range
+// elsewhere.
+func rangeOfEpoch(s KeyValueBytesStore, epoch int64, from, to []byte) (BytesIterator, error) {
+	if l, ok := s.(EpochLayered); ok {
+		return l.RangeOfEpoch(epoch, from, to)
+	}
+	return s.Range(from, to)
+}

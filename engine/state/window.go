@@ -475,6 +475,9 @@ type windowedCore[K any] struct {
 	// time-first one, to rebuild the index (see checkTimeIndex).
 	keyIndexOnly bool
 	timeFirstOf  func(keyFirst []byte) ([]byte, bool)
+	// times bounds the entries' times by the epoch that wrote them, for
+	// the window store's fetches (see epochTimes).
+	times epochTimes
 }
 
 func (c *windowedCore[K]) setup(name string, kind Kind, inner KeyValueBytesStore, keySerde serde.Serde[K], logging bool, retention, segmentInterval int64) {
@@ -509,6 +512,7 @@ func (c *windowedCore[K]) Init(ctx Context) error {
 	if err := c.segs.discover(c.inner); err != nil {
 		return c.errorf("init", "list segments: %w", err)
 	}
+	c.times.init(&c.segs)
 	if err := c.checkTimeIndex(); err != nil {
 		return c.errorf("init", "%w", err)
 	}
@@ -587,7 +591,7 @@ func (c *windowedCore[K]) withMark(entries []KeyValue[[]byte, []byte]) []KeyValu
 // them in the order of their time-first entries, as the index would have,
 // at the cost of the segments it covers.
 func (s *valuedCore[K, V]) scanByTime(lo, hi int64, entry func(keyFirst []byte) (windowedEntry, bool)) (KeyValueIterator[window.Windowed[K], V], error) {
-	it, err := s.scanSegments(lo, hi, segmentBounds)
+	it, err := s.scanSegments(lo, hi, nil, segmentBounds)
 	if err != nil {
 		return nil, err
 	}
@@ -811,6 +815,8 @@ func (s *windowStore[K, V]) Put(key K, value V, windowStart int64) error {
 	if err != nil {
 		return s.errorf(op, "%w", err)
 	}
+	epoch, ok := writeEpoch(s.inner)
+	s.times.wrote(epoch, ok, windowStart)
 	seq := s.nextSeq()
 	f := s.found.Load()
 	known := f != nil && f.writes == s.writes.Load() && f.is(seg, kb, windowStart, seq)
@@ -971,7 +977,7 @@ func (s *windowStore[K, V]) FetchRange(key K, timeFrom, timeTo int64) (KeyValueI
 		return &entryIterator[int64, V]{inner: emptyIterator{}}, nil
 	}
 	iv := s.segs.interval
-	inner, err := s.scanSegments(segmentOf(timeFrom, iv), segmentOf(timeTo, iv), func(seg int64) ([]byte, []byte) {
+	inner, err := s.scanSegments(segmentOf(timeFrom, iv), segmentOf(timeTo, iv), s.rangeFrom(timeFrom), func(seg int64) ([]byte, []byte) {
 		return windowKeyFirst(seg, kb, timeFrom, 0), windowKeyFirst(seg, kb, timeTo, math.MaxUint32)
 	})
 	if err != nil {
@@ -1106,6 +1112,8 @@ func (s *windowStore[K, V]) Restore(records []ChangelogRecord) error {
 		if err != nil {
 			return s.errorf("restore", "%w", err)
 		}
+		epoch, ok := writeEpoch(s.inner)
+		s.times.wrote(epoch, ok, start)
 		kf := windowKeyFirst(seg, key, start, useq)
 		tf := func() KeyValue[[]byte, []byte] {
 			if stored == nil {

@@ -218,27 +218,50 @@ func (s *store) DeleteRange(from, to []byte) error {
 }
 
 func (s *store) Range(from, to []byte) (state.BytesIterator, error) {
-	return s.scan(from, to, nil, false)
+	return s.scan(from, to, nil, false, 0)
 }
 
 func (s *store) ReverseRange(from, to []byte) (state.BytesIterator, error) {
-	return s.scan(from, to, nil, true)
+	return s.scan(from, to, nil, true, 0)
 }
 
 func (s *store) PrefixScan(prefix []byte) (state.BytesIterator, error) {
-	return s.scan(prefix, nil, prefix, false)
+	return s.scan(prefix, nil, prefix, false, 0)
 }
 
-func (s *store) All() (state.BytesIterator, error) { return s.scan(nil, nil, nil, false) }
+func (s *store) All() (state.BytesIterator, error) { return s.scan(nil, nil, nil, false, 0) }
 
-func (s *store) ReverseAll() (state.BytesIterator, error) { return s.scan(nil, nil, nil, true) }
+func (s *store) ReverseAll() (state.BytesIterator, error) { return s.scan(nil, nil, nil, true, 0) }
+
+// WriteEpoch is the processing epoch, which the store's writes go to;
+// not during a restore, whose writes go to the database
+// (state.EpochLayered).
+func (s *store) WriteEpoch() (int64, bool) {
+	d := s.d
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.restoring {
+		return 0, false
+	}
+	return d.epoch, true
+}
+
+// RangeOfEpoch is Range over the writes of epoch alone, the layer of the
+// processing epoch, with no read of the database: for a caller that
+// knows nothing below holds a key in the range (state.EpochLayered).
+// Once epoch is no longer the processing epoch, or during a restore, it
+// is Range.
+func (s *store) RangeOfEpoch(epoch int64, from, to []byte) (state.BytesIterator, error) {
+	return s.scan(from, to, nil, false, epoch)
+}
 
 // scan opens an iterator over the store as it is now: the database as of
 // now (a RocksDB iterator reads the database as it was when it opened)
 // under the store's writes in every layer on the stack, which later writes
 // leave as they are (see version), so the caller may write while it
-// iterates without changing what it sees.
-func (s *store) scan(from, to, prefix []byte, reverse bool) (state.BytesIterator, error) {
+// iterates without changing what it sees. only, when not 0, is the
+// processing epoch whose layer alone the scan reads (RangeOfEpoch).
+func (s *store) scan(from, to, prefix []byte, reverse bool, only int64) (state.BytesIterator, error) {
 	if err := s.check(nil, false); err != nil {
 		return nil, err
 	}
@@ -254,6 +277,9 @@ func (s *store) scan(from, to, prefix []byte, reverse bool) (state.BytesIterator
 		return nil, fmt.Errorf("store %q: %w", s.name, err)
 	}
 	d.flushBulk()
+	if d.restoring || only != d.epoch {
+		only = 0
+	}
 	st := d.takeScan()
 	it.st = st
 	st.sc = scope{reverse: reverse, hasFrom: from != nil, hasTo: to != nil}
@@ -278,7 +304,7 @@ func (s *store) scan(from, to, prefix []byte, reverse bool) (state.BytesIterator
 	st.trees = st.trees[:0]
 	for i := len(d.layers) - 1; i >= 0; i-- {
 		w := d.layers[i].stores[s.name]
-		if w == nil || w.empty() {
+		if w == nil || w.empty() || (only != 0 && d.layers[i].epoch != only) {
 			continue
 		}
 		v, ranges := w.read()
@@ -290,10 +316,12 @@ func (s *store) scan(from, to, prefix []byte, reverse bool) (state.BytesIterator
 		st.m.srcs = append(st.m.srcs, c)
 		st.m.ranges = append(st.m.ranges, ranges)
 	}
-	st.nat = d.openNative(lo, hi)
-	st.ncv = nativeCursor{n: newStepper(st.nat.it), reverse: reverse, k: st.ncv.k[:0]}
-	st.m.srcs = append(st.m.srcs, &st.ncv)
-	st.m.ranges = append(st.m.ranges, nil)
+	if only == 0 {
+		st.nat = d.openNative(lo, hi)
+		st.ncv = nativeCursor{n: newStepper(st.nat.it), reverse: reverse, k: st.ncv.k[:0]}
+		st.m.srcs = append(st.m.srcs, &st.ncv)
+		st.m.ranges = append(st.m.ranges, nil)
+	}
 	d.iters[it] = struct{}{}
 	return it, nil
 }
@@ -317,7 +345,8 @@ type iterator struct {
 // iterator, with the buffers it fills.
 type scanState struct {
 	// nat is the RocksDB iterator, with the read options that bound it
-	// to the scan's keys.
+	// to the scan's keys; nil for a scan of one epoch's layer
+	// (RangeOfEpoch).
 	nat *native
 	// versions are the layers' trees the scan reads (see version).
 	versions []*version
@@ -414,13 +443,15 @@ func (it *iterator) Next() bool {
 	}
 	src := st.m.next()
 	if src < 0 {
-		if err := st.nat.failed(); err != nil {
-			it.err = it.s.wrap("iterate", err)
+		if st.nat != nil {
+			if err := st.nat.failed(); err != nil {
+				it.err = it.s.wrap("iterate", err)
+			}
 		}
 		it.releaseLocked()
 		return false
 	}
-	if src != len(st.m.srcs)-1 && (!st.ncv.ok || !bytes.Equal(st.ncv.k, st.m.cur)) {
+	if st.nat != nil && src != len(st.m.srcs)-1 && (!st.ncv.ok || !bytes.Equal(st.ncv.k, st.m.cur)) {
 		// A layer's write the database does not hold: the merger has not
 		// moved the database's source past the key yet, so it would be
 		// at the key if the database held it.
@@ -476,7 +507,9 @@ func (it *iterator) releaseLocked() {
 	}
 	it.st = nil
 	d := it.s.d
-	d.closeNative(st.nat)
+	if st.nat != nil {
+		d.closeNative(st.nat)
+	}
 	d.endScan(st)
 	delete(d.iters, it)
 	d.freeLocked()
