@@ -417,10 +417,12 @@ func suppressPlural(n int64, unit string) string {
 }
 
 // storeBuilder describes the store of a watermark trigger's buffer: raw
-// bytes in memory (Kafka Streams' suppress buffer is in memory too),
-// changelogged unless the config disables it.
+// bytes in memory whatever default.dsl.store says, as Kafka Streams'
+// suppress buffer is (KTableImpl.suppress builds an
+// InMemoryTimeOrderedKeyValueChangeBuffer), changelogged unless the
+// config disables it: a restart restores it from the changelog.
 func (c BufferConfig) storeBuilder(name string) *state.KeyValueBuilder[[]byte, []byte] {
-	sb := state.KeyValueStoreBuilder(name, serde.Bytes(), serde.Bytes(), state.Default())
+	sb := state.KeyValueStoreBuilder(name, serde.Bytes(), serde.Bytes(), state.InMemory())
 	if c.loggingSet {
 		if !c.logging {
 			return sb.WithLoggingDisabled()

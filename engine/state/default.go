@@ -121,6 +121,10 @@ func (s *deferredStore) RangeOfEpoch(epoch int64, from, to []byte) (BytesIterato
 	return rangeOfEpoch(s.store(), epoch, from, to)
 }
 
+func (s *deferredStore) GetOfEpoch(epoch int64, key []byte) ([]byte, error) {
+	return getOfEpoch(s.store(), epoch, key)
+}
+
 func (s *deferredStore) DeleteRange(from, to []byte) error {
 	return DeleteRange(s.store(), from, to)
 }

@@ -137,6 +137,13 @@ func (s *meteredStore) RangeOfEpoch(epoch int64, from, to []byte) (BytesIterator
 	return s.scan(metrics.OpRange, func() (BytesIterator, error) { return rangeOfEpoch(s.inner, epoch, from, to) })
 }
 
+func (s *meteredStore) GetOfEpoch(epoch int64, key []byte) ([]byte, error) {
+	start := s.begin(metrics.OpGet)
+	v, err := getOfEpoch(s.inner, epoch, key)
+	s.end(metrics.OpGet, start)
+	return v, err
+}
+
 func (s *meteredStore) DeleteRange(from, to []byte) error {
 	start := s.begin(metrics.OpDelete)
 	err := DeleteRange(s.inner, from, to)

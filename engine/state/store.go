@@ -253,6 +253,9 @@ type EpochLayered interface {
 	// RangeOfEpoch is Range over the writes of epoch alone, or over the
 	// whole store once epoch is no longer the one writes go to.
 	RangeOfEpoch(epoch int64, from, to []byte) (BytesIterator, error)
+	// GetOfEpoch is Get of epoch's writes alone, or of the whole store
+	// once epoch is no longer the one writes go to.
+	GetOfEpoch(epoch int64, key []byte) ([]byte, error)
 }
 
 // writeEpoch is s's WriteEpoch where s is EpochLayered; ok false
@@ -262,6 +265,15 @@ func writeEpoch(s KeyValueBytesStore) (int64, bool) {
 		return l.WriteEpoch()
 	}
 	return 0, false
+}
+
+// getOfEpoch is s's GetOfEpoch where s is EpochLayered, its Get
+// elsewhere.
+func getOfEpoch(s KeyValueBytesStore, epoch int64, key []byte) ([]byte, error) {
+	if l, ok := s.(EpochLayered); ok {
+		return l.GetOfEpoch(epoch, key)
+	}
+	return s.Get(key)
 }
 
 // rangeOfEpoch is s's RangeOfEpoch where s is EpochLayered, its Range

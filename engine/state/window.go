@@ -929,7 +929,14 @@ func (s *windowStore[K, V]) Fetch(key K, windowStart int64) (V, bool, error) {
 		if n := len(f.key); cap(f.key) == len(f.buf) {
 			dst = f.buf[n:n]
 		}
-		if stored, err = getAppending(s.inner, dst, f.key); err != nil {
+		// A window no earlier epoch reached is in this epoch's writes or
+		// nowhere (epochTimes).
+		if epoch, ok := writeEpoch(s.inner); s.times.onlyEpoch(epoch, ok, windowStart) {
+			stored, err = getOfEpoch(s.inner, epoch, f.key)
+		} else {
+			stored, err = getAppending(s.inner, dst, f.key)
+		}
+		if err != nil {
 			return zero, false, err
 		}
 		if stored != nil {

@@ -255,6 +255,38 @@ func (s *store) RangeOfEpoch(epoch int64, from, to []byte) (state.BytesIterator,
 	return s.scan(from, to, nil, false, epoch)
 }
 
+// GetOfEpoch is Get of the processing epoch's layer alone, with no read
+// of the database, under the same terms as RangeOfEpoch.
+func (s *store) GetOfEpoch(epoch int64, key []byte) ([]byte, error) {
+	if err := s.check(key, true); err != nil {
+		return nil, err
+	}
+	d := s.d
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	n := len(d.layers)
+	switch {
+	case d.restoring || epoch != d.epoch:
+		v, err := d.get(s.name, s.key(key))
+		if err != nil {
+			return nil, s.wrap("get", err)
+		}
+		return v, nil
+	case n == 0 || d.layers[n-1].epoch != epoch:
+		// The epoch has written nothing yet.
+		return nil, nil
+	}
+	w := d.layers[n-1].stores[s.name]
+	if w == nil {
+		return nil, nil
+	}
+	// A key the layer's range deletes removed is not in its tree.
+	if v, ok := w.lookup(s.key(key)); ok && v != nil {
+		return append(make([]byte, 0, len(v)), v...), nil
+	}
+	return nil, nil
+}
+
 // scan opens an iterator over the store as it is now: the database as of
 // now (a RocksDB iterator reads the database as it was when it opened)
 // under the store's writes in every layer on the stack, which later writes

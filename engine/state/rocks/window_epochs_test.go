@@ -119,6 +119,23 @@ func windowEpochsRun(t *testing.T, r *rand.Rand, dups bool) {
 			v := fmt.Sprintf("v%d", op)
 			must(0, st.Put(k, v, start))
 			put(pending, k, modelWindow{start, v})
+		case x < 70 && !dups:
+			// A point read, as a windowed aggregation's, of a window
+			// written or not.
+			start := clock - int64(r.IntN(40))
+			if r.IntN(10) == 0 {
+				start = clock - int64(r.IntN(5_000))
+			}
+			got, found := must2(st.Fetch(k, start))
+			want, ok := "", false
+			for _, w := range view(k) {
+				if w.start == start {
+					want, ok = w.value, true
+				}
+			}
+			if found != ok || got != want {
+				t.Fatalf("op %d: fetch %s at %d (epoch %d) = %q %v, want %q %v", op, k, start, d.Epoch(), got, found, want, ok)
+			}
 		case x < 90:
 			from := clock - int64(r.IntN(300))
 			if r.IntN(10) == 0 {
