@@ -554,6 +554,11 @@ func TestSuppressNames(t *testing.T) {
 			if got := d.Built().Stores[tc.store].ChangelogTopic; got != tc.changelog {
 				t.Fatalf("changelog %q, want %q", got, tc.changelog)
 			}
+			// In memory whatever default.dsl.store says, as Kafka
+			// Streams' buffer (the lane databases skip it).
+			if got, want := d.Built().Stores[tc.store].Builder.Backend(), state.InMemory().Name(); got != want {
+				t.Fatalf("the buffer's backend is %q, want %q", got, want)
+			}
 		})
 	}
 }
