@@ -432,7 +432,7 @@ func encodeBatch(buf []byte, layers []*layer) []byte {
 		}
 		if len(ws) == 1 {
 			ws[0].cur.t.Ascend(func(e write) bool {
-				out = appendRecord(out, unsafe.Slice(unsafe.StringData(e.key), len(e.key)), e.value)
+				out = appendRecord(out, unsafe.Slice(unsafe.StringData(e.key), len(e.key)), e.c.value)
 				count++
 				return true
 			})
@@ -688,12 +688,16 @@ func (d *DB) writable() *layer {
 // in one allocation, which the layer's tree holds as they are (neither
 // changes once written). Not for a restore (bulkPut).
 func (d *DB) putEntry(name string, prefix, key, value []byte) {
+	w := d.writable().of(name)
+	if w.setLast(prefix, key, value) {
+		return
+	}
 	n := len(prefix) + len(key)
 	b := make([]byte, n+len(value))
 	copy(b, prefix)
 	copy(b[len(prefix):], key)
 	copy(b[n:], value)
-	d.writable().of(name).set(unsafe.String(&b[0], n), b[n:len(b):len(b)])
+	w.set(unsafe.String(&b[0], n), b[n:len(b):len(b)])
 }
 
 // del deletes key of store name (prefixed). The lock must be held.

@@ -10,14 +10,26 @@ import (
 	"github.com/stoatflow/stoatctl/engine/state/internal/keyorder"
 )
 
-// write is a layer's last write of one key (prefixed): value nil is a
-// delete. A write is never changed once in a tree, so that a tree an
-// iterator reads, and the writes it buffered, stay as they were: a new
-// write of the key replaces it.
+// write is a layer's last write of one key (prefixed), its value held in
+// a cell.
 type write struct {
-	key   string
-	value []byte
+	key string
+	c   *cell
 }
+
+// cell is a write's value: nil is a delete. A cell an iterator could
+// reach is never changed, so that a tree an iterator reads, and the
+// writes it buffered, stay as they were: a new write of the key replaces
+// the tree's write with a new cell. Only a cell made since the tree was
+// last cloned, which no iterator's tree holds, takes a new value in
+// place (storeWrites.last).
+type cell struct {
+	value []byte
+	// gen is the storeWrites generation the cell was made in.
+	gen uint64
+}
+
+func (w write) value() []byte { return w.c.value }
 
 func writeLess(a, b write) bool { return keyorder.Less(a.key, b.key) }
 
@@ -63,6 +75,18 @@ type storeWrites struct {
 	// size is the bytes of the keys and values in cur, to size a
 	// commit's batch.
 	size int
+	// gen counts the clones of the tree: a cell made in the current
+	// generation is in no tree but cur's.
+	gen uint64
+	// last is the write the last lookup found or the last set made: a
+	// read-modify-write of one key (a count, a window aggregation) puts
+	// the key it just read, and when last's cell is of the current
+	// generation the put changes it in place instead of descending the
+	// tree again. lastKey is the tree's own key string.
+	lastKey string
+	last    *cell
+	// cells is where new cells are taken from, a chunk at a time.
+	cells []cell
 	// ranges are the key ranges the store deleted as units in the layer
 	// (DeleteRange): they hide what the database and the layers below
 	// hold in them. The layer's own writes in a range were removed when
@@ -82,21 +106,57 @@ type version struct {
 	readers int
 }
 
-// set writes key (nil value: a delete).
+// set writes key (nil value: a delete); the tree holds key and value as
+// they are.
 func (w *storeWrites) set(key string, value []byte) {
 	w.writable()
-	old, had := w.cur.t.ReplaceOrInsert(write{key: key, value: value})
+	c := w.newCell(value)
+	old, had := w.cur.t.ReplaceOrInsert(write{key: key, c: c})
 	if had {
-		w.size -= len(old.key) + len(old.value)
+		w.size -= len(old.key) + len(old.c.value)
 	}
 	w.size += len(key) + len(value)
+	w.lastKey, w.last = key, c
+}
+
+// setLast writes a copy of value (not nil) to prefix+key when that is
+// the last write's key and its cell may change in place, and reports
+// whether it did. The copy reuses the cell's bytes when they have room:
+// no reader holds them (readers copy what they read, and an iterator's
+// tree is of an older generation).
+func (w *storeWrites) setLast(prefix, key, value []byte) bool {
+	w.writable()
+	c, k := w.last, w.lastKey
+	if c == nil || c.gen != w.gen || len(k) != len(prefix)+len(key) ||
+		k[:len(prefix)] != string(prefix) || k[len(prefix):] != string(key) {
+		return false
+	}
+	w.size += len(value) - len(c.value)
+	if c.value != nil && cap(c.value) >= len(value) {
+		c.value = append(c.value[:0], value...)
+	} else {
+		c.value = append(make([]byte, 0, len(value)), value...)
+	}
+	return true
+}
+
+// newCell takes a cell of the current generation holding value.
+func (w *storeWrites) newCell(value []byte) *cell {
+	const chunk = 128
+	if len(w.cells) == cap(w.cells) {
+		w.cells = make([]cell, 0, chunk)
+	}
+	w.cells = append(w.cells, cell{value: value, gen: w.gen})
+	return &w.cells[len(w.cells)-1]
 }
 
 // writable moves the writes to a clone of the tree when iterators read
-// it.
+// it. The clone starts a generation: the cells made before it are in
+// the readers' tree too and change no more.
 func (w *storeWrites) writable() {
 	if w.cur.readers > 0 {
 		w.cur = &version{t: w.cur.t.Clone()}
+		w.gen++
 	}
 }
 
@@ -104,22 +164,30 @@ func (w *storeWrites) writable() {
 // none (value nil with ok true is a delete).
 func (w *storeWrites) lookup(key []byte) (value []byte, ok bool) {
 	// The string lives for the lookup only: the tree keeps none of it.
-	e, ok := w.cur.t.Get(write{key: unsafe.String(unsafe.SliceData(key), len(key))})
-	return e.value, ok
+	return w.find(write{key: unsafe.String(unsafe.SliceData(key), len(key))})
 }
 
 // lookupString is lookup of a key held as a string.
 func (w *storeWrites) lookupString(key string) (value []byte, ok bool) {
-	e, ok := w.cur.t.Get(write{key: key})
-	return e.value, ok
+	return w.find(write{key: key})
+}
+
+func (w *storeWrites) find(k write) (value []byte, ok bool) {
+	e, ok := w.cur.t.Get(k)
+	if !ok {
+		return nil, false
+	}
+	w.lastKey, w.last = e.key, e.c
+	return e.c.value, true
 }
 
 // remove takes key's write out of the layer, as if the layer had never
 // written it.
 func (w *storeWrites) remove(key string) {
 	w.writable()
+	w.last = nil
 	if old, had := w.cur.t.Delete(write{key: key}); had {
-		w.size -= len(old.key) + len(old.value)
+		w.size -= len(old.key) + len(old.c.value)
 	}
 }
 
@@ -134,9 +202,10 @@ func (w *storeWrites) deleteRange(r keyRange) {
 	if len(gone) > 0 {
 		w.writable()
 	}
+	w.last = nil
 	for _, e := range gone {
 		w.cur.t.Delete(e)
-		w.size -= len(e.key) + len(e.value)
+		w.size -= len(e.key) + len(e.c.value)
 	}
 	w.ranges = append(w.ranges, r)
 }
@@ -311,9 +380,9 @@ func (c *treeCursor) key() []byte {
 	return unsafe.Slice(unsafe.StringData(k), len(k))
 }
 
-func (c *treeCursor) value() []byte { return c.buf[c.i].value }
+func (c *treeCursor) value() []byte { return c.buf[c.i].c.value }
 
-func (c *treeCursor) deleted() bool { return c.buf[c.i].value == nil }
+func (c *treeCursor) deleted() bool { return c.buf[c.i].c.value == nil }
 
 // nativeCursor walks a RocksDB iterator over the database.
 type nativeCursor struct {

@@ -419,9 +419,31 @@ func TestModel(t *testing.T) {
 		k := fmt.Sprintf("k%02d", r.IntN(40))
 		mk := st + "\x00" + k
 		switch x := r.IntN(100); {
-		case x < 40:
+		case x < 28:
 			v := fmt.Sprintf("v%d", op)
 			must(0, s.Put([]byte(k), []byte(v)))
+			open = append(open, modelOp{k: mk, v: &v})
+		case x < 40:
+			// A read-modify-write, as a count makes: the put of the key
+			// just read may change the layer's write in place, never
+			// what an open scan reads, nor a write the layer dropped. The value's length varies, so
+			// that it fits the old bytes or not.
+			want, ok := view(st)[k]
+			got := must(s.Get([]byte(k)))
+			if (got != nil) != ok || string(got) != want {
+				t.Fatalf("op %d: get %s/%s = %q, want %q (%v)", op, st, k, got, want, ok)
+			}
+			if r.IntN(3) == 0 {
+				// Removed and put again, as a session store merges: a
+				// key only this epoch wrote leaves the layer.
+				must(s.Delete([]byte(k)))
+			}
+			v := fmt.Sprintf("%s%d", strings.Repeat("w", r.IntN(3)), op%100)
+			for range 1 + r.IntN(2) {
+				must(0, s.Put([]byte(k), []byte(v)))
+				v += "+"
+			}
+			v = v[:len(v)-1]
 			open = append(open, modelOp{k: mk, v: &v})
 		case x < 52:
 			must(s.Delete([]byte(k)))
