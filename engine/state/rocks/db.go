@@ -684,9 +684,11 @@ func (d *DB) writable() *layer {
 }
 
 // putEntry writes key of store name, prefixed by prefix, with a copy of
-// value (not nil) in the writable layer: the prefixed key and the value
-// in one allocation, which the layer's tree holds as they are (neither
-// changes once written). Not for a restore (bulkPut).
+// value (not nil) in the writable layer. A put of the key the layer last
+// read or wrote may change that write in place (storeWrites.setLast,
+// decision 0052); any other is the prefixed key and the value in one
+// allocation, which the layer's tree holds as they are. Not for a
+// restore (bulkPut).
 func (d *DB) putEntry(name string, prefix, key, value []byte) {
 	w := d.writable().of(name)
 	if w.setLast(prefix, key, value) {

@@ -21,6 +21,9 @@
 //     readers takes no writes: the next write clones the tree (copy on
 //     write: only the nodes on the written paths are copied) and goes to
 //     the clone, so an iterator sees the store as it was when it opened.
+//     A put of the key a store's writes last read or made, when no
+//     version with readers holds that write, changes it in place instead
+//     (decision 0052): a read-modify-write descends the tree once.
 //   - Sealing an epoch ends its writes: later writes go to a new layer of
 //     the next epoch. Committing an epoch writes its layers and a
 //     checkpoint to the database in one atomic write, once the epoch's
