@@ -29,8 +29,6 @@ type cell struct {
 	gen uint64
 }
 
-func (w write) value() []byte { return w.c.value }
-
 func writeLess(a, b write) bool { return keyorder.Less(a.key, b.key) }
 
 // layerDegree is the degree of a layer's B-tree. A write after a clone
