@@ -70,3 +70,12 @@ func (p *Probe) Live() (stashPeak, held int64) {
 
 // CloseSchedule is closeSchedule, for the tests of the cadence.
 var CloseSchedule = closeSchedule
+
+// SetMaxPendingRecords sets how many records of one partition the
+// dispatcher holds for a waiting task before it pauses the partition's
+// fetch, for the rest of the test; not for parallel tests.
+func SetMaxPendingRecords(t interface{ Cleanup(func()) }, n int) {
+	was := maxPendingRecords
+	maxPendingRecords = n
+	t.Cleanup(func() { maxPendingRecords = was })
+}

@@ -111,6 +111,12 @@ type runner struct {
 	committer chan struct{}
 	// held are records polled as a pause began, dispatched on resume.
 	held kgo.Fetches
+	// pending are the heads of tasks that wait for another of their
+	// inputs, dispatched with a later poll (taskinputs.go); inputs is
+	// what the dispatcher knows of the inputs of tasks that read several
+	// topics, nil when none does.
+	pending []*mergeHead
+	inputs  *taskInputs
 	// abandonCommit cancels the committer's context: only a shutdown
 	// past its deadline does, so that Run returns with the broker gone.
 	abandonCommit context.CancelFunc
@@ -885,6 +891,8 @@ func (r *runner) dispatchMerged(fetches kgo.Fetches) error {
 	var unowned []string
 	fetches.EachPartition(func(p kgo.FetchTopicPartition) {
 		r.noteHighWatermark(p.Topic, p.Partition, p.HighWatermark)
+		wp := watermark.Partition{Topic: p.Topic, Partition: p.Partition}
+		r.inputs.fetched(wp, p)
 		if len(p.Records) == 0 {
 			return
 		}
@@ -923,7 +931,11 @@ func (r *runner) dispatchMerged(fetches kgo.Fetches) error {
 		r.rebalanced.Store(true)
 		return nil
 	}
-	r.caughtUp = caughtUp
+	// A task that waits for another of its inputs keeps its heads
+	// pending; the pending of earlier polls go first.
+	now := r.e.opts.wall()
+	heads, r.pending = r.readyHeads(r.withPending(heads), now)
+	r.caughtUp = caughtUp && len(r.pending) == 0
 	// The counters and the cut offsets say what was dispatched, also
 	// when a dispatch fails part way; they are written before a barrier
 	// is cut and once the poll is done, not once a record.
@@ -963,6 +975,11 @@ func (r *runner) dispatchMerged(fetches kgo.Fetches) error {
 		var rec *kgo.Record
 		var ts int64
 		heads, h, rec, ts = nextOldest(heads)
+		if len(h.recs) == 0 && r.inputs != nil {
+			// Its task may have to wait for the partition's next
+			// fetch before it goes on with its other inputs.
+			heads = r.ranOut(h, heads, now)
+		}
 		if h.repartition {
 			if version, ok := markerHeader(rec); ok {
 				// A marker: what the tasks writing the topic tell
@@ -993,6 +1010,7 @@ func (r *runner) dispatchMerged(fetches kgo.Fetches) error {
 			return err
 		}
 	}
+	r.pacePending()
 	return r.gen.flush()
 }
 
@@ -1505,7 +1523,9 @@ func (r *runner) resetOnce(ctx context.Context) error {
 	r.knownPartTimes = map[watermark.Partition]int64{}
 	r.ptMu.Unlock()
 	r.releaseAlignment()
+	r.dropPending()
 	r.tracker = watermark.NewTracker(r.idleness())
+	r.inputs = newTaskInputs(assigned, r.topicSub, r.maxTaskIdle())
 	r.tableTopics = map[string]bool{}
 	r.recordTime = map[string]bool{}
 	perSub := perSubReason(r.built, r.e.opts.eventTime != nil) == ""
@@ -1558,6 +1578,7 @@ func (r *runner) resetOnce(ctx context.Context) error {
 			}
 			set[t][p] = kgo.EpochOffset{Epoch: -1, Offset: c.offset}
 			r.cutOffsets[t][p] = c.offset
+			r.inputs.startAt(wp, c.offset)
 			if c.partitionTime >= 0 && !table && !repartition[t] {
 				r.tracker.Seed(wp, c.partitionTime)
 				r.partTimes[wp] = c.partitionTime
@@ -1678,6 +1699,15 @@ func (r *runner) resumeFloor(ctx context.Context, floors bool, resumed int64) (i
 // when an open transaction holds it back).
 func (r *runner) readOpts() []kgo.Opt {
 	return append(slices.Clone(r.s.dialOpts), kgo.WithLogger(kafka.Logger(r.e.log)))
+}
+
+// maxTaskIdle is max.task.idle.ms; -1 when it is not a number.
+func (r *runner) maxTaskIdle() int64 {
+	ms, err := r.e.cfg.Int(config.MaxTaskIdleMs, 0)
+	if err != nil {
+		return -1
+	}
+	return int64(ms)
 }
 
 func (r *runner) idleness() time.Duration {

@@ -131,7 +131,7 @@ func TestCatalogueIsWellFormed(t *testing.T) {
 		DeadLetterQueueTopic, DefaultTimestampExtractor, StateDir, TopologyOptimization, TestDriverCommitPerPipe,
 		StoatflowChangelogEnabled, WatermarkMaxOutOfOrdernessMs, WatermarkIdlenessTimeoutMs, WatermarkAutoIntervalMs,
 		TimestampCoordinationMode, TimerKeyLaneAffinityRule, TimerLaneAffinityGuard, TimerLaneAffinitySampledCheck,
-		TimerLaneAffinitySampledCheckAlias, TestDriverNumberOfLanes, StateStoreCacheMaxBytes} {
+		TimerLaneAffinitySampledCheckAlias, TestDriverNumberOfLanes, StateStoreCacheMaxBytes, MaxTaskIdleMs} {
 		if !Known(k) {
 			t.Errorf("package constant %s is not in the catalogue", k)
 		}
@@ -160,6 +160,7 @@ func TestDefaultsUnchanged(t *testing.T) {
 		TopologyRekey:                 RekeyMemory,
 		JoinLateRecords:               JoinLateDrop,
 		RepartitionPurgeIntervalMs:    "30000",
+		MaxTaskIdleMs:                 "0",
 	}
 	if !maps.Equal(Defaults, want) {
 		t.Errorf("Defaults = %v\nwant %v", Defaults, want)

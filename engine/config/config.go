@@ -32,6 +32,11 @@ const (
 	// Streams logs every write without its cache); other values change
 	// nothing.
 	StateStoreCacheMaxBytes = "statestore.cache.max.bytes"
+	// MaxTaskIdleMs is Kafka Streams' wait of a task for an input
+	// partition with nothing fetched: -1 never waits, 0 waits while
+	// records are known to wait on the broker, more waits that long for
+	// a partition at its end too.
+	MaxTaskIdleMs = "max.task.idle.ms"
 
 	WatermarkMaxOutOfOrdernessMs = "stoatflow.watermark.max-out-of-orderness-ms"
 	WatermarkIdlenessTimeoutMs   = "stoatflow.watermark.idleness-timeout-ms"

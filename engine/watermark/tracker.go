@@ -356,6 +356,12 @@ func (t *Tracker) Align(now int64) (hold, release []Partition) {
 	return sortPartitions(hold), sortPartitions(release)
 }
 
+// HeldBack says Align holds p back.
+func (t *Tracker) HeldBack(p Partition) bool {
+	st, ok := t.parts[p]
+	return ok && st.held
+}
+
 // Held are the partitions Align holds back, sorted.
 func (t *Tracker) Held() []Partition {
 	var out []Partition
