@@ -932,8 +932,10 @@ func (r *runner) dispatchMerged(fetches kgo.Fetches) error {
 		return nil
 	}
 	// A task that waits for another of its inputs keeps its heads
-	// pending; the pending of earlier polls go first.
-	now := r.e.opts.wall()
+	// pending; the pending of earlier polls go first. The wait's bound is
+	// on the machine's clock, not the engine's (which a test may hold
+	// still): it keeps the engine going, it decides no result.
+	now := time.Now().UnixMilli()
 	heads, r.pending = r.readyHeads(r.withPending(heads), now)
 	r.caughtUp = caughtUp && len(r.pending) == 0
 	// The counters and the cut offsets say what was dispatched, also

@@ -182,14 +182,17 @@ func (ti *taskInputs) ready(sub int, partition int32, has func(watermark.Partiti
 }
 
 // mustWait says whether a task waits, at wall-clock now, for input
-// partition p, which has no record fetched. It waits while records wait
-// for p on the broker (or no fetch told yet), for taskInputWait or idle,
-// the longer; for a partition at its end, for idle. It does not wait for
-// a partition watermark alignment holds back. A first wait starts the
+// partition p, which has no record fetched. It waits while records are
+// known to wait for p on the broker, for taskInputWait or idle, the
+// longer; for a partition at its end, for idle. It does not wait for a
+// partition no fetch has told of yet: franz-go returns no fetch made
+// only of partitions with nothing new, so a partition empty when the
+// task started may never be told of until it has records. Nor for a
+// partition watermark alignment holds back. A first wait starts the
 // clock, which restarts when p's records come.
 func (ti *taskInputs) mustWait(p watermark.Partition, held func(watermark.Partition) bool, now int64) bool {
 	st := ti.parts[p]
-	if st == nil || held(p) {
+	if st == nil || held(p) || st.lag == lagUnknown && ti.idle <= 0 {
 		return false
 	}
 	bound := max(taskInputWait.Milliseconds(), ti.idle)

@@ -35,11 +35,13 @@ func TestTaskInputsWait(t *testing.T) {
 		held  bool
 		want  bool // the task waits for side
 	}{
-		{name: "no fetch told anything: wait", now: 1000, want: true},
+		{name: "no fetch told anything: no wait (it may never tell)", now: 1000, want: false},
+		{name: "records short of the end: wait, the clock starts", now: 1000, want: true,
+			fetch: &kgo.FetchTopicPartition{FetchPartition: kgo.FetchPartition{HighWatermark: 500, LastStableOffset: 500, Records: recs(100, 20)}}},
 		{name: "still within the bound", now: 1000 + wait - 1, want: true},
 		{name: "the bound passed: go on", now: 1000 + wait, want: false},
 		{name: "records short of the end: wait again, a new clock", now: 5000, want: true,
-			fetch: &kgo.FetchTopicPartition{FetchPartition: kgo.FetchPartition{HighWatermark: 500, LastStableOffset: 500, Records: recs(100, 50)}}},
+			fetch: &kgo.FetchTopicPartition{FetchPartition: kgo.FetchPartition{HighWatermark: 500, LastStableOffset: 500, Records: recs(120, 30)}}},
 		{name: "listed without records, end past them: still waiting, same clock", now: 5000 + wait - 1, want: true,
 			fetch: &kgo.FetchTopicPartition{FetchPartition: kgo.FetchPartition{HighWatermark: 500, LastStableOffset: 500}}},
 		{name: "an error tells nothing", now: 5000 + wait - 1, want: true,
