@@ -78,6 +78,8 @@ type DB struct {
 	// then needs no RocksDB read while the database is as it was.
 	absent    []byte
 	absentGen uint64
+	// reads are the values point reads found in RocksDB (readCache).
+	reads readCache
 	closed    atomic.Bool
 	freed     bool
 
@@ -984,15 +986,70 @@ func (d *DB) get(name string, key []byte) ([]byte, error) {
 			}
 		}
 	}
+	if v, ok := d.reads.get(d.gen, key); ok {
+		if v == nil {
+			return nil, nil
+		}
+		return append(make([]byte, 0, len(v)), v...), nil
+	}
 	s, err := d.db.Get(d.ro, key)
 	if err != nil {
 		return nil, err
 	}
 	defer s.Free()
 	if !s.Exists() {
+		d.reads.put(d.gen, key, nil)
 		return nil, nil
 	}
-	return append(make([]byte, 0, s.Size()), s.Data()...), nil
+	v := append(make([]byte, 0, s.Size()), s.Data()...)
+	d.reads.put(d.gen, key, v)
+	return v, nil
+}
+
+// readCache holds what point reads found in RocksDB (nil: no value) while
+// the database stays as it was: any write to it (a commit, a restore's
+// batch, a wipe) starts a generation (DB.changed), and the cache forgets
+// everything of the last one. A read that reaches RocksDB found the key
+// in no layer, so the layers cannot hold a newer value the cache would
+// hide; a key a layer writes is read from the layer until the layer is
+// committed, which changes the database. A stream-table join, or any
+// processor that reads a store its epoch does not write, reads the same
+// keys again and again between two commits: Kafka Streams serves those
+// from its record cache in front of RocksDB. Bounded by readCacheBytes:
+// a cache that fills up starts again empty.
+type readCache struct {
+	gen   uint64
+	m     map[string][]byte
+	bytes int
+}
+
+// readCacheBytes bounds the keys and values a lane database's read cache
+// holds.
+const readCacheBytes = 2 << 20
+
+func (c *readCache) get(gen uint64, key []byte) ([]byte, bool) {
+	if c.gen != gen || c.m == nil {
+		return nil, false
+	}
+	v, ok := c.m[string(key)]
+	return v, ok
+}
+
+// put keeps copies of key and value.
+func (c *readCache) put(gen uint64, key, value []byte) {
+	if value != nil {
+		value = append(make([]byte, 0, len(value)), value...)
+	}
+	if c.m == nil {
+		c.m = map[string][]byte{}
+	}
+	size := len(key) + len(value) + 64 // the map's share, roughly
+	if c.gen != gen || c.bytes+size > readCacheBytes {
+		clear(c.m)
+		c.gen, c.bytes = gen, 0
+	}
+	c.m[string(key)] = value
+	c.bytes += size
 }
 
 // layerCount is the depth of the stack, for tests.

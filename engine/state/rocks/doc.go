@@ -24,6 +24,8 @@
 //     A put of the key a store's writes last read or made, when no
 //     version with readers holds that write, changes it in place instead
 //     (decision 0052): a read-modify-write descends the tree once.
+//   - A point read that reaches RocksDB is cached until the next write
+//     to the database (readCache, decision 0054).
 //   - Sealing an epoch ends its writes: later writes go to a new layer of
 //     the next epoch. Committing an epoch writes its layers and a
 //     checkpoint to the database in one atomic write, once the epoch's
