@@ -79,9 +79,9 @@ type DB struct {
 	absent    []byte
 	absentGen uint64
 	// reads are the values point reads found in RocksDB (readCache).
-	reads readCache
-	closed    atomic.Bool
-	freed     bool
+	reads  readCache
+	closed atomic.Bool
+	freed  bool
 
 	// restoring says writes go to bulk instead of to a layer
 	// (BeginRestore): the index in bulkVals of the last restored write of
