@@ -225,6 +225,31 @@ func settle(t *testing.T, addr string, m interop.Mirror, quiet time.Duration) {
 	}
 }
 
+// awaitOutputs waits, at most a minute, until m's outputs hold at least
+// want records past from; a shortfall is left for the test's comparison to
+// report.
+func awaitOutputs(t *testing.T, addr string, m interop.Mirror, from map[string]kafka.Positions, want int) {
+	t.Helper()
+	start := time.Now()
+	for {
+		// A read is given its own copy of the positions.
+		pos := map[string]kafka.Positions{}
+		for topic, p := range from {
+			pos[topic] = maps.Clone(p)
+		}
+		n := len(readFrom(t, addr, m, pos))
+		if n >= want {
+			t.Logf("%d output records after the cutover within %v (%d awaited)", n, time.Since(start).Round(time.Millisecond), want)
+			return
+		}
+		if time.Since(start) > time.Minute {
+			t.Logf("only %d output records after the cutover within a minute, %d awaited", n, want)
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
 // cutover is one acceptance run.
 type cutover struct {
 	// reference is what Kafka Streams, left running, wrote over the second
@@ -366,6 +391,11 @@ func runCutover(t *testing.T, j *interop.Java, m interop.Mirror, first, second [
 		interop.Produce(t, addr, run)
 		interop.AwaitConsumed(t, addr, ours, m.Topics(), &interop.Lines{})
 	}
+	// Window results trail the committed input by an epoch or two (the
+	// repartition hop, then the epoch that finds their records committed):
+	// wait for as many as a passing run writes at least before the quiet
+	// period, which alone was too short on a loaded machine.
+	awaitOutputs(t, addr, m, mid, min(len(c.reference), len(c.referenceAll)-len(c.before)))
 	settle(t, addr, m, 2*time.Second)
 	stop()
 	c.after = readFrom(t, addr, m, mid)
