@@ -78,6 +78,8 @@ type DB struct {
 	// then needs no RocksDB read while the database is as it was.
 	absent    []byte
 	absentGen uint64
+	// memos are what scans read from RocksDB, by range (rangeMemo).
+	memos rangeMemos
 	// reads are the values point reads found in RocksDB (readCache).
 	reads  readCache
 	closed atomic.Bool

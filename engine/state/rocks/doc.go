@@ -26,6 +26,11 @@
 //     (decision 0052): a read-modify-write descends the tree once.
 //   - A point read that reaches RocksDB is cached until the next write
 //     to the database (readCache, decision 0054).
+//   - A memo is what a forward scan read from RocksDB in its range, kept
+//     until the next write to the database; a later scan of the same
+//     upper bound from a lower bound at or above the memo's reads it
+//     instead of RocksDB (rangeMemo, decision 0055): a session store
+//     looks its key up once per record.
 //   - Sealing an epoch ends its writes: later writes go to a new layer of
 //     the next epoch. Committing an epoch writes its layers and a
 //     checkpoint to the database in one atomic write, once the epoch's

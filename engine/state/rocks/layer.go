@@ -4,6 +4,7 @@ package rocks
 
 import (
 	"bytes"
+	"slices"
 	"unsafe"
 
 	"github.com/google/btree"
@@ -382,23 +383,57 @@ func (c *treeCursor) value() []byte { return c.buf[c.i].c.value }
 
 func (c *treeCursor) deleted() bool { return c.buf[c.i].c.value == nil }
 
-// nativeCursor walks a RocksDB iterator over the database.
+// nativeCursor walks a RocksDB iterator over the database, or a memo of
+// what an earlier scan of the same range read from it (rangeMemo).
 type nativeCursor struct {
 	n       stepper
 	reverse bool
 	k       []byte
 	ok      bool
+	// gen is the generation of the database the cursor reads.
+	gen uint64
+	// memo, when set, is read instead of RocksDB (forward only), from
+	// the scan's lower bound lo on; i is the entry the cursor is at.
+	memo *rangeMemo
+	lo   []byte
+	i    int
+	// rec gathers what the cursor reads from RocksDB from a seek to the
+	// scan's lower bound on, step by step, to become a memo once the
+	// cursor has reached the end (recDone); a skip, or more entries than
+	// a memo holds, drop it.
+	rec     *rangeMemo
+	recDone bool
 }
 
 func (c *nativeCursor) seek(k []byte) {
+	if c.memo != nil {
+		if bytes.Compare(k, c.lo) < 0 {
+			k = c.lo
+		}
+		c.i, _ = slices.BinarySearchFunc(c.memo.keys, k, bytes.Compare)
+		c.memoAt()
+		return
+	}
 	op := stepSeek
 	if c.reverse {
 		op = stepSeekForPrev
 	}
 	c.k, c.ok = c.n.step(op, k, c.k)
+	if c.rec != nil {
+		if c.reverse || !bytes.Equal(k, c.rec.lo) {
+			c.rec = nil
+			return
+		}
+		c.record()
+	}
 }
 
 func (c *nativeCursor) skip(r keyRange) {
+	if c.memo != nil {
+		c.seek(r.to)
+		return
+	}
+	c.rec = nil
 	if !c.reverse {
 		c.k, c.ok = c.n.step(stepSeek, r.to, c.k)
 		return
@@ -410,16 +445,49 @@ func (c *nativeCursor) skip(r keyRange) {
 }
 
 func (c *nativeCursor) next() {
+	if c.memo != nil {
+		c.i++
+		c.memoAt()
+		return
+	}
 	op := stepNext
 	if c.reverse {
 		op = stepPrev
 	}
 	c.k, c.ok = c.n.step(op, nil, c.k)
+	if c.rec != nil {
+		c.record()
+	}
 }
 
-func (c *nativeCursor) valid() bool   { return c.ok }
-func (c *nativeCursor) key() []byte   { return c.k }
-func (c *nativeCursor) value() []byte { return c.n.value() }
+// memoAt sets the cursor's key from the memo's entry i. The key is
+// copied: the cursor's buffer goes on to the scan that reuses it.
+func (c *nativeCursor) memoAt() {
+	c.ok = c.i < len(c.memo.keys)
+	if c.ok {
+		c.k = append(c.k[:0], c.memo.keys[c.i]...)
+	}
+}
+
+// record adds the entry the cursor is at to rec, or notes the end.
+func (c *nativeCursor) record() {
+	if !c.ok {
+		c.recDone = true
+		return
+	}
+	if !c.rec.add(c.k, c.n.value()) {
+		c.rec = nil
+	}
+}
+
+func (c *nativeCursor) valid() bool { return c.ok }
+func (c *nativeCursor) key() []byte { return c.k }
+func (c *nativeCursor) value() []byte {
+	if c.memo != nil {
+		return c.memo.vals[c.i]
+	}
+	return c.n.value()
+}
 func (c *nativeCursor) deleted() bool { return false }
 
 // merger merges sources, newest first: the newest write of a key wins, a

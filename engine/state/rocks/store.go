@@ -349,8 +349,16 @@ func (s *store) scan(from, to, prefix []byte, reverse bool, only int64) (state.B
 		st.m.ranges = append(st.m.ranges, ranges)
 	}
 	if only == 0 {
-		st.nat = d.openNative(lo, hi)
-		st.ncv = nativeCursor{n: newStepper(st.nat.it), reverse: reverse, k: st.ncv.k[:0]}
+		st.ncv = nativeCursor{reverse: reverse, k: st.ncv.k[:0], gen: d.gen, lo: lo}
+		if m := d.memos.get(d.gen, lo, hi); m != nil && !reverse {
+			st.ncv.memo = m
+		} else {
+			st.nat = d.openNative(lo, hi)
+			st.ncv.n, st.ncv.gen = newStepper(st.nat.it), st.nat.gen
+			if !reverse && len(lo) > 0 && len(hi) > 0 && d.memos.again(d.gen, hi) {
+				st.ncv.rec = &rangeMemo{lo: bytes.Clone(lo), hi: bytes.Clone(hi)}
+			}
+		}
 		st.m.srcs = append(st.m.srcs, &st.ncv)
 		st.m.ranges = append(st.m.ranges, nil)
 	}
@@ -426,6 +434,7 @@ func (d *DB) endScan(st *scanState) {
 	clear(st.m.srcs)
 	clear(st.m.ranges)
 	st.nat, st.ncv.n, st.started = nil, stepper{}, false
+	st.ncv.memo, st.ncv.rec, st.ncv.lo = nil, nil, nil
 	if len(d.scans) < maxPooledScans && !d.closed.Load() {
 		d.scans = append(d.scans, st)
 	}
@@ -483,11 +492,11 @@ func (it *iterator) Next() bool {
 		it.releaseLocked()
 		return false
 	}
-	if st.nat != nil && src != len(st.m.srcs)-1 && (!st.ncv.ok || !bytes.Equal(st.ncv.k, st.m.cur)) {
+	if (st.nat != nil || st.ncv.memo != nil) && src != len(st.m.srcs)-1 && (!st.ncv.ok || !bytes.Equal(st.ncv.k, st.m.cur)) {
 		// A layer's write the database does not hold: the merger has not
 		// moved the database's source past the key yet, so it would be
 		// at the key if the database held it.
-		d.absent, d.absentGen = append(d.absent[:0], st.m.cur...), st.nat.gen
+		d.absent, d.absentGen = append(d.absent[:0], st.m.cur...), st.ncv.gen
 	}
 	st.key = append(st.key[:0], st.m.cur[len(it.s.prefix):]...)
 	st.value = append(st.value[:0], st.m.srcs[src].value()...)
@@ -540,6 +549,9 @@ func (it *iterator) releaseLocked() {
 	it.st = nil
 	d := it.s.d
 	if st.nat != nil {
+		if st.ncv.rec != nil && st.ncv.recDone && st.nat.gen == d.gen {
+			d.memos.put(d.gen, st.ncv.rec)
+		}
 		d.closeNative(st.nat)
 	}
 	d.endScan(st)
