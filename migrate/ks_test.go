@@ -394,7 +394,9 @@ func runCutover(t *testing.T, j *interop.Java, m interop.Mirror, first, second [
 	// Window results trail the committed input by an epoch or two (the
 	// repartition hop, then the epoch that finds their records committed):
 	// wait for as many as a passing run writes at least before the quiet
-	// period, which alone was too short on a loaded machine.
+	// period, so that late output shows in the log as a wait (once, in
+	// CI, nothing was written after a cutover, and the quiet period alone
+	// could not tell late from never).
 	awaitOutputs(t, addr, m, mid, min(len(c.reference), len(c.referenceAll)-len(c.before)))
 	settle(t, addr, m, 2*time.Second)
 	stop()
