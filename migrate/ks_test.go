@@ -231,7 +231,9 @@ func settle(t *testing.T, addr string, m interop.Mirror, quiet time.Duration) {
 func awaitOutputs(t *testing.T, addr string, m interop.Mirror, from map[string]kafka.Positions, want int) {
 	t.Helper()
 	start := time.Now()
-	for {
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for ; ; <-tick.C {
 		// A read is given its own copy of the positions.
 		pos := map[string]kafka.Positions{}
 		for topic, p := range from {
@@ -246,7 +248,6 @@ func awaitOutputs(t *testing.T, addr string, m interop.Mirror, from map[string]k
 			t.Logf("only %d output records after the cutover within a minute, %d awaited", n, want)
 			return
 		}
-		time.Sleep(200 * time.Millisecond)
 	}
 }
 
