@@ -69,7 +69,7 @@ func TestDifferencesByDesign(t *testing.T) {
 			}
 			m := mirror(t, d.mirror)
 			input := j.Path("testdata", d.input)
-			theirs := kafkaStreamsDriver(t, j, m, input)
+			theirs := j.Driver(t, m, input)
 			res := replay.RunFile(writeFixture(t, j, m, input, theirs))
 			if res.Err != nil {
 				t.Fatal(res.Err)

@@ -28,7 +28,7 @@ func TestDriverDifferential(t *testing.T) {
 	for _, m := range interop.Mirrors {
 		t.Run(m.Name, func(t *testing.T) {
 			input := j.Path("testdata", m.Name+".jsonl")
-			want := kafkaStreamsDriver(t, j, m, input)
+			want := j.Driver(t, m, input)
 			fixture := writeFixture(t, j, m, input, want)
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
@@ -41,29 +41,6 @@ func TestDriverDifferential(t *testing.T) {
 			}
 		})
 	}
-}
-
-// kafkaStreamsDriver runs the mirror under TopologyTestDriver and returns
-// what its sinks wrote. An empty output fails: every input is made to
-// produce some, so an empty one means the check would compare nothing.
-func kafkaStreamsDriver(t *testing.T, j *interop.Java, m interop.Mirror, input string) []interop.Record {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	var stdout, stderr bytes.Buffer
-	cmd := j.Runner(ctx, "driver", "--topology", m.Name, "--input", input)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("runner driver %s: %v\n%s", m.Name, err, stderr.String())
-	}
-	recs, err := interop.ReadRecords("runner driver output", &stdout)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(recs) == 0 {
-		t.Fatalf("Kafka Streams' driver wrote nothing for %s; stderr:\n%s", m.Name, stderr.String())
-	}
-	return recs
 }
 
 // writeFixture writes a replay fixture that feeds input to our topology

@@ -2,6 +2,7 @@ package interop
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -137,6 +138,34 @@ func (j *Java) StartKafkaStreams(t testing.TB, m Mirror, app, addr string, o Run
 		args = append(args, "--session-timeout-ms", strconv.Itoa(o.SessionTimeoutMs))
 	}
 	return Start(t, j.Runner(context.Background(), args...), "RUNNING")
+}
+
+// Driver runs mirror m's topology under Kafka Streams' TopologyTestDriver
+// over the JSON Lines file input (through the runner's "driver" command,
+// caching and emit intervals off) and returns what its sinks wrote. The
+// driver takes the records one by one in the file's order, so its output
+// is Kafka Streams' answer for that order, free of the fetch timing a
+// running application depends on. An empty output fails: every input is
+// made to produce some, so an empty one means a check would compare
+// nothing.
+func (j *Java) Driver(t testing.TB, m Mirror, input string) []Record {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	cmd := j.Runner(ctx, "driver", "--topology", m.Name, "--input", input)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("runner driver %s: %v\n%s", m.Name, err, stderr.String())
+	}
+	recs, err := ReadRecords("runner driver output", &stdout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) == 0 {
+		t.Fatalf("Kafka Streams' driver wrote nothing for %s; stderr:\n%s", m.Name, stderr.String())
+	}
+	return recs
 }
 
 // Produce writes recs to the broker at addr, each key to the partition of

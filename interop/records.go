@@ -31,6 +31,19 @@ func ReadFile(path string) ([]Record, error) {
 	return ReadRecords(path, f)
 }
 
+// WriteFile writes recs to path as a JSON Lines file, one record a line,
+// the form ReadFile reads and the runner takes as input.
+func WriteFile(path string, recs []Record) error {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	for _, r := range recs {
+		if err := enc.Encode(r); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	return os.WriteFile(path, b.Bytes(), 0o644)
+}
+
 // ReadRecords reads JSON Lines records from r; name is used in errors.
 func ReadRecords(name string, r io.Reader) ([]Record, error) {
 	var out []Record
