@@ -25,7 +25,7 @@ test:
 bench:
 	go test -run '^$$' -bench EngineVsBaseline -benchtime 1x ./engine/
 	go test -run '^$$' -bench EngineHTTP -benchtime 1x ./engine/
-	go test -run '^$$' -bench CatchUp -benchtime 1x -timeout 2h ./engine/
+	STOATFLOW_BENCH_REPEAT=3 go test -run '^$$' -bench CatchUp -benchtime 1x -timeout 3h ./engine/
 	go test -run '^$$' -bench FileVsGo -benchtime 1x ./engine/
 	go test -run '^$$' -bench Scaling -benchtime 1x -timeout 1h ./engine/
 	go test -run '^$$' -bench RebalanceStall -benchtime 1x -count 3 -timeout 30m ./engine/
