@@ -760,6 +760,13 @@ func (d *DB) visibleBelow(l *layer, name, key string) (bool, error) {
 	if d.absentGen == d.gen && string(d.absent) == key {
 		return false, nil
 	}
+	// The read cache answers for the database as of this generation: a
+	// join's outer store reads a key (absent, so the cache says nil),
+	// puts it, and deletes it when a partner comes, most often before
+	// the next commit.
+	if v, ok := d.reads.get(d.gen, kb); ok {
+		return v != nil, nil
+	}
 	s, err := d.db.Get(d.ro, kb)
 	if err != nil {
 		return false, err
