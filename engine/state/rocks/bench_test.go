@@ -69,3 +69,31 @@ func BenchmarkRangeScan(b *testing.B) {
 		it.Close()
 	}
 }
+
+// BenchmarkEpochLayer puts and reads keys of one epoch's layer, of a
+// store named as the engine names a task's join store (some 40 bytes,
+// which every key of the store begins with), the epoch holding 50,000
+// keys at most, then aborted: the layer's tree searches alone, RocksDB
+// untouched.
+func BenchmarkEpochLayer(b *testing.B) {
+	d := must(Open(filepath.Join(b.TempDir(), "lane0")))
+	defer d.Close()
+	s := d.Store(TaskPrefix(3) + "KSTREAM-JOINTHIS-0000000004-store")
+	const keys = 50_000
+	k := make([][]byte, keys)
+	for i := range k {
+		k[i] = []byte(fmt.Sprintf("key-%05d/%016x", i*7919%keys, i))
+	}
+	v := []byte("0123456789abcdef")
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		j := i % keys
+		if j == 0 && i > 0 {
+			b.StopTimer()
+			d.Abort() // the layer goes, the database stays empty
+			b.StartTimer()
+		}
+		must(0, s.Put(k[j], v))
+		must(s.Get(k[(j*31)%(j+1)]))
+	}
+}

@@ -30,7 +30,21 @@ type cell struct {
 	gen uint64
 }
 
-func writeLess(a, b write) bool { return keyorder.Less(a.key, b.key) }
+// writeOrder is the order of the writes of store name: every key a
+// store's tree holds or is searched with begins with the name (then 0x00
+// for a key, 0x01 for the store's end), but for the empty key a commit's
+// merge starts from, so comparisons start after it. A task's store name
+// is some 40 bytes, which the tree's searches compared word by word at
+// every node before.
+func writeOrder(name string) btree.LessFunc[write] {
+	skip := len(name)
+	return func(a, b write) bool {
+		if len(a.key) < skip || len(b.key) < skip {
+			return keyorder.Less(a.key, b.key)
+		}
+		return keyorder.Less(a.key[skip:], b.key[skip:])
+	}
+}
 
 // layerDegree is the degree of a layer's B-tree. A write after a clone
 // copies the nodes on its path (up to 2*degree-1 writes each), and a
@@ -60,7 +74,7 @@ func (l *layer) writable(epoch int64) bool { return !l.sealed && l.epoch == epoc
 func (l *layer) of(name string) *storeWrites {
 	w := l.stores[name]
 	if w == nil {
-		w = &storeWrites{cur: &version{t: btree.NewG(layerDegree, writeLess)}}
+		w = &storeWrites{cur: &version{t: btree.NewG(layerDegree, writeOrder(name))}}
 		l.stores[name] = w
 	}
 	return w
