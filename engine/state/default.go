@@ -114,11 +114,11 @@ func (s *deferredStore) appendValue(dst, key []byte) ([]byte, error) {
 	return getAppending(s.store(), dst, key)
 }
 
-// WriteEpoch and RangeOfEpoch pass the backend's epochs on (EpochLayered).
+// WriteEpoch and RangeSinceEpoch pass the backend's epochs on (EpochLayered).
 func (s *deferredStore) WriteEpoch() (int64, bool) { return writeEpoch(s.store()) }
 
-func (s *deferredStore) RangeOfEpoch(epoch int64, from, to []byte) (BytesIterator, error) {
-	return rangeOfEpoch(s.store(), epoch, from, to)
+func (s *deferredStore) RangeSinceEpoch(epoch int64, from, to []byte) (BytesIterator, error) {
+	return rangeSinceEpoch(s.store(), epoch, from, to)
 }
 
 func (s *deferredStore) GetOfEpoch(epoch int64, key []byte) ([]byte, error) {

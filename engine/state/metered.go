@@ -129,12 +129,12 @@ func (s *meteredStore) appendValue(dst, key []byte) ([]byte, error) {
 	return v, err
 }
 
-// WriteEpoch and RangeOfEpoch pass the backend's epochs on (EpochLayered);
+// WriteEpoch and RangeSinceEpoch pass the backend's epochs on (EpochLayered);
 // a range of one epoch is metered as the range it stands for.
 func (s *meteredStore) WriteEpoch() (int64, bool) { return writeEpoch(s.inner) }
 
-func (s *meteredStore) RangeOfEpoch(epoch int64, from, to []byte) (BytesIterator, error) {
-	return s.scan(metrics.OpRange, func() (BytesIterator, error) { return rangeOfEpoch(s.inner, epoch, from, to) })
+func (s *meteredStore) RangeSinceEpoch(epoch int64, from, to []byte) (BytesIterator, error) {
+	return s.scan(metrics.OpRange, func() (BytesIterator, error) { return rangeSinceEpoch(s.inner, epoch, from, to) })
 }
 
 func (s *meteredStore) GetOfEpoch(epoch int64, key []byte) ([]byte, error) {

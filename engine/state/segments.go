@@ -317,14 +317,17 @@ func (c *windowedCore[K]) Segments() int { return c.segs.count() }
 func (c *windowedCore[K]) SegmentInterval() int64 { return c.segs.interval }
 
 // rangeFrom is how a scan of entries starting at t or later opens its
-// ranges: over the epoch being written alone when no entry from t on
-// predates it (epochTimes), nil (the byte store's Range) otherwise.
+// ranges: over the writes of the epoch being written, or of the one the
+// store wrote in before it and those after, when no entry from t on
+// predates that epoch (epochTimes.since), nil (the byte store's Range)
+// otherwise.
 func (c *windowedCore[K]) rangeFrom(t int64) func(from, to []byte) (BytesIterator, error) {
-	epoch, ok := writeEpoch(c.inner)
-	if !c.times.onlyEpoch(epoch, ok, t) {
+	epoch, writing := writeEpoch(c.inner)
+	since, ok := c.times.since(epoch, writing, t)
+	if !ok {
 		return nil
 	}
-	return func(from, to []byte) (BytesIterator, error) { return rangeOfEpoch(c.inner, epoch, from, to) }
+	return func(from, to []byte) (BytesIterator, error) { return rangeSinceEpoch(c.inner, since, from, to) }
 }
 
 // noteSegment lists the segment of time t before a write to it.

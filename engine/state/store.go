@@ -245,14 +245,20 @@ func DeleteRange(s KeyValueBytesStore, from, to []byte) error {
 // the epoch being written reads them from that epoch's writes alone,
 // never from the database below: in a catch-up a window fetch mostly
 // finds its partners among the records of the same epoch, and a read of
-// RocksDB for nothing costs more than the rest of the fetch.
+// RocksDB for nothing costs more than the rest of the fetch. The RocksDB
+// backend keeps the layers of its last commit readable until the next
+// (decision 0056), so that a fetch reaching back into the epoch before
+// reads them instead.
 type EpochLayered interface {
 	// WriteEpoch is the epoch the store's next writes belong to; ok is
 	// false when writes do not go to epochs (a restore's).
 	WriteEpoch() (epoch int64, ok bool)
-	// RangeOfEpoch is Range over the writes of epoch alone, or over the
-	// whole store once epoch is no longer the one writes go to.
-	RangeOfEpoch(epoch int64, from, to []byte) (BytesIterator, error)
+	// RangeSinceEpoch is Range over the writes of epoch and of the
+	// epochs after it, for a caller that knows no entry in the range was
+	// written before epoch (nor held when the store opened); the whole
+	// store (Range) when the backend no longer holds every one of those
+	// epochs' writes apart, or epoch is not one writes went to yet.
+	RangeSinceEpoch(epoch int64, from, to []byte) (BytesIterator, error)
 	// GetOfEpoch is Get of epoch's writes alone, or of the whole store
 	// once epoch is no longer the one writes go to.
 	GetOfEpoch(epoch int64, key []byte) ([]byte, error)
@@ -276,11 +282,11 @@ func getOfEpoch(s KeyValueBytesStore, epoch int64, key []byte) ([]byte, error) {
 	return s.Get(key)
 }
 
-// rangeOfEpoch is s's RangeOfEpoch where s is EpochLayered, its Range
+// rangeSinceEpoch is s's RangeSinceEpoch where s is EpochLayered, its Range
 // elsewhere.
-func rangeOfEpoch(s KeyValueBytesStore, epoch int64, from, to []byte) (BytesIterator, error) {
+func rangeSinceEpoch(s KeyValueBytesStore, epoch int64, from, to []byte) (BytesIterator, error) {
 	if l, ok := s.(EpochLayered); ok {
-		return l.RangeOfEpoch(epoch, from, to)
+		return l.RangeSinceEpoch(epoch, from, to)
 	}
 	return s.Range(from, to)
 }

@@ -61,6 +61,18 @@ type DB struct {
 	layers []*layer
 	// epoch is the processing epoch: the epoch of new writes.
 	epoch int64
+	// recent are the layers the last commit wrote, oldest first, kept
+	// for the scans of a caller that knows its range holds only writes
+	// from an epoch on (RangeSinceEpoch): every write of an epoch after
+	// heldAfter that reached the database is in recent, so such a scan
+	// of an epoch after heldAfter reads the layers alone. committed is
+	// the last epoch committed (or, before the first commit, the one
+	// before the first epoch). Any other write to the database (a
+	// restore, a wipe, an adoption) empties recent and moves heldAfter
+	// up to committed (changed).
+	recent    []*layer
+	heldAfter int64
+	committed int64
 	// iters are the open native iterators, which Close frees.
 	iters map[*iterator]struct{}
 	// batch is the last commit's write batch bytes, for the next one.
@@ -287,6 +299,9 @@ func (d *DB) closeNative(nat *native) {
 // it was, and go. The lock must be held.
 func (d *DB) changed() {
 	d.gen++
+	clear(d.recent)
+	d.recent = d.recent[:0]
+	d.heldAfter = d.committed
 	for i, nat := range d.spares {
 		nat.free()
 		d.spares[i] = nil
@@ -375,6 +390,10 @@ func (d *DB) Commit(epoch int64, cp Checkpoint) error {
 	if err := d.db.Write(d.wo, wb); err != nil {
 		return fmt.Errorf("commit epoch %d to RocksDB state in %s: %w", epoch, d.path, err)
 	}
+	// The layers just written stay readable as recent: what they hold is
+	// what the database now holds of their epochs.
+	d.recent = append(d.recent, d.layers[:n]...)
+	d.committed = max(d.committed, epoch)
 	d.drop(n)
 	return nil
 }
@@ -757,6 +776,21 @@ func (d *DB) visibleBelow(l *layer, name, key string) (bool, error) {
 			}
 		}
 	}
+	// What the last commit wrote is what the database holds of it.
+	for i := len(d.recent) - 1; i >= 0; i-- {
+		w := d.recent[i].stores[name]
+		if w == nil {
+			continue
+		}
+		if v, ok := w.lookup(kb); ok {
+			return v != nil, nil
+		}
+		for _, r := range w.ranges {
+			if r.covers(kb) {
+				return false, nil
+			}
+		}
+	}
 	if d.absentGen == d.gen && string(d.absent) == key {
 		return false, nil
 	}
@@ -978,8 +1012,17 @@ func (a *bulkArena) reset() {
 // first, then the database. The lock must be held.
 func (d *DB) get(name string, key []byte) ([]byte, error) {
 	d.flushBulk()
-	for i := len(d.layers) - 1; i >= 0; i-- {
-		w := d.layers[i].stores[name]
+	// The layers on the stack, newest first, then those the last commit
+	// wrote: what they hold of a key is what the database holds of it
+	// (DB.recent), one tree search away instead of a RocksDB read.
+	for i := len(d.layers) + len(d.recent) - 1; i >= 0; i-- {
+		var l *layer
+		if i < len(d.recent) {
+			l = d.recent[i]
+		} else {
+			l = d.layers[i-len(d.recent)]
+		}
+		w := l.stores[name]
 		if w == nil {
 			continue
 		}

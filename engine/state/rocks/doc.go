@@ -36,6 +36,11 @@
 //     checkpoint to the database in one atomic write, once the epoch's
 //     transaction has committed; aborting drops every layer, which leaves
 //     the database as the last commit left it.
+//   - The recent layers are the ones the last commit wrote, kept until
+//     the next write to the database: what they hold of a key is what
+//     the database holds of it, so point reads and the scans of a caller
+//     that knows its range holds writes from an epoch on only
+//     (RangeSinceEpoch) read them instead of RocksDB (decision 0056).
 //   - A checkpoint records, per changelog partition, the offset the
 //     database is complete up to, so that a restart restores only the
 //     changelog records after it.

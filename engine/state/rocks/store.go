@@ -246,17 +246,18 @@ func (s *store) WriteEpoch() (int64, bool) {
 	return d.epoch, true
 }
 
-// RangeOfEpoch is Range over the writes of epoch alone, the layer of the
-// processing epoch, with no read of the database: for a caller that
-// knows nothing below holds a key in the range (state.EpochLayered).
-// Once epoch is no longer the processing epoch, or during a restore, it
-// is Range.
-func (s *store) RangeOfEpoch(epoch int64, from, to []byte) (state.BytesIterator, error) {
+// RangeSinceEpoch is Range over the writes of epoch and the epochs after
+// it, with no read of the database: the layers on the stack and those
+// the last commit wrote (DB.recent), for a caller that knows no entry in
+// the range was written before epoch (state.EpochLayered). When the
+// database may hold writes of epoch or later that no layer holds any
+// more (an older commit's), or during a restore, it is Range.
+func (s *store) RangeSinceEpoch(epoch int64, from, to []byte) (state.BytesIterator, error) {
 	return s.scan(from, to, nil, false, epoch)
 }
 
 // GetOfEpoch is Get of the processing epoch's layer alone, with no read
-// of the database, under the same terms as RangeOfEpoch.
+// of the database, under the same terms as RangeSinceEpoch.
 func (s *store) GetOfEpoch(epoch int64, key []byte) ([]byte, error) {
 	if err := s.check(key, true); err != nil {
 		return nil, err
@@ -291,9 +292,12 @@ func (s *store) GetOfEpoch(epoch int64, key []byte) ([]byte, error) {
 // now (a RocksDB iterator reads the database as it was when it opened)
 // under the store's writes in every layer on the stack, which later writes
 // leave as they are (see version), so the caller may write while it
-// iterates without changing what it sees. only, when not 0, is the
-// processing epoch whose layer alone the scan reads (RangeOfEpoch).
-func (s *store) scan(from, to, prefix []byte, reverse bool, only int64) (state.BytesIterator, error) {
+// iterates without changing what it sees. since, when not 0, is the
+// epoch from which on the layers alone are read, the stack's and those
+// the last commit wrote, without the database (RangeSinceEpoch); a scan
+// since an epoch the database may hold writes of (DB.heldAfter) reads it
+// all.
+func (s *store) scan(from, to, prefix []byte, reverse bool, since int64) (state.BytesIterator, error) {
 	if err := s.check(nil, false); err != nil {
 		return nil, err
 	}
@@ -309,8 +313,8 @@ func (s *store) scan(from, to, prefix []byte, reverse bool, only int64) (state.B
 		return nil, fmt.Errorf("store %q: %w", s.name, err)
 	}
 	d.flushBulk()
-	if d.restoring || only != d.epoch {
-		only = 0
+	if d.restoring || since <= d.heldAfter || since > d.epoch {
+		since = 0
 	}
 	st := d.takeScan()
 	it.st = st
@@ -330,13 +334,26 @@ func (s *store) scan(from, to, prefix []byte, reverse bool, only int64) (state.B
 	st.sc.from, st.sc.to, st.sc.prefix = cut(from), cut(to), cut(prefix)
 	lo, hi := st.sc.bounds(keys[len(keys):])
 	st.m = merger{sc: &st.sc, reverse: reverse, srcs: st.m.srcs[:0], ranges: st.m.ranges[:0], cur: st.m.cur[:0]}
-	if cap(st.trees) < len(d.layers) {
-		st.trees = make([]treeCursor, 0, len(d.layers))
-	}
 	st.trees = st.trees[:0]
-	for i := len(d.layers) - 1; i >= 0; i-- {
-		w := d.layers[i].stores[s.name]
-		if w == nil || w.empty() || (only != 0 && d.layers[i].epoch != only) {
+	// The layers newest first: those of the stack, then, for a scan
+	// since an epoch, those the last commit wrote (DB.recent), in place
+	// of the database.
+	recent := 0
+	if since != 0 {
+		recent = len(d.recent)
+	}
+	if n := recent + len(d.layers); cap(st.trees) < n {
+		st.trees = make([]treeCursor, 0, n)
+	}
+	for i := recent + len(d.layers) - 1; i >= 0; i-- {
+		var l *layer
+		if i < recent {
+			l = d.recent[i]
+		} else {
+			l = d.layers[i-recent]
+		}
+		w := l.stores[s.name]
+		if w == nil || w.empty() || (since != 0 && l.epoch < since) {
 			continue
 		}
 		v, ranges := w.read()
@@ -348,7 +365,7 @@ func (s *store) scan(from, to, prefix []byte, reverse bool, only int64) (state.B
 		st.m.srcs = append(st.m.srcs, c)
 		st.m.ranges = append(st.m.ranges, ranges)
 	}
-	if only == 0 {
+	if since == 0 {
 		st.ncv = nativeCursor{reverse: reverse, k: st.ncv.k[:0], gen: d.gen, lo: lo}
 		if m := d.memos.get(d.gen, lo, hi); m != nil && !reverse {
 			st.ncv.memo = m
@@ -386,7 +403,7 @@ type iterator struct {
 type scanState struct {
 	// nat is the RocksDB iterator, with the read options that bound it
 	// to the scan's keys; nil for a scan of one epoch's layer
-	// (RangeOfEpoch).
+	// (RangeSinceEpoch).
 	nat *native
 	// versions are the layers' trees the scan reads (see version).
 	versions []*version

@@ -816,3 +816,65 @@ func TestWipeTaskForgetsTheTask(t *testing.T) {
 		t.Error("a wipe wrote a checkpoint where there was none")
 	}
 }
+
+// TestRangeSinceEpoch: a scan since an epoch reads the layers of that
+// epoch and those after it, the ones the last commit wrote included,
+// without the database; a scan since an epoch an older commit wrote, or
+// once anything else wrote to the database, reads the database too. "a"
+// is written in the first epoch only, so whether a scan shows it tells
+// whether it read RocksDB.
+func TestRangeSinceEpoch(t *testing.T) {
+	d := must(Open(filepath.Join(t.TempDir(), "lane0")))
+	defer d.Close()
+	s := d.Store("s").(state.EpochLayered)
+	kv := s.(state.KeyValueBytesStore)
+	commit := func() int64 {
+		e := d.Epoch()
+		d.Seal(e)
+		must(0, d.Commit(e, Checkpoint{Lanes: 1}))
+		return e
+	}
+	since := func(epoch int64) []string {
+		return collect(t, must(s.RangeSinceEpoch(epoch, []byte("a"), []byte("z"))))
+	}
+	check := func(what string, got []string, want ...string) {
+		t.Helper()
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: read %v, want %v", what, got, want)
+		}
+	}
+	must(0, kv.Put([]byte("a"), []byte("1")))
+	e1 := commit()
+	must(0, kv.Put([]byte("b"), []byte("2")))
+	e2 := commit()
+	must(0, kv.Put([]byte("c"), []byte("3")))
+	e3 := d.Epoch()
+	check("since the processing epoch", since(e3), "c=3")
+	check("since the epoch the last commit wrote", since(e2), "b=2", "c=3")
+	check("since an epoch an older commit wrote", since(e1), "a=1", "b=2", "c=3")
+
+	// The processing epoch's writes hide what the last commit wrote.
+	must(kv.Delete([]byte("b")))
+	check("after a delete of b", since(e2), "c=3")
+	must(0, kv.Put([]byte("b"), []byte("4")))
+	must(0, kv.(state.RangeDeleter).DeleteRange([]byte("b"), []byte("c")))
+	check("after a range delete of b", since(e2), "c=3")
+
+	// A sealed epoch above the last commit's, then a commit of both: the
+	// epochs of the last commit are all readable from it.
+	d.Seal(e3)
+	must(0, kv.Put([]byte("d"), []byte("5")))
+	e4 := commit()
+	check("since the older epoch of the last commit", since(e3), "c=3", "d=5")
+	check("since the newer epoch of the last commit", since(e4), "d=5")
+	check("since the epoch before the last commit", since(e2), "a=1", "c=3", "d=5")
+
+	// A restore writes to the database around the layers: every scan
+	// reads the database again.
+	d.BeginRestore()
+	must(0, kv.Put([]byte("e"), []byte("6")))
+	must(0, d.EndRestore(Checkpoint{Lanes: 1}))
+	check("since the last commit's epoch after a restore", since(e4), "a=1", "c=3", "d=5", "e=6")
+	must(0, kv.Put([]byte("f"), []byte("7")))
+	check("since the processing epoch after a restore", since(d.Epoch()), "f=7")
+}
