@@ -5,8 +5,9 @@ import (
 	"sync"
 )
 
-// epochTimes is what a window store knows of the times (window starts)
-// of its entries by the epoch that wrote them, for a byte store that
+// epochTimes is what a window store knows of the times (window starts,
+// or a session store's session ends) of its entries by the epoch that
+// wrote them, for a byte store that
 // keeps epochs apart (EpochLayered): the entries of the current epoch
 // start at or before cur; those of the epoch the store wrote in before
 // it (prevEpoch) at or before prev; every other entry, written earlier,

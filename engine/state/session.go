@@ -262,6 +262,8 @@ func (s *sessionStore[K, V]) Put(session window.Windowed[K], agg V) error {
 	if err != nil {
 		return s.errorf(op, "%w", err)
 	}
+	epoch, ok := writeEpoch(s.inner)
+	s.times.wrote(epoch, ok, w.End)
 	if err := s.inner.PutAll(s.entries(
 		KeyValue[[]byte, []byte]{Key: sessionKeyFirst(seg, kb, w.Start, w.End), Value: stored},
 		func() KeyValue[[]byte, []byte] {
@@ -330,9 +332,11 @@ func (s *sessionStore[K, V]) FindSessions(key K, earliestSessionEnd, latestSessi
 	}
 	// Sessions of this key ending at or after earliestSessionEnd, whatever
 	// their start; the start bound is a filter, as in Kafka Streams. Each
-	// segment from earliestSessionEnd's on is scanned, in end order.
+	// segment from earliestSessionEnd's on is scanned, in end order, from
+	// the epochs' writes alone when none of those sessions is older
+	// (epochTimes, by session end; decision 0056).
 	earliestSessionEnd = max(earliestSessionEnd, s.liveFrom.Load())
-	inner, err := s.scanSegments(segmentOf(earliestSessionEnd, s.segs.interval), math.MaxInt64, nil, func(seg int64) ([]byte, []byte) {
+	inner, err := s.scanSegments(segmentOf(earliestSessionEnd, s.segs.interval), math.MaxInt64, s.rangeFrom(earliestSessionEnd), func(seg int64) ([]byte, []byte) {
 		return sessionKeyFirst(seg, kb, math.MinInt64, earliestSessionEnd), sessionKeyFirst(seg, kb, math.MaxInt64, math.MaxInt64)
 	})
 	if err != nil {
@@ -424,6 +428,8 @@ func (s *sessionStore[K, V]) Restore(records []ChangelogRecord) error {
 		if err != nil {
 			return s.errorf("restore", "%w", err)
 		}
+		epoch, ok := writeEpoch(s.inner)
+		s.times.wrote(epoch, ok, end)
 		kf := sessionKeyFirst(seg, key, start, end)
 		tf := func() KeyValue[[]byte, []byte] {
 			if stored == nil {
